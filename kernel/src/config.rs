@@ -1,0 +1,443 @@
+//! `config.toml`: the kernel's own sections and one strict section per extension.
+//!
+//! ```toml
+//! [kernel]
+//! queue_capacity = 256
+//! [llm]
+//! provider = "none"
+//! [extensions.memory]
+//! enabled = true
+//! # ...the memory extension's own keys
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// A configuration problem; the message names the file, the key and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or `<embedded config.toml>`).
+    pub file: String,
+    /// Every problem found, each naming its key.
+    pub problems: Vec<String>,
+}
+
+impl ConfigError {
+    /// One problem in `file`.
+    pub fn new(file: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            problems: vec![problem.into()],
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "{}: {}", self.file, one),
+            many => {
+                write!(f, "{}: {} problems", self.file, many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The whole configuration, as read from one file.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where it came from, for error messages.
+    pub file: String,
+    /// `[kernel]`.
+    pub kernel: KernelConfig,
+    /// `[llm]`.
+    pub llm: LlmConfig,
+    /// `[extensions.<name>]`, in file order.
+    pub extensions: Vec<ExtensionSection>,
+}
+
+/// `[kernel]`: the router, the agent turn and where data lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KernelConfig {
+    /// Where extensions keep their files; empty means the platform's data directory + `mnemo`.
+    pub data_dir: Option<PathBuf>,
+    /// The first part of every system prompt; context blocks follow it.
+    pub system_prompt: String,
+    /// Capacity of each subscriber's event queue; a full queue makes the publisher wait.
+    pub queue_capacity: usize,
+    /// How long shutdown waits for queues to drain and extensions to stop, in milliseconds.
+    pub shutdown_grace_ms: u64,
+    /// Most LLM round trips with tool calls in one agent turn.
+    pub max_tool_rounds: usize,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: None,
+            system_prompt: "You are a helpful assistant with long-term memory.".to_owned(),
+            queue_capacity: 256,
+            shutdown_grace_ms: 5_000,
+            max_tool_rounds: 8,
+        }
+    }
+}
+
+/// Which language model the kernel offers extensions and the agent turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmProvider {
+    /// No model: features that need one report that they are not configured.
+    #[default]
+    None,
+    /// Any server speaking OpenAI's chat-completions protocol (OpenAI, Ollama, llama.cpp, vLLM).
+    Openai,
+    /// Replies queued in advance (replay and demos).
+    Scripted,
+}
+
+/// `[llm]`: the model used by consolidation, reflection, LLM NER and `mnemo chat`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// `none`, `openai` or `scripted`.
+    pub provider: LlmProvider,
+    /// Base URL of the API, ending before `/chat/completions`; `MNEMO_LLM_BASE_URL` overrides.
+    pub base_url: String,
+    /// Model name; `MNEMO_LLM_MODEL` overrides.
+    pub model: String,
+    /// API key, if the server needs one; `MNEMO_LLM_API_KEY` overrides. Prefer the variable.
+    pub api_key: Option<String>,
+    /// Request timeout in seconds.
+    pub timeout_secs: u64,
+    /// Sampling temperature.
+    pub temperature: f32,
+}
+
+impl fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("timeout_secs", &self.timeout_secs)
+            .field("temperature", &self.temperature)
+            .finish()
+    }
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: LlmProvider::None,
+            base_url: "https://api.openai.com/v1".to_owned(),
+            model: "gpt-4o-mini".to_owned(),
+            api_key: None,
+            timeout_secs: 60,
+            temperature: 0.2,
+        }
+    }
+}
+
+/// One `[extensions.<name>]` table, handed to the extension's factory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtensionSection {
+    /// The extension's name (the table key).
+    pub name: String,
+    /// The `enabled` key; `true` when absent.
+    pub enabled: bool,
+    /// The file, for error messages.
+    pub file: String,
+    table: toml::Table,
+}
+
+impl ExtensionSection {
+    /// A section built in code, for tests and hosts without a file.
+    pub fn new(name: impl Into<String>, table: toml::Table) -> Self {
+        Self {
+            name: name.into(),
+            enabled: true,
+            file: "<code>".to_owned(),
+            table,
+        }
+    }
+
+    /// Deserialises the section into the extension's config type.
+    ///
+    /// Use `#[serde(deny_unknown_fields)]` on `C`, so that a misspelt key stops start-up.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the file, `[extensions.<name>]`, the key and the reason.
+    pub fn parse<C: DeserializeOwned>(&self) -> Result<C, ConfigError> {
+        serde_path_to_error::deserialize(toml::Value::Table(self.table.clone())).map_err(|err| {
+            let path = err.path().to_string();
+            let key = if path == "." {
+                String::new()
+            } else {
+                format!(" key `{path}`")
+            };
+            ConfigError::new(
+                self.file.clone(),
+                format!("[extensions.{}]{key}: {}", self.name, err.into_inner()),
+            )
+        })
+    }
+
+    /// The raw keys of the section (without `enabled`).
+    pub fn table(&self) -> &toml::Table {
+        &self.table
+    }
+}
+
+const TOP_LEVEL_KEYS: [&str; 3] = ["kernel", "llm", "extensions"];
+
+impl Config {
+    /// Reads and checks a configuration file.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not TOML, or a kernel key is unknown or has a bad value.
+    /// Extension sections are checked by [`crate::KernelBuilder::start`], which knows the factories.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| ConfigError::new(file.clone(), format!("cannot read: {err}")))?;
+        Self::parse(&text, &file)
+    }
+
+    /// Parses configuration text; `file` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Config::load`]; every problem found is reported at once.
+    pub fn parse(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let root: toml::Table = toml::from_str(text)
+            .map_err(|err| ConfigError::new(file, format!("not valid TOML: {err}")))?;
+        let mut problems = Vec::new();
+        for key in root.keys() {
+            if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "unknown section `{key}`, expected one of {}",
+                    TOP_LEVEL_KEYS.join(", ")
+                ));
+            }
+        }
+        let kernel: KernelConfig = section(&root, "kernel", &mut problems).unwrap_or_default();
+        let llm: LlmConfig = section(&root, "llm", &mut problems).unwrap_or_default();
+        if kernel.queue_capacity == 0 {
+            problems.push("key `kernel.queue_capacity`: must be at least 1".to_owned());
+        }
+        if kernel.max_tool_rounds == 0 {
+            problems.push("key `kernel.max_tool_rounds`: must be at least 1".to_owned());
+        }
+        if !(0.0..=2.0).contains(&llm.temperature) {
+            problems.push("key `llm.temperature`: must be between 0 and 2".to_owned());
+        }
+        if llm.timeout_secs == 0 {
+            problems.push("key `llm.timeout_secs`: must be at least 1".to_owned());
+        }
+        let mut extensions = Vec::new();
+        match root.get("extensions") {
+            None => {}
+            Some(toml::Value::Table(tables)) => {
+                for (name, value) in tables {
+                    match value {
+                        toml::Value::Table(table) => {
+                            let mut table = table.clone();
+                            let enabled = match table.remove("enabled") {
+                                None => true,
+                                Some(toml::Value::Boolean(enabled)) => enabled,
+                                Some(other) => {
+                                    problems.push(format!(
+                                        "[extensions.{name}] key `enabled`: expected true or false, found {}",
+                                        other.type_str()
+                                    ));
+                                    false
+                                }
+                            };
+                            extensions.push(ExtensionSection {
+                                name: name.clone(),
+                                enabled,
+                                file: file.to_owned(),
+                                table,
+                            });
+                        }
+                        other => problems.push(format!(
+                            "key `extensions.{name}`: expected a table, found {}",
+                            other.type_str()
+                        )),
+                    }
+                }
+            }
+            Some(other) => problems.push(format!(
+                "key `extensions`: expected a table, found {}",
+                other.type_str()
+            )),
+        }
+        if problems.is_empty() {
+            Ok(Self {
+                file: file.to_owned(),
+                kernel,
+                llm,
+                extensions,
+            })
+        } else {
+            Err(ConfigError {
+                file: file.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Applies `MNEMO_LLM_BASE_URL`, `MNEMO_LLM_MODEL` and `MNEMO_LLM_API_KEY` from `lookup`.
+    ///
+    /// A base URL from the environment switches a `none` provider to `openai`.
+    pub fn apply_env(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        let non_empty = |key: &str| lookup(key).filter(|value| !value.trim().is_empty());
+        if let Some(base_url) = non_empty("MNEMO_LLM_BASE_URL") {
+            self.llm.base_url = base_url;
+            if self.llm.provider == LlmProvider::None {
+                self.llm.provider = LlmProvider::Openai;
+            }
+        }
+        if let Some(model) = non_empty("MNEMO_LLM_MODEL") {
+            self.llm.model = model;
+        }
+        if let Some(api_key) = non_empty("MNEMO_LLM_API_KEY") {
+            self.llm.api_key = Some(api_key);
+        }
+    }
+
+    /// The section of extension `name`, if the file has one.
+    pub fn extension(&self, name: &str) -> Option<&ExtensionSection> {
+        self.extensions.iter().find(|section| section.name == name)
+    }
+
+    /// Sets `[extensions.<name>] enabled`, adding an empty section if there is none.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) {
+        match self
+            .extensions
+            .iter_mut()
+            .find(|section| section.name == name)
+        {
+            Some(section) => section.enabled = enabled,
+            None => self.extensions.push(ExtensionSection {
+                name: name.to_owned(),
+                enabled,
+                file: self.file.clone(),
+                table: toml::Table::new(),
+            }),
+        }
+    }
+
+    /// The data directory: `[kernel] data_dir`, or the platform's data directory + `mnemo`.
+    pub fn data_dir(&self) -> PathBuf {
+        match &self.kernel.data_dir {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.clone(),
+            _ => dirs::data_dir()
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join("mnemo"),
+        }
+    }
+}
+
+fn section<T: DeserializeOwned + Default>(
+    root: &toml::Table,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Option<T> {
+    let value = root.get(key)?.clone();
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(parsed) => Some(parsed),
+        Err(err) => {
+            let path = err.path().to_string();
+            let full = if path == "." {
+                key.to_owned()
+            } else {
+                format!("{key}.{path}")
+            };
+            problems.push(format!("key `{full}`: {}", err.into_inner()));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip() {
+        let config = Config::parse("", "empty.toml").unwrap();
+        assert_eq!(config.kernel, KernelConfig::default());
+        let text = toml::to_string(&config.kernel).unwrap();
+        let again: KernelConfig = toml::from_str(&text).unwrap();
+        assert_eq!(again, config.kernel);
+    }
+
+    #[test]
+    fn names_file_key_and_reason() {
+        let err = Config::parse("[kernel]\nqueue_capacit = 3\n", "c.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("c.toml: "), "{text}");
+        assert!(text.contains("queue_capacit"), "{text}");
+        assert!(text.contains("unknown field"), "{text}");
+
+        let err = Config::parse("[kernel]\nqueue_capacity = \"many\"\n", "c.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("kernel.queue_capacity"), "{text}");
+        assert!(text.contains("invalid type"), "{text}");
+
+        let err = Config::parse("[colour]\n", "c.toml").unwrap_err();
+        assert!(err.to_string().contains("unknown section `colour`"));
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        let err = Config::parse(
+            "[kernel]\nqueue_capacity = 0\n[llm]\ntemperature = 9.0\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+    }
+
+    #[test]
+    fn environment_overrides_secrets() {
+        let mut config = Config::parse("", "c.toml").unwrap();
+        config.apply_env(|key| match key {
+            "MNEMO_LLM_BASE_URL" => Some("http://127.0.0.1:8080/v1".into()),
+            "MNEMO_LLM_API_KEY" => Some("sk-test".into()),
+            _ => None,
+        });
+        assert_eq!(config.llm.provider, LlmProvider::Openai);
+        assert_eq!(config.llm.api_key.as_deref(), Some("sk-test"));
+        assert!(
+            !format!("{:?}", config.llm).contains("sk-test"),
+            "keys stay out of logs"
+        );
+    }
+
+    #[test]
+    fn extension_sections_keep_order_and_enabled_flag() {
+        let config = Config::parse(
+            "[extensions.b]\nenabled = false\nx = 1\n[extensions.a]\n",
+            "c.toml",
+        )
+        .unwrap();
+        let names: Vec<_> = config.extensions.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["b", "a"]);
+        assert!(!config.extensions[0].enabled);
+        assert!(config.extensions[1].enabled);
+        assert!(config.extensions[0].table().contains_key("x"));
+        assert!(!config.extensions[0].table().contains_key("enabled"));
+    }
+}

@@ -1,0 +1,769 @@
+//! The kernel: builds extensions from config, wires their roles, and owns the router, clock and jobs.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::clock::{Clock, SystemClock, VirtualClock};
+use crate::config::{Config, ConfigError, LlmProvider};
+use crate::error::{ExtensionError, KernelError};
+use crate::event::Event;
+use crate::extension::{
+    ContextRequest, Extension, ExtensionRegistry, JobSpec, Registrar, ToolError, ToolScope,
+    ToolSpec,
+};
+use crate::llm::openai::OpenAiClient;
+use crate::llm::scripted::ScriptedLlm;
+use crate::llm::LlmClient;
+use crate::router::{PublishError, Router};
+use crate::schedule::CronSchedule;
+use crate::services::Services;
+
+/// What every extension receives: clock, bus, services, model, data directory and shutdown signal.
+///
+/// Cloning is cheap.
+#[derive(Clone)]
+pub struct KernelContext {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    clock: Arc<dyn Clock>,
+    router: Router,
+    services: Services,
+    llm: Option<Arc<dyn LlmClient>>,
+    data_dir: PathBuf,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for KernelContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelContext")
+            .field("data_dir", &self.inner.data_dir)
+            .finish()
+    }
+}
+
+impl KernelContext {
+    /// The current time by the kernel's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.inner.clock.now()
+    }
+
+    /// The kernel's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Publishes an event on the bus.
+    ///
+    /// # Errors
+    /// [`PublishError::Closed`] during shutdown.
+    pub async fn publish(&self, event: Event) -> Result<Event, PublishError> {
+        self.inner.router.publish(event).await
+    }
+
+    /// The router, for counts and [`Router::settle`].
+    pub fn router(&self) -> &Router {
+        &self.inner.router
+    }
+
+    /// The typed APIs other extensions published.
+    pub fn services(&self) -> &Services {
+        &self.inner.services
+    }
+
+    /// The configured language model, if any.
+    pub fn llm(&self) -> Option<Arc<dyn LlmClient>> {
+        self.inner.llm.clone()
+    }
+
+    /// The directory extensions keep their files in; it exists.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    /// Cancelled when the kernel begins to shut down; background tasks `select!` on it.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+}
+
+/// One run of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRun {
+    /// The job's name.
+    pub job: String,
+    /// When it ran, by the kernel's clock.
+    pub at: DateTime<Utc>,
+    /// The job's one-line report, or why it failed.
+    pub outcome: Result<String, String>,
+}
+
+struct JobEntry {
+    extension: usize,
+    spec: JobSpec,
+    schedule: CronSchedule,
+    next_due: Mutex<Option<DateTime<Utc>>>,
+    running: tokio::sync::Mutex<()>,
+}
+
+struct KernelInner {
+    ctx: KernelContext,
+    config: Config,
+    extensions: Vec<Arc<dyn Extension>>,
+    tools: Vec<(usize, ToolSpec)>,
+    tool_index: HashMap<String, usize>,
+    jobs: Vec<JobEntry>,
+    virtual_clock: Option<Arc<VirtualClock>>,
+    job_runs: Mutex<Vec<JobRun>>,
+    subscriber_tasks: Mutex<Vec<JoinHandle<()>>>,
+    cron: tokio::sync::Mutex<Option<tokio_cron_scheduler::JobScheduler>>,
+    stopped: AtomicBool,
+}
+
+/// A running kernel. Cloning is cheap; every clone is the same kernel.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<KernelInner>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("extensions", &self.extension_names())
+            .finish()
+    }
+}
+
+/// Configures and starts a [`Kernel`].
+pub struct KernelBuilder {
+    registry: ExtensionRegistry,
+    config: Config,
+    clock: Option<Arc<dyn Clock>>,
+    virtual_clock: Option<Arc<VirtualClock>>,
+    llm: Option<Arc<dyn LlmClient>>,
+    data_dir: Option<PathBuf>,
+}
+
+impl KernelBuilder {
+    /// Runs on a virtual clock starting at `start`: jobs fire only through [`Kernel::advance_to`].
+    pub fn virtual_clock(mut self, start: DateTime<Utc>) -> Self {
+        let clock = Arc::new(VirtualClock::new(start));
+        self.clock = Some(clock.clone());
+        self.virtual_clock = Some(clock);
+        self
+    }
+
+    /// Uses this language model instead of the one in `[llm]`.
+    pub fn llm(mut self, llm: Arc<dyn LlmClient>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Keeps data here instead of `[kernel] data_dir`.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Builds every extension in the config, registers and starts the enabled ones.
+    ///
+    /// # Errors
+    /// An unknown extension or key, a bad value (all reported at once), a duplicate tool, job or
+    /// service, a bad cron expression, or an extension that fails to start.
+    pub async fn start(self) -> Result<Kernel, KernelError> {
+        let KernelBuilder {
+            registry,
+            config,
+            clock,
+            virtual_clock,
+            llm,
+            data_dir,
+        } = self;
+
+        let mut problems = Vec::new();
+        let mut extensions: Vec<Arc<dyn Extension>> = Vec::new();
+        for section in &config.extensions {
+            let Some(factory) = registry.get(&section.name) else {
+                problems.push(format!(
+                    "unknown extension `{}` in [extensions.{}]; known extensions: {}",
+                    section.name,
+                    section.name,
+                    registry.names().join(", ")
+                ));
+                continue;
+            };
+            // Disabled sections are checked too, so a typo never hides until the day they are enabled.
+            match (factory.build)(section) {
+                Ok(extension) if section.enabled => extensions.push(extension),
+                Ok(_) => {}
+                Err(err) => problems.extend(err.problems),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError {
+                file: config.file.clone(),
+                problems,
+            }
+            .into());
+        }
+
+        let mut services = Services::default();
+        for extension in &extensions {
+            let mut registrar = Registrar {
+                extension: extension.name(),
+                services: &mut services,
+                duplicates: Vec::new(),
+            };
+            extension
+                .register(&mut registrar)
+                .map_err(|err| ExtensionError::new(extension.name(), err))?;
+            if let Some((api, first)) = registrar.duplicates.into_iter().next() {
+                return Err(KernelError::Duplicate {
+                    what: "service",
+                    name: api,
+                    first,
+                    second: extension.name().to_owned(),
+                });
+            }
+        }
+
+        let llm: Option<Arc<dyn LlmClient>> = match llm {
+            Some(llm) => Some(llm),
+            None => match config.llm.provider {
+                LlmProvider::None => None,
+                LlmProvider::Openai => Some(Arc::new(OpenAiClient::new(&config.llm)?)),
+                LlmProvider::Scripted => Some(Arc::new(ScriptedLlm::new())),
+            },
+        };
+        let data_dir = data_dir.unwrap_or_else(|| config.data_dir());
+        std::fs::create_dir_all(&data_dir).map_err(|source| KernelError::Io {
+            context: format!("cannot create the data directory {}", data_dir.display()),
+            source,
+        })?;
+
+        let router = Router::new(config.kernel.queue_capacity);
+        let ctx = KernelContext {
+            inner: Arc::new(ContextInner {
+                clock: clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                router: router.clone(),
+                services,
+                llm,
+                data_dir,
+                shutdown: CancellationToken::new(),
+            }),
+        };
+
+        let mut tools = Vec::new();
+        let mut tool_index: HashMap<String, usize> = HashMap::new();
+        let mut jobs: Vec<JobEntry> = Vec::new();
+        for (index, extension) in extensions.iter().enumerate() {
+            if let Some(provider) = extension.tool_provider() {
+                for spec in provider.tools() {
+                    if let Some(&first) = tool_index.get(&spec.name) {
+                        return Err(duplicate(
+                            "tool",
+                            &spec.name,
+                            &extensions,
+                            tools_owner(&tools, first),
+                            index,
+                        ));
+                    }
+                    tool_index.insert(spec.name.clone(), tools.len());
+                    tools.push((index, spec));
+                }
+            }
+            if let Some(provider) = extension.scheduler_provider() {
+                for spec in provider.jobs() {
+                    if let Some(first) = jobs.iter().find(|job| job.spec.name == spec.name) {
+                        return Err(duplicate(
+                            "job",
+                            &spec.name,
+                            &extensions,
+                            first.extension,
+                            index,
+                        ));
+                    }
+                    let schedule =
+                        CronSchedule::parse(&spec.cron).map_err(|source| KernelError::Cron {
+                            job: spec.name.clone(),
+                            extension: extension.name().to_owned(),
+                            source,
+                        })?;
+                    jobs.push(JobEntry {
+                        extension: index,
+                        spec,
+                        schedule,
+                        next_due: Mutex::new(None),
+                        running: tokio::sync::Mutex::new(()),
+                    });
+                }
+            }
+        }
+
+        let kernel = Kernel {
+            inner: Arc::new(KernelInner {
+                ctx,
+                config,
+                extensions,
+                tools,
+                tool_index,
+                jobs,
+                virtual_clock,
+                job_runs: Mutex::new(Vec::new()),
+                subscriber_tasks: Mutex::new(Vec::new()),
+                cron: tokio::sync::Mutex::new(None),
+                stopped: AtomicBool::new(false),
+            }),
+        };
+        kernel.spawn_subscribers();
+
+        for (started, extension) in kernel.inner.extensions.iter().enumerate() {
+            let span = tracing::info_span!("extension", extension = %extension.name());
+            if let Err(err) = extension.start(&kernel.inner.ctx).instrument(span).await {
+                let error = ExtensionError::new(extension.name(), err);
+                tracing::error!(%error, "start failed; stopping the extensions already started");
+                kernel.stop_extensions(started).await;
+                kernel.inner.ctx.router().close();
+                return Err(error.into());
+            }
+            tracing::info!(extension = %extension.name(), "started");
+        }
+        kernel.start_scheduler().await?;
+        Ok(kernel)
+    }
+}
+
+fn tools_owner(tools: &[(usize, ToolSpec)], position: usize) -> usize {
+    tools[position].0
+}
+
+fn duplicate(
+    what: &'static str,
+    name: &str,
+    extensions: &[Arc<dyn Extension>],
+    first: usize,
+    second: usize,
+) -> KernelError {
+    KernelError::Duplicate {
+        what,
+        name: name.to_owned(),
+        first: extensions[first].name().to_owned(),
+        second: extensions[second].name().to_owned(),
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+impl Kernel {
+    /// A builder for a kernel hosting the extensions of `registry` that `config` enables.
+    pub fn builder(registry: ExtensionRegistry, config: Config) -> KernelBuilder {
+        KernelBuilder {
+            registry,
+            config,
+            clock: None,
+            virtual_clock: None,
+            llm: None,
+            data_dir: None,
+        }
+    }
+
+    /// The context extensions receive.
+    pub fn context(&self) -> &KernelContext {
+        &self.inner.ctx
+    }
+
+    /// The configuration the kernel was started with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Names of the running extensions, in start order.
+    pub fn extension_names(&self) -> Vec<String> {
+        self.inner
+            .extensions
+            .iter()
+            .map(|extension| extension.name().to_owned())
+            .collect()
+    }
+
+    /// Publishes an event and returns it with its id.
+    ///
+    /// # Errors
+    /// [`KernelError::Publish`] during shutdown.
+    pub async fn publish(&self, event: Event) -> Result<Event, KernelError> {
+        Ok(self.inner.ctx.publish(event).await?)
+    }
+
+    /// Waits until every published event has been handled.
+    pub async fn settle(&self) {
+        self.inner.ctx.router().settle().await;
+    }
+
+    /// Every tool of every enabled extension.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        self.inner
+            .tools
+            .iter()
+            .map(|(_, spec)| spec.clone())
+            .collect()
+    }
+
+    /// Calls a tool by name as the agent would: arguments are checked against its schema first.
+    ///
+    /// # Errors
+    /// [`ToolError`] naming an unknown tool, a bad argument, or the tool's own failure.
+    pub async fn call_tool(
+        &self,
+        scope: &ToolScope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, ToolError> {
+        let Some(&position) = self.inner.tool_index.get(name) else {
+            return Err(ToolError::UnknownTool(name.to_owned()));
+        };
+        let (extension_index, spec) = &self.inner.tools[position];
+        let arguments = if arguments.is_null() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            arguments
+        };
+        crate::schema::check(&spec.parameters, &arguments)
+            .map_err(|reason| ToolError::invalid(name, reason))?;
+        let extension = &self.inner.extensions[*extension_index];
+        let Some(provider) = extension.tool_provider() else {
+            return Err(ToolError::UnknownTool(name.to_owned()));
+        };
+        let span = tracing::info_span!("tool", extension = %extension.name(), tool = %name);
+        match AssertUnwindSafe(provider.call_tool(&self.inner.ctx, scope, name, arguments))
+            .catch_unwind()
+            .instrument(span)
+            .await
+        {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(extension = %extension.name(), tool = %name, %message, "tool panicked");
+                Err(ToolError::failed(name, "the tool panicked; see the log"))
+            }
+        }
+    }
+
+    /// Every context block for `request`, in extension order, as (extension, block).
+    ///
+    /// A provider that fails or panics is logged and left out.
+    pub async fn gather_context(&self, request: &ContextRequest) -> Vec<(String, String)> {
+        let mut blocks = Vec::new();
+        for extension in &self.inner.extensions {
+            let Some(provider) = extension.context_provider() else {
+                continue;
+            };
+            let span = tracing::info_span!("context", extension = %extension.name());
+            match AssertUnwindSafe(provider.context(&self.inner.ctx, request))
+                .catch_unwind()
+                .instrument(span)
+                .await
+            {
+                Ok(Ok(Some(block))) if !block.trim().is_empty() => {
+                    blocks.push((extension.name().to_owned(), block));
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(extension = %extension.name(), %error, "context provider failed; block left out");
+                }
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    tracing::error!(extension = %extension.name(), %message, "context provider panicked; block left out");
+                }
+            }
+        }
+        blocks
+    }
+
+    /// Every job as (extension, spec), in registration order.
+    pub fn jobs(&self) -> Vec<(String, JobSpec)> {
+        self.inner
+            .jobs
+            .iter()
+            .map(|job| {
+                (
+                    self.inner.extensions[job.extension].name().to_owned(),
+                    job.spec.clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// Every job run so far, oldest first.
+    pub fn job_runs(&self) -> Vec<JobRun> {
+        self.inner
+            .job_runs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Runs the job `name` now. Two runs of one job never overlap: a second caller waits.
+    ///
+    /// # Errors
+    /// [`KernelError::UnknownJob`]. A job that fails is not an error here: see [`JobRun::outcome`].
+    pub async fn run_job(&self, name: &str) -> Result<JobRun, KernelError> {
+        let job = self
+            .inner
+            .jobs
+            .iter()
+            .find(|job| job.spec.name == name)
+            .ok_or_else(|| KernelError::UnknownJob(name.to_owned()))?;
+        let _running = job.running.lock().await;
+        let extension = &self.inner.extensions[job.extension];
+        let at = self.inner.ctx.now();
+        let outcome = match extension.scheduler_provider() {
+            None => Err("the extension has no scheduler role".to_owned()),
+            Some(provider) => {
+                let span = tracing::info_span!("job", extension = %extension.name(), job = %name);
+                match AssertUnwindSafe(provider.run_job(&self.inner.ctx, name))
+                    .catch_unwind()
+                    .instrument(span)
+                    .await
+                {
+                    Ok(Ok(report)) => Ok(report),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(panic) => Err(format!("panicked: {}", panic_message(panic.as_ref()))),
+                }
+            }
+        };
+        match &outcome {
+            Ok(report) => tracing::info!(job = %name, %report, "job done"),
+            Err(error) => tracing::warn!(job = %name, %error, "job failed"),
+        }
+        let run = JobRun {
+            job: name.to_owned(),
+            at,
+            outcome,
+        };
+        self.inner
+            .job_runs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(run.clone());
+        Ok(run)
+    }
+
+    /// Moves the virtual clock to `target`, firing every job that comes due on the way, in time
+    /// order, exactly once per due time, with the clock standing at the due time while it runs.
+    ///
+    /// # Errors
+    /// [`KernelError::NotVirtualClock`] on the system clock; [`KernelError::ClockBackwards`].
+    pub async fn advance_to(&self, target: DateTime<Utc>) -> Result<Vec<JobRun>, KernelError> {
+        let clock = self
+            .inner
+            .virtual_clock
+            .as_ref()
+            .ok_or(KernelError::NotVirtualClock)?;
+        let now = clock.now();
+        if target < now {
+            return Err(KernelError::ClockBackwards { now, target });
+        }
+        self.settle().await;
+        let mut runs = Vec::new();
+        loop {
+            let mut earliest: Option<(usize, DateTime<Utc>)> = None;
+            for (index, job) in self.inner.jobs.iter().enumerate() {
+                let due = *job
+                    .next_due
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if let Some(due) = due {
+                    if due <= target && earliest.is_none_or(|(_, best)| due < best) {
+                        earliest = Some((index, due));
+                    }
+                }
+            }
+            let Some((index, due)) = earliest else { break };
+            clock.set(due);
+            let job = &self.inner.jobs[index];
+            *job.next_due
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = job.schedule.next_after(due);
+            let name = job.spec.name.clone();
+            runs.push(self.run_job(&name).await?);
+            self.settle().await;
+        }
+        clock.set(target);
+        Ok(runs)
+    }
+
+    /// Moves the virtual clock forward by `by`; see [`Kernel::advance_to`].
+    ///
+    /// # Errors
+    /// As [`Kernel::advance_to`].
+    pub async fn advance_by(&self, by: chrono::Duration) -> Result<Vec<JobRun>, KernelError> {
+        let target = self.inner.ctx.now() + by;
+        self.advance_to(target).await
+    }
+
+    /// True when the kernel runs on a virtual clock.
+    pub fn is_virtual_clock(&self) -> bool {
+        self.inner.virtual_clock.is_some()
+    }
+
+    fn spawn_subscribers(&self) {
+        let mut tasks = Vec::new();
+        for extension in &self.inner.extensions {
+            let Some(handler) = extension.event_handler() else {
+                continue;
+            };
+            let router = self.inner.ctx.router().clone();
+            let mut receiver = router.subscribe(extension.name(), handler.topics());
+            let extension = extension.clone();
+            let ctx = self.inner.ctx.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Some(event) = receiver.recv().await {
+                    if let Some(handler) = extension.event_handler() {
+                        let span = tracing::info_span!(
+                            "event",
+                            extension = %extension.name(),
+                            event_id = %event.id,
+                            topic = %event.topic()
+                        );
+                        match AssertUnwindSafe(handler.handle(&ctx, &event))
+                            .catch_unwind()
+                            .instrument(span)
+                            .await
+                        {
+                            Ok(Ok(())) => {}
+                            Ok(Err(error)) => tracing::warn!(
+                                extension = %extension.name(), event_id = %event.id, %error,
+                                "event handler failed"
+                            ),
+                            Err(panic) => tracing::error!(
+                                extension = %extension.name(), event_id = %event.id,
+                                message = %panic_message(panic.as_ref()),
+                                "event handler panicked"
+                            ),
+                        }
+                    }
+                    router.delivered();
+                }
+            }));
+        }
+        *self
+            .inner
+            .subscriber_tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = tasks;
+    }
+
+    async fn start_scheduler(&self) -> Result<(), KernelError> {
+        if self.inner.jobs.is_empty() {
+            return Ok(());
+        }
+        if self.inner.virtual_clock.is_some() {
+            let now = self.inner.ctx.now();
+            for job in &self.inner.jobs {
+                *job.next_due
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                    job.schedule.next_after(now);
+            }
+            return Ok(());
+        }
+        let scheduler_error =
+            |err: tokio_cron_scheduler::JobSchedulerError| KernelError::Scheduler(err.to_string());
+        let scheduler = tokio_cron_scheduler::JobScheduler::new()
+            .await
+            .map_err(scheduler_error)?;
+        for job in &self.inner.jobs {
+            let weak = Arc::downgrade(&self.inner);
+            let name = job.spec.name.clone();
+            let cron_job = tokio_cron_scheduler::Job::new_async_tz(
+                job.schedule.six_fields(),
+                Utc,
+                move |_id, _scheduler| {
+                    let weak = weak.clone();
+                    let name = name.clone();
+                    Box::pin(async move {
+                        if let Some(inner) = weak.upgrade() {
+                            let kernel = Kernel { inner };
+                            if kernel.inner.stopped.load(Ordering::Acquire) {
+                                return;
+                            }
+                            if let Err(error) = kernel.run_job(&name).await {
+                                tracing::warn!(job = %name, %error, "scheduled job could not run");
+                            }
+                        }
+                    })
+                },
+            )
+            .map_err(scheduler_error)?;
+            scheduler.add(cron_job).await.map_err(scheduler_error)?;
+        }
+        scheduler.start().await.map_err(scheduler_error)?;
+        *self.inner.cron.lock().await = Some(scheduler);
+        Ok(())
+    }
+
+    async fn stop_extensions(&self, count: usize) {
+        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+        for extension in self.inner.extensions[..count].iter().rev() {
+            match tokio::time::timeout(grace, extension.stop(&self.inner.ctx)).await {
+                Ok(Ok(())) => tracing::info!(extension = %extension.name(), "stopped"),
+                Ok(Err(error)) => {
+                    tracing::warn!(extension = %extension.name(), %error, "stop failed")
+                }
+                Err(_) => tracing::warn!(
+                    extension = %extension.name(), grace_ms = grace.as_millis() as u64,
+                    "did not stop within the grace period"
+                ),
+            }
+        }
+    }
+
+    /// Shuts down: cancels background work, stops the scheduler, drains every event queue, then
+    /// stops the extensions in reverse start order. Calling it again does nothing.
+    pub async fn shutdown(&self) {
+        if self.inner.stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.inner.ctx.inner.shutdown.cancel();
+        if let Some(mut scheduler) = self.inner.cron.lock().await.take() {
+            if let Err(error) = scheduler.shutdown().await {
+                tracing::warn!(%error, "scheduler shutdown failed");
+            }
+        }
+        self.inner.ctx.router().close();
+        let tasks = std::mem::take(
+            &mut *self
+                .inner
+                .subscriber_tasks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+        let drained = tokio::time::timeout(grace, futures::future::join_all(tasks)).await;
+        if drained.is_err() {
+            tracing::warn!(
+                grace_ms = grace.as_millis() as u64,
+                "event queues did not drain within the grace period"
+            );
+        }
+        self.stop_extensions(self.inner.extensions.len()).await;
+    }
+}

@@ -1,0 +1,166 @@
+//! Language-model access for extensions and the agent turn.
+
+pub(crate) mod openai;
+pub(crate) mod scripted;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::extension::ToolSpec;
+
+/// Who wrote a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatRole {
+    /// Instructions and context.
+    System,
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmToolCall {
+    /// The call's id, echoed in the tool message that answers it.
+    #[serde(default)]
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments; a string the model produced that is not JSON stays a string.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// One message of a chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who wrote it.
+    pub role: ChatRole,
+    /// The text.
+    pub content: String,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<LlmToolCall>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::plain(ChatRole::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::plain(ChatRole::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::plain(ChatRole::Assistant, content)
+    }
+
+    /// A tool result answering `tool_call_id`.
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(tool_call_id.into()),
+        }
+    }
+
+    fn plain(role: ChatRole, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A chat-completion request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// Ask for a JSON object reply (OpenAI's `response_format`).
+    #[serde(default)]
+    pub json_reply: bool,
+    /// Most tokens in the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    /// A request with a system and a user message.
+    pub fn new(system: impl Into<String>, user: impl Into<String>) -> Self {
+        Self {
+            messages: vec![ChatMessage::system(system), ChatMessage::user(user)],
+            ..Self::default()
+        }
+    }
+}
+
+/// The model's reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The text, if any.
+    pub content: Option<String>,
+    /// Tools the model wants called.
+    #[serde(default)]
+    pub tool_calls: Vec<LlmToolCall>,
+    /// Why the model stopped, as the server says it.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The request took longer than the configured timeout.
+    #[error("the model did not answer within {0} s")]
+    Timeout(u64),
+    /// The server answered with an error status.
+    #[error("the server answered {status}: {body}")]
+    Status {
+        /// HTTP status code.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The server could not be reached.
+    #[error("cannot reach the model server: {0}")]
+    Transport(String),
+    /// The server's reply did not follow the protocol.
+    #[error("unexpected reply from the model server: {0}")]
+    Protocol(String),
+    /// A scripted client has no reply left, or was told to fail.
+    #[error("scripted model: {0}")]
+    Scripted(String),
+}
+
+/// A chat-completion model.
+#[async_trait]
+pub trait LlmClient: Send + Sync + 'static {
+    /// Sends one request and returns the model's reply.
+    ///
+    /// # Errors
+    /// [`LlmError`] naming what failed; callers must leave their data unchanged on error.
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// The model's name, for logs.
+    fn model(&self) -> &str;
+}

@@ -1,0 +1,173 @@
+//! The agent-turn pipeline: context in, model with tools, reply out.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::KernelError;
+use crate::event::{Event, EventPayload};
+use crate::extension::{ContextRequest, ToolError, ToolScope, ToolSpec};
+use crate::kernel::Kernel;
+use crate::llm::{ChatMessage, ChatRequest, LlmToolCall};
+
+/// A user's message to the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnInput {
+    /// The user.
+    pub user_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The chat, if any.
+    pub chat_id: Option<String>,
+    /// What the user said.
+    pub text: String,
+}
+
+impl TurnInput {
+    fn scope(&self, kernel: &Kernel) -> ToolScope {
+        ToolScope {
+            user_id: self.user_id.clone(),
+            session_id: Some(self.session_id.clone()),
+            chat_id: self.chat_id.clone(),
+            at: kernel.context().now(),
+        }
+    }
+}
+
+/// Everything the model gets before it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedTurn {
+    /// The base prompt followed by every context block.
+    pub system_prompt: String,
+    /// The context blocks as (extension, block).
+    pub blocks: Vec<(String, String)>,
+    /// Every tool the model may call.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What an agent turn did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The agent's final reply.
+    pub reply: String,
+    /// Each tool call and its result, in order.
+    pub tool_calls: Vec<(LlmToolCall, Result<Value, ToolError>)>,
+    /// Model round trips.
+    pub rounds: usize,
+}
+
+impl Kernel {
+    /// Gathers every context provider's block into the system prompt and collects every tool.
+    pub async fn prepare_turn(&self, input: &TurnInput) -> PreparedTurn {
+        let request = ContextRequest {
+            prompt: input.text.clone(),
+            user_id: input.user_id.clone(),
+            session_id: input.session_id.clone(),
+            chat_id: input.chat_id.clone(),
+            at: self.context().now(),
+        };
+        let blocks = self.gather_context(&request).await;
+        let mut system_prompt = self.config().kernel.system_prompt.clone();
+        for (_, block) in &blocks {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(block.trim_end());
+        }
+        PreparedTurn {
+            system_prompt,
+            blocks,
+            tools: self.tools(),
+        }
+    }
+
+    /// Runs one agent turn on the configured model.
+    ///
+    /// Publishes the `user_message`, prepares the prompt, lets the model call tools (dispatched by
+    /// name, at most `[kernel] max_tool_rounds` round trips), then publishes the `agent_response`.
+    /// `history` holds earlier messages of the session, oldest first, without a system message.
+    ///
+    /// # Errors
+    /// [`KernelError::NoLlm`] without a model; [`KernelError::Llm`] if the model fails; nothing of
+    /// the reply is published then.
+    pub async fn run_turn(
+        &self,
+        input: &TurnInput,
+        history: &[ChatMessage],
+    ) -> Result<TurnOutcome, KernelError> {
+        let llm = self.context().llm().ok_or(KernelError::NoLlm)?;
+        let user_event = self
+            .publish(
+                Event::new(
+                    self.context().now(),
+                    EventPayload::UserMessage {
+                        text: input.text.clone(),
+                    },
+                )
+                .with_scope(
+                    Some(input.session_id.clone()),
+                    Some(input.user_id.clone()),
+                    input.chat_id.clone(),
+                ),
+            )
+            .await?;
+        let prepared = self.prepare_turn(input).await;
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(ChatMessage::system(prepared.system_prompt));
+        messages.extend(history.iter().cloned());
+        messages.push(ChatMessage::user(input.text.clone()));
+
+        let max_rounds = self.config().kernel.max_tool_rounds;
+        let mut tool_calls = Vec::new();
+        let mut rounds = 0;
+        let reply = loop {
+            rounds += 1;
+            let offer_tools = rounds <= max_rounds;
+            let response = llm
+                .complete(ChatRequest {
+                    messages: messages.clone(),
+                    tools: if offer_tools {
+                        prepared.tools.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    ..ChatRequest::default()
+                })
+                .await?;
+            if response.tool_calls.is_empty() || !offer_tools {
+                break response.content.unwrap_or_default();
+            }
+            let mut assistant = ChatMessage::assistant(response.content.unwrap_or_default());
+            assistant.tool_calls = response.tool_calls.clone();
+            messages.push(assistant);
+            for call in response.tool_calls {
+                let result = self
+                    .call_tool(&input.scope(self), &call.name, call.arguments.clone())
+                    .await;
+                let shown = match &result {
+                    Ok(value) => value.to_string(),
+                    Err(error) => format!("error: {error}"),
+                };
+                messages.push(ChatMessage::tool(call.id.clone(), shown));
+                tool_calls.push((call, result));
+            }
+        };
+        self.publish(
+            Event::new(
+                self.context().now(),
+                EventPayload::AgentResponse {
+                    text: reply.clone(),
+                },
+            )
+            .with_scope(
+                Some(input.session_id.clone()),
+                Some(input.user_id.clone()),
+                input.chat_id.clone(),
+            )
+            .with_parent(user_event.id),
+        )
+        .await?;
+        Ok(TurnOutcome {
+            reply,
+            tool_calls,
+            rounds,
+        })
+    }
+}

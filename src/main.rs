@@ -1,0 +1,230 @@
+//! The `mnemo` command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use mnemo_kernel::{Config, Kernel};
+use mnemo_replay::{Replayer, ScenarioReport, Summary};
+
+/// Long-term memory for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "mnemo", version, about)]
+struct Cli {
+    /// Configuration file; default: ./config.toml if present, else the built-in defaults.
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Data directory; overrides `[kernel] data_dir`.
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay scenario files and check their expectations; ends with `N passed, M failed`.
+    Replay {
+        /// Scenario files (JSONL).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print every step and every passing expectation too.
+        #[arg(long)]
+        steps: bool,
+    },
+    /// Replay the bundled demo conversation and show what the kernel did at each step.
+    Demo,
+    /// Scheduled jobs.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum JobsCommand {
+    /// List every job of the enabled extensions with its cron expression.
+    List,
+    /// Run one job now.
+    Run {
+        /// The job's name.
+        name: String,
+    },
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The config text and the name it is reported under.
+fn config_source(explicit: Option<&Path>) -> anyhow::Result<(String, String)> {
+    let path = match explicit {
+        Some(path) => Some(path.to_path_buf()),
+        None => Some(PathBuf::from("config.toml")).filter(|path| path.is_file()),
+    };
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read config file {}", path.display()))?;
+            Ok((text, path.display().to_string()))
+        }
+        None => Ok((
+            mnemo::DEFAULT_CONFIG.to_owned(),
+            "<built-in config.toml>".to_owned(),
+        )),
+    }
+}
+
+fn load_config(cli: &Cli) -> anyhow::Result<Config> {
+    let (text, file) = config_source(cli.config.as_deref())?;
+    let mut config = Config::parse(&text, &file)?;
+    config.apply_env(|key| std::env::var(key).ok());
+    if let Some(dir) = &cli.data_dir {
+        config.kernel.data_dir = Some(dir.clone());
+    }
+    Ok(config)
+}
+
+fn print_report(report: &ScenarioReport, steps: bool) {
+    println!(
+        "{}: {} passed, {} failed",
+        report.name,
+        report.passed(),
+        report.failed()
+    );
+    if steps {
+        for line in &report.log {
+            println!("    {}", line.replace('\n', "\n    "));
+        }
+    }
+    for outcome in &report.outcomes {
+        if !outcome.passed {
+            println!(
+                "  FAIL line {}: {}: {}",
+                outcome.line, outcome.label, outcome.detail
+            );
+        } else if steps {
+            println!("  ok   line {}: {}", outcome.line, outcome.label);
+        }
+    }
+}
+
+async fn replay(cli: &Cli, files: &[PathBuf], steps: bool) -> anyhow::Result<bool> {
+    let (text, file) = config_source(cli.config.as_deref())?;
+    // Check the base config once, so a bad file is one clear error rather than one per scenario.
+    Config::parse(&text, &file)?;
+    let replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
+    let mut summary = Summary::default();
+    for path in files {
+        let report = replayer.run_file(path).await;
+        print_report(&report, steps);
+        summary.add(&report);
+    }
+    println!("{summary}");
+    Ok(summary.failed == 0)
+}
+
+async fn demo(cli: &Cli) -> anyhow::Result<bool> {
+    let (text, file) = config_source(cli.config.as_deref())?;
+    Config::parse(&text, &file)?;
+    println!("mnemo demo: replaying a short conversation through the kernel on a virtual clock.\n");
+    let replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
+    let report = replayer.run_text(mnemo::DEMO_SCENARIO, "demo").await;
+    for line in &report.log {
+        println!("{line}");
+    }
+    println!();
+    for outcome in &report.outcomes {
+        let mark = if outcome.passed { "ok  " } else { "FAIL" };
+        println!(
+            "{mark} {}: {}",
+            outcome.label,
+            outcome.detail.replace('\n', " ⏎ ")
+        );
+    }
+    let mut summary = Summary::default();
+    summary.add(&report);
+    println!("\n{summary}");
+    Ok(summary.failed == 0)
+}
+
+async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
+    let config = load_config(cli)?;
+    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+        .start()
+        .await?;
+    let ok = match command {
+        JobsCommand::List => {
+            let jobs = kernel.jobs();
+            if jobs.is_empty() {
+                println!("no jobs: no enabled extension schedules any");
+            }
+            for (extension, spec) in jobs {
+                println!(
+                    "{:<28} {:<14} {:<20} {}",
+                    spec.name, spec.cron, extension, spec.description
+                );
+            }
+            true
+        }
+        JobsCommand::Run { name } => {
+            let run = kernel.run_job(name).await;
+            kernel.settle().await;
+            match run {
+                Ok(run) => match run.outcome {
+                    Ok(report) => {
+                        println!("{name}: {report}");
+                        true
+                    }
+                    Err(error) => {
+                        eprintln!("mnemo: job {name} failed: {error}");
+                        false
+                    }
+                },
+                Err(error) => {
+                    kernel.shutdown().await;
+                    return Err(error.into());
+                }
+            }
+        }
+    };
+    kernel.shutdown().await;
+    Ok(ok)
+}
+
+async fn run(cli: Cli) -> anyhow::Result<bool> {
+    match &cli.command {
+        Command::Replay { files, steps } => replay(&cli, files, *steps).await,
+        Command::Demo => demo(&cli).await,
+        Command::Jobs { command } => jobs(&cli, command).await,
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match run(cli).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            let reason = format!("{error:#}");
+            eprintln!("mnemo: {reason}");
+            ExitCode::FAILURE
+        }
+    }
+}
