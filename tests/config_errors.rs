@@ -1,0 +1,100 @@
+//! A bad configuration stops start-up with a message naming the file, the key and the reason.
+
+use std::process::Command;
+
+use mnemo_kernel::{Config, Kernel};
+
+async fn start(text: &str) -> Result<Kernel, String> {
+    let config = Config::parse(text, "test.toml").map_err(|err| err.to_string())?;
+    let dir = tempfile::tempdir().unwrap();
+    Kernel::builder(mnemo::builtin_extensions(), config)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .map_err(|err| err.to_string())
+}
+
+#[tokio::test]
+async fn unknown_extension_is_named_with_the_known_ones() {
+    let err = start("[extensions.memroy]\nenabled = true\n")
+        .await
+        .unwrap_err();
+    assert!(err.starts_with("test.toml: "), "{err}");
+    assert!(err.contains("unknown extension `memroy`"), "{err}");
+    assert!(
+        err.contains("known extensions: memory, memory_maintenance"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_key_in_an_extension_section_is_named() {
+    let err = start("[extensions.notes]\ndigest_cronn = \"0 3 * * *\"\n")
+        .await
+        .unwrap_err();
+    assert!(err.contains("test.toml"), "{err}");
+    assert!(err.contains("[extensions.notes]"), "{err}");
+    assert!(err.contains("unknown field `digest_cronn`"), "{err}");
+}
+
+#[tokio::test]
+async fn disabled_sections_are_checked_too() {
+    let err = start("[extensions.notes]\nenabled = false\nmax_notes_per_user = \"lots\"\n")
+        .await
+        .unwrap_err();
+    assert!(err.contains("key `max_notes_per_user`"), "{err}");
+    assert!(err.contains("invalid type"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_value_in_kernel_section_is_named() {
+    let err = start("[kernel]\nqueue_capacity = -3\n").await.unwrap_err();
+    assert!(err.contains("key `kernel.queue_capacity`"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_cron_expression_names_job_and_reason() {
+    let err = start("[extensions.notes]\ndigest_cron = \"at three\"\n")
+        .await
+        .unwrap_err();
+    assert!(err.contains("job `notes_digest`"), "{err}");
+    assert!(err.contains("invalid cron expression `at three`"), "{err}");
+}
+
+#[tokio::test]
+async fn several_problems_are_reported_at_once() {
+    let err = start("[extensions.memroy]\n[extensions.notes]\ncolour = 1\n")
+        .await
+        .unwrap_err();
+    assert!(err.contains("2 problems"), "{err}");
+    assert!(err.contains("memroy") && err.contains("colour"), "{err}");
+}
+
+#[tokio::test]
+async fn the_shipped_config_starts() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    assert_eq!(text, mnemo::DEFAULT_CONFIG);
+    let kernel = start(&text).await.expect("config.toml starts a kernel");
+    kernel.shutdown().await;
+}
+
+#[test]
+fn the_binary_exits_non_zero_with_a_one_line_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[extensions.memroy]\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&path)
+        .args(["--data-dir"])
+        .arg(dir.path())
+        .args(["jobs", "list"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("mnemo: "), "{stderr}");
+    assert!(stderr.contains("bad.toml"), "{stderr}");
+    assert!(stderr.contains("unknown extension `memroy`"), "{stderr}");
+}
