@@ -1,111 +1,21 @@
 //! The OpenAI-compatible client against a real local HTTP server: the wire format both ways,
 //! errors, timeouts, and a whole agent turn through the kernel.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 use mnemo_kernel::{
     ChatMessage, ChatRequest, Config, Kernel, LlmClient, LlmConfig, LlmError, LlmProvider,
     OpenAiClient, ToolSpec, TurnInput,
 };
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-/// One canned answer: status, body, and a delay before answering.
-#[derive(Clone)]
-struct Answer {
-    status: u16,
-    body: String,
-    delay: Duration,
+async fn serve(answers: Vec<CannedAnswer>) -> HttpTestServer {
+    HttpTestServer::start(answers).await
 }
 
-fn ok(body: Value) -> Answer {
-    Answer {
-        status: 200,
-        body: body.to_string(),
-        delay: Duration::ZERO,
-    }
-}
-
-/// A request as the server received it.
-#[derive(Debug, Clone)]
-struct Received {
-    request_line: String,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-}
-
-/// A minimal HTTP/1.1 server: one request per connection, answers in order.
-struct TestServer {
-    base_url: String,
-    received: Arc<Mutex<Vec<Received>>>,
-}
-
-async fn serve(answers: Vec<Answer>) -> TestServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let log = received.clone();
-    tokio::spawn(async move {
-        for answer in answers {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buffer = Vec::new();
-            let mut chunk = [0u8; 4096];
-            let header_end = loop {
-                let n = stream.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "client closed before sending headers");
-                buffer.extend_from_slice(&chunk[..n]);
-                if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break end + 4;
-                }
-            };
-            let head = String::from_utf8_lossy(&buffer[..header_end]).to_string();
-            let mut lines = head.split("\r\n");
-            let request_line = lines.next().unwrap_or_default().to_owned();
-            let headers: Vec<(String, String)> = lines
-                .filter_map(|line| line.split_once(':'))
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .collect();
-            let length: usize = headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .map(|(_, v)| v.parse().unwrap())
-                .unwrap_or(0);
-            while buffer.len() < header_end + length {
-                let n = stream.read(&mut chunk).await.unwrap();
-                buffer.extend_from_slice(&chunk[..n]);
-            }
-            let body = serde_json::from_slice(&buffer[header_end..header_end + length])
-                .unwrap_or(Value::Null);
-            log.lock().unwrap().push(Received {
-                request_line,
-                headers,
-                body,
-            });
-            tokio::time::sleep(answer.delay).await;
-            let response = format!(
-                "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
-                answer.status,
-                answer.body.len(),
-                answer.body
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        }
-    });
-    TestServer { base_url, received }
+fn ok(body: Value) -> CannedAnswer {
+    CannedAnswer::json(&body)
 }
 
 fn config(base_url: &str, timeout_secs: u64) -> LlmConfig {
@@ -148,7 +58,7 @@ async fn sends_the_protocol_and_reads_text_and_tool_calls() {
     assert_eq!(reply.tool_calls[0].id, "call_7");
     assert_eq!(reply.tool_calls[0].arguments, json!({"query": "coffee"}));
 
-    let received = server.received.lock().unwrap().clone();
+    let received = server.received();
     assert_eq!(
         received[0].request_line,
         "POST /v1/chat/completions HTTP/1.1"
@@ -171,21 +81,9 @@ async fn sends_the_protocol_and_reads_text_and_tool_calls() {
 #[tokio::test]
 async fn server_errors_timeouts_and_garbage_are_named() {
     let server = serve(vec![
-        Answer {
-            status: 429,
-            body: "{\"error\":\"rate limited\"}".into(),
-            delay: Duration::ZERO,
-        },
-        Answer {
-            status: 200,
-            body: "<html>not json</html>".into(),
-            delay: Duration::ZERO,
-        },
-        Answer {
-            status: 200,
-            body: text_reply("too late").to_string(),
-            delay: Duration::from_secs(3),
-        },
+        CannedAnswer::raw(429, "{\"error\":\"rate limited\"}"),
+        CannedAnswer::raw(200, "<html>not json</html>"),
+        CannedAnswer::json(&text_reply("too late")).delayed(Duration::from_secs(3)),
     ])
     .await;
     let client = OpenAiClient::new(&config(&server.base_url, 1)).unwrap();
@@ -249,7 +147,7 @@ async fn a_whole_agent_turn_over_http_calls_the_tool_and_replies() {
     assert_eq!(outcome.tool_calls.len(), 1);
     assert!(outcome.tool_calls[0].1.is_ok());
 
-    let received = server.received.lock().unwrap().clone();
+    let received = server.received();
     let second = &received[1].body["messages"];
     let roles: Vec<&str> = second
         .as_array()

@@ -28,6 +28,8 @@ mod router;
 mod schedule;
 mod schema;
 mod services;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod turn;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
@@ -43,6 +45,7 @@ pub use extension::{
 };
 pub use kernel::{JobRun, Kernel, KernelBuilder, KernelContext};
 pub use llm::{
+    json::extract_json,
     openai::OpenAiClient,
     scripted::{ScriptedLlm, ScriptedReply},
     ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall,

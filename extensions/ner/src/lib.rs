@@ -5,6 +5,10 @@
 //! register it and `config.toml` can switch it on. Its behaviour lands with issue #4; until then
 //! the extension starts, takes no role, and its config section accepts no keys.
 
+mod api;
+
+pub use api::*;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,5 +1,6 @@
 //! Language-model access for extensions and the agent turn.
 
+pub(crate) mod json;
 pub(crate) mod openai;
 pub(crate) mod scripted;
 
