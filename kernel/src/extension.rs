@@ -55,6 +55,14 @@ pub trait Extension: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Waits until the background work queued so far is done (an indexer catching up, say).
+    ///
+    /// [`crate::Kernel::settle`] calls it, so that replays and tests see a quiet system between
+    /// steps. Production paths never wait on it.
+    async fn idle(&self, ctx: &KernelContext) {
+        let _ = ctx;
+    }
+
     /// The context role, if the extension contributes to the system prompt.
     fn context_provider(&self) -> Option<&dyn ContextProvider> {
         None

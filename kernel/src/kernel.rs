@@ -412,9 +412,18 @@ impl Kernel {
         Ok(self.inner.ctx.publish(event).await?)
     }
 
-    /// Waits until every published event has been handled.
+    /// Waits until every published event has been handled and every extension's background
+    /// work is done ([`Extension::idle`]); repeats until both are quiet at once.
     pub async fn settle(&self) {
-        self.inner.ctx.router().settle().await;
+        loop {
+            self.inner.ctx.router().settle().await;
+            for extension in &self.inner.extensions {
+                extension.idle(&self.inner.ctx).await;
+            }
+            if self.inner.ctx.router().is_quiet() {
+                break;
+            }
+        }
     }
 
     /// Every tool of every enabled extension.

@@ -166,6 +166,11 @@ impl Router {
         let _ = in_flight.wait_for(|count| *count == 0).await;
     }
 
+    /// True when no delivery is queued or being handled.
+    pub fn is_quiet(&self) -> bool {
+        *self.inner.in_flight.borrow() == 0
+    }
+
     /// Stops accepting events and closes every queue; subscribers drain what is queued, then end.
     pub(crate) fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);

@@ -1,39 +1,84 @@
 //! The `memory` extension: the SQLite store of episodes, facts, reflections and entities, hybrid
-//! search fused by Reciprocal Rank Fusion, context injection before each turn, and the agent's memory tools.
+//! search (FTS5, sqlite-vec KNN and entity match fused by Reciprocal Rank Fusion), context
+//! injection before each turn, and the agent's memory tools.
 //!
-//! Status: this crate holds the extension's name, factory and config section so that hosts can
-//! register it and `config.toml` can switch it on. Its behaviour lands with issue #3; until then
-//! the extension starts, takes no role, and its config section accepts no keys.
+//! Roles: [`mnemo_kernel::EventHandler`] (every `user_message` and `agent_response` becomes an
+//! episode on the hot path: no model call, no embedding), [`mnemo_kernel::ContextProvider`],
+//! [`mnemo_kernel::ToolProvider`]. It publishes [`MemoryApi`] for the maintenance and reflection
+//! extensions and `memory.session_completed` ([`SessionCompleted`]) on the bus. It uses the
+//! `embedding` and `ner` extensions' services when they are enabled, and degrades to FTS5 +
+//! entities when they are not. A background indexer embeds new memories in batches.
+
+mod api;
+mod config;
+mod context;
+mod error;
+mod fts;
+mod service;
+mod store;
+mod tools;
+mod types;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mnemo_kernel::{Extension, ExtensionFactory, ExtensionSection};
-use serde::{Deserialize, Serialize};
+use mnemo_kernel::{
+    BoxError, ConfigError, ContextProvider, ContextRequest, Event, EventHandler, Extension,
+    ExtensionFactory, ExtensionSection, KernelContext, Registrar, ToolError, ToolProvider,
+    ToolScope, ToolSpec, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+};
+use serde_json::Value;
+
+pub use api::MemoryApi;
+pub use config::MemoryConfig;
+pub use error::{MemoryError, Result};
+pub use service::MemoryService;
+pub use store::{MemoryStore, VectorStatus};
+pub use types::{
+    DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
+    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+};
 
 /// The config key, folder and extension name.
 pub const NAME: &str = "memory";
 
-/// `[extensions.memory]`; keys arrive with the extension's behaviour.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemoryConfig {}
-
 /// The `memory` extension.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryExtension {
-    config: MemoryConfig,
+    service: Arc<MemoryService>,
+    tools: Vec<ToolSpec>,
 }
 
 impl MemoryExtension {
-    /// The extension with `config`.
+    /// The extension with `config`; the database opens at start.
     pub fn new(config: MemoryConfig) -> Self {
-        Self { config }
+        let service = Arc::new(MemoryService::new(config));
+        let tools = tools::specs(&service);
+        Self { service, tools }
     }
 
-    /// The configuration it was built with.
-    pub fn config(&self) -> &MemoryConfig {
-        &self.config
+    /// The service behind the extension (store, search, API).
+    pub fn service(&self) -> &Arc<MemoryService> {
+        &self.service
+    }
+}
+
+/// The factory the `mnemo` host registers.
+pub fn factory() -> ExtensionFactory {
+    ExtensionFactory {
+        name: NAME,
+        description: "long-term memory store, hybrid search, context and memory tools",
+        build: |section: &ExtensionSection| {
+            let config: MemoryConfig = section.parse()?;
+            let problems = config.problems();
+            if !problems.is_empty() {
+                return Err(ConfigError {
+                    file: section.file.clone(),
+                    problems,
+                });
+            }
+            Ok(Arc::new(MemoryExtension::new(config)) as Arc<dyn Extension>)
+        },
     }
 }
 
@@ -42,16 +87,99 @@ impl Extension for MemoryExtension {
     fn name(&self) -> &str {
         NAME
     }
+
+    fn register(&self, registrar: &mut Registrar<'_>) -> Result<(), BoxError> {
+        registrar.provide::<dyn MemoryApi>(self.service.clone());
+        Ok(())
+    }
+
+    async fn start(&self, ctx: &KernelContext) -> Result<(), BoxError> {
+        self.service.open(ctx).await?;
+        tokio::spawn(self.service.clone().run_indexer(ctx.clone()));
+        Ok(())
+    }
+
+    async fn idle(&self, _ctx: &KernelContext) {
+        self.service.index_pending().await;
+    }
+
+    async fn stop(&self, _ctx: &KernelContext) -> Result<(), BoxError> {
+        self.service.close().await;
+        Ok(())
+    }
+
+    fn context_provider(&self) -> Option<&dyn ContextProvider> {
+        Some(self)
+    }
+
+    fn tool_provider(&self) -> Option<&dyn ToolProvider> {
+        Some(self)
+    }
+
+    fn event_handler(&self) -> Option<&dyn EventHandler> {
+        Some(self)
+    }
 }
 
-/// The factory the `mnemo` host registers.
-pub fn factory() -> ExtensionFactory {
-    ExtensionFactory {
-        name: NAME,
-        description: "long-term memory store, hybrid search and context (issue #3)",
-        build: |section: &ExtensionSection| {
-            let config: MemoryConfig = section.parse()?;
-            Ok(Arc::new(MemoryExtension::new(config)) as Arc<dyn Extension>)
-        },
+#[async_trait]
+impl EventHandler for MemoryExtension {
+    fn topics(&self) -> Vec<String> {
+        vec![
+            TOPIC_USER_MESSAGE.to_owned(),
+            TOPIC_AGENT_RESPONSE.to_owned(),
+        ]
+    }
+
+    async fn handle(&self, _ctx: &KernelContext, event: &Event) -> Result<(), BoxError> {
+        self.service.ingest(event).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ContextProvider for MemoryExtension {
+    async fn context(
+        &self,
+        _ctx: &KernelContext,
+        request: &ContextRequest,
+    ) -> Result<Option<String>, BoxError> {
+        let limit = self.service.config().context_limit;
+        let facts = if limit == 0 {
+            Vec::new()
+        } else {
+            self.service
+                .search(&SearchRequest {
+                    query: request.prompt.clone(),
+                    user_id: Some(request.user_id.clone()),
+                    kinds: vec![MemoryKind::Fact],
+                    exclude_session: Some(request.session_id.clone()),
+                    limit,
+                    touch: true,
+                    ..SearchRequest::default()
+                })
+                .await?
+        };
+        let reflection = self
+            .service
+            .cached_reflection(Some(&request.user_id))
+            .await?;
+        Ok(context::render(&facts, reflection.as_ref()))
+    }
+}
+
+#[async_trait]
+impl ToolProvider for MemoryExtension {
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.tools.clone()
+    }
+
+    async fn call_tool(
+        &self,
+        _ctx: &KernelContext,
+        scope: &ToolScope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, ToolError> {
+        tools::call(&self.service, scope, name, arguments).await
     }
 }

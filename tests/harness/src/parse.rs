@@ -96,6 +96,8 @@ pub enum Step {
         who: Who,
         /// Expectation, if any; without one, an error fails the step.
         expect: Option<Expect>,
+        /// Keep the result under this name; later arguments may say `"${name.field}"`.
+        save_as: Option<String>,
     },
     /// Run a job by name now.
     RunJob {
@@ -215,6 +217,8 @@ enum RawStep {
         chat_id: Option<String>,
         #[serde(default)]
         expect: Option<Expect>,
+        #[serde(default)]
+        save_as: Option<String>,
     },
     RunJob {
         job: String,
@@ -458,11 +462,13 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 session_id,
                 chat_id,
                 expect,
+                save_as,
             } => Step::ToolCall {
                 tool,
                 args,
                 who: who(user_id, session_id, chat_id),
                 expect,
+                save_as,
             },
             RawStep::RunJob { job, expect } => Step::RunJob { job, expect },
             RawStep::AgentTurn {

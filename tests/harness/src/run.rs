@@ -84,6 +84,8 @@ pub struct Replayer {
 
 struct Run<'a> {
     kernel: &'a Kernel,
+    /// Tool results kept with `save_as`.
+    saved: std::collections::HashMap<String, Value>,
     llm: &'a ScriptedLlm,
     report: ScenarioReport,
     user_id: String,
@@ -263,6 +265,7 @@ impl Replayer {
         ));
         let mut run = Run {
             kernel: &kernel,
+            saved: std::collections::HashMap::new(),
             llm: &llm,
             report,
             user_id: "user".to_owned(),
@@ -275,6 +278,49 @@ impl Replayer {
         kernel.shutdown().await;
         run.report
     }
+}
+
+/// Looks up `name.field.0.field` in the saved results.
+fn lookup(saved: &std::collections::HashMap<String, Value>, reference: &str) -> Option<Value> {
+    let mut parts = reference.split('.');
+    let mut value = saved.get(parts.next()?)?;
+    for part in parts {
+        value = match part.parse::<usize>() {
+            Ok(index) => value.get(index)?,
+            Err(_) => value.get(part)?,
+        };
+    }
+    Some(value.clone())
+}
+
+/// Replaces every string `"${name.path}"` in `value` by the saved value it names.
+fn substitute(
+    saved: &std::collections::HashMap<String, Value>,
+    value: &Value,
+) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(text) => match text
+            .strip_prefix("${")
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
+            Some(reference) => lookup(saved, reference)
+                .ok_or_else(|| format!("nothing saved under `{reference}`"))?,
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| substitute(saved, item))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, item)| Ok((key.clone(), substitute(saved, item)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.clone(),
+    })
 }
 
 impl Run<'_> {
@@ -383,9 +429,20 @@ impl Run<'_> {
                 args,
                 who,
                 expect,
+                save_as,
             } => {
                 let scope = self.scope(who);
+                let args = match substitute(&self.saved, args) {
+                    Ok(args) => args,
+                    Err(err) => {
+                        self.unexpected(line, format!("tool_call {tool}"), err);
+                        return;
+                    }
+                };
                 let result = self.kernel.call_tool(&scope, tool, args.clone()).await;
+                if let (Some(name), Ok(value)) = (save_as, &result) {
+                    self.saved.insert(name.clone(), value.clone());
+                }
                 self.kernel.settle().await;
                 let shown = match &result {
                     Ok(value) => value.to_string(),

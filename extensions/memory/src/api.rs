@@ -1,0 +1,133 @@
+//! The typed API the memory extension publishes in the kernel's `Services` as `dyn MemoryApi`,
+//! for the maintenance and reflection extensions (the consolidator's tools and the jobs' calls).
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::types::{
+    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
+    SearchRequest,
+};
+
+/// What other extensions may do with memory.
+#[async_trait]
+pub trait MemoryApi: Send + Sync + 'static {
+    /// Hybrid (or single-mode) search with filters.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>>;
+
+    /// True once the session was consolidated (the consolidator's idempotency guard).
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn is_session_consolidated(&self, session_id: &str) -> Result<bool>;
+
+    /// A page of the session's episodes (page size from config, 30 by default), oldest first.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_episodes_for_consolidation(
+        &self,
+        session_id: &str,
+        offset: usize,
+    ) -> Result<EpisodePage>;
+
+    /// Saves facts extracted from a session, owned by the session's user, with two-level
+    /// deduplication: exact duplicates inside the batch, and facts whose word-set Jaccard
+    /// similarity to an active fact is at least `dedup_jaccard`.
+    ///
+    /// # Errors
+    /// A fact is empty or too long (nothing is saved then), or the store fails.
+    async fn save_facts_batch(&self, session_id: &str, facts: Vec<NewFact>) -> Result<SavedFacts>;
+
+    /// Records that the session is consolidated.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn mark_session_consolidated(&self, session_id: &str) -> Result<()>;
+
+    /// Records a failed consolidation; returns the attempts so far.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64>;
+
+    /// Sessions waiting for consolidation, oldest first, except `exclude`.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_pending_consolidations(
+        &self,
+        exclude: Option<&str>,
+    ) -> Result<Vec<PendingSession>>;
+
+    /// Active facts of the same owner that may contradict `fact_id` (hybrid search on its text).
+    ///
+    /// # Errors
+    /// The fact does not exist, or the store fails.
+    async fn detect_conflicts(&self, fact_id: &str, limit: usize) -> Result<Vec<SearchHit>>;
+
+    /// The old fact's confidence drops to 0.3; the new one records `supersedes`.
+    ///
+    /// # Errors
+    /// Either fact is missing, or the store fails.
+    async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()>;
+
+    /// Ebbinghaus decay of active facts; facts below `threshold` are soft-deleted.
+    ///
+    /// # Errors
+    /// The store fails; nothing is half-applied.
+    async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport>;
+
+    /// True when the ner extension has a provider beyond the fast ones.
+    fn accurate_ner_available(&self) -> bool;
+
+    /// Memories to re-extract entities for: not enriched yet, with at most `max_entity_count` links.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_memories_for_entity_enrichment(
+        &self,
+        kinds: &[MemoryKind],
+        max_entity_count: usize,
+        limit: usize,
+    ) -> Result<Vec<Memory>>;
+
+    /// Re-extracts entities with the accurate strategy, links them and stamps `enriched_at`;
+    /// returns the memory's entity-link count.
+    ///
+    /// # Errors
+    /// The memory is missing, NER fails, or the store fails.
+    async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize>;
+
+    /// Saves a reflection (never decays) and invalidates the cached latest reflection.
+    ///
+    /// # Errors
+    /// The text is empty or too long, or the store fails.
+    async fn save_reflection(
+        &self,
+        user_id: Option<&str>,
+        content: &str,
+        source_ids: Vec<String>,
+        tags: Vec<String>,
+    ) -> Result<String>;
+
+    /// The newest reflection for `user_id`.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>>;
+
+    /// Facts and episodes of the last `days` days, newest first.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_recent_memories_for_reflection(
+        &self,
+        user_id: Option<&str>,
+        days: i64,
+        limit: usize,
+    ) -> Result<Vec<Memory>>;
+}

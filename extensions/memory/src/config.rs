@@ -1,0 +1,123 @@
+//! `[extensions.memory]`.
+
+use serde::{Deserialize, Serialize};
+
+/// The memory extension's options; every key is listed in `config.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Database file, relative to the data directory (or absolute).
+    pub database: String,
+    /// SQLite `synchronous`: `full` (a committed write survives power loss) or `normal`.
+    pub synchronous: String,
+    /// How long a connection waits for a database lock, in milliseconds.
+    pub busy_timeout_ms: u64,
+    /// Facts injected into the system prompt before each turn.
+    pub context_limit: usize,
+    /// Results of `search_memory` when the caller gives no limit.
+    pub search_limit: usize,
+    /// Most results one search may return.
+    pub max_search_limit: usize,
+    /// Candidates taken from each list (FTS5, vector, entity) before fusion.
+    pub candidates_per_list: usize,
+    /// The RRF constant k in score = sum of 1 / (k + rank).
+    pub rrf_k: f64,
+    /// Longest memory text accepted, in characters; longer input is refused, not cut.
+    pub max_content_chars: usize,
+    /// Decay rate per day given to new facts (0 = never decays).
+    pub fact_decay_rate: f64,
+    /// Two facts whose word sets have at least this Jaccard similarity are duplicates.
+    pub dedup_jaccard: f64,
+    /// Memories embedded per batch by the background indexer.
+    pub index_batch_size: usize,
+    /// Episodes per page for consolidation.
+    pub consolidation_page_size: usize,
+    /// Memories listed by `get_entity_info`.
+    pub entity_memory_limit: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            database: "memory.db".to_owned(),
+            synchronous: "full".to_owned(),
+            busy_timeout_ms: 5_000,
+            context_limit: 5,
+            search_limit: 10,
+            max_search_limit: 50,
+            candidates_per_list: 50,
+            rrf_k: 60.0,
+            max_content_chars: 20_000,
+            fact_decay_rate: 0.1,
+            dedup_jaccard: 0.75,
+            index_batch_size: 32,
+            consolidation_page_size: 30,
+            entity_memory_limit: 20,
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// Checks value ranges; every problem names its key.
+    pub(crate) fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut need = |ok: bool, key: &str, rule: &str| {
+            if !ok {
+                problems.push(format!("[extensions.memory] key `{key}`: {rule}"));
+            }
+        };
+        need(
+            ["off", "normal", "full", "extra"].contains(&self.synchronous.as_str()),
+            "synchronous",
+            "must be off, normal, full or extra",
+        );
+        need(
+            !self.database.trim().is_empty(),
+            "database",
+            "must not be empty",
+        );
+        need(
+            self.context_limit <= 50,
+            "context_limit",
+            "must be at most 50",
+        );
+        need(self.search_limit >= 1, "search_limit", "must be at least 1");
+        need(
+            self.max_search_limit >= self.search_limit,
+            "max_search_limit",
+            "must be at least search_limit",
+        );
+        need(
+            self.candidates_per_list >= 1,
+            "candidates_per_list",
+            "must be at least 1",
+        );
+        need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        need(
+            self.max_content_chars >= 1,
+            "max_content_chars",
+            "must be at least 1",
+        );
+        need(
+            (0.0..=10.0).contains(&self.fact_decay_rate),
+            "fact_decay_rate",
+            "must be between 0 and 10",
+        );
+        need(
+            (0.0..=1.0).contains(&self.dedup_jaccard),
+            "dedup_jaccard",
+            "must be between 0 and 1",
+        );
+        need(
+            self.index_batch_size >= 1,
+            "index_batch_size",
+            "must be at least 1",
+        );
+        need(
+            self.consolidation_page_size >= 1,
+            "consolidation_page_size",
+            "must be at least 1",
+        );
+        problems
+    }
+}

@@ -1,0 +1,96 @@
+//! Turning what a user typed into a safe FTS5 query.
+//!
+//! User text never reaches FTS5 syntax: it is split into words (letters and digits), each word is
+//! wrapped in double quotes (so `AND`, `OR`, `NEAR`, `*`, `:`, `^`, brackets and quotes are plain
+//! text), and the words are joined with `OR` so that BM25 ranks memories by how many rare words
+//! they share with the query.
+
+/// Most terms taken from one query; the rest are ignored (bounds the cost of a huge query).
+const MAX_TERMS: usize = 32;
+/// Longest term kept, in characters.
+const MAX_TERM_CHARS: usize = 64;
+
+/// Words too common to help ranking; dropped unless the query has nothing else.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "is", "it", "its", "me",
+    "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "they", "this",
+    "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
+    "you", "your",
+];
+
+/// The words of `text`, lowercased, in order, without duplicates.
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let word: String = word
+            .chars()
+            .take(MAX_TERM_CHARS)
+            .collect::<String>()
+            .to_lowercase();
+        if !seen.contains(&word) {
+            seen.push(word);
+        }
+        if seen.len() >= MAX_TERMS * 4 {
+            break;
+        }
+    }
+    seen
+}
+
+/// True for words too common to help ranking.
+pub(crate) fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// The FTS5 query for `text`, or `None` when it has no words.
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let all = terms(text);
+    let content: Vec<&String> = all.iter().filter(|word| !is_stopword(word)).collect();
+    let chosen: Vec<&String> = if content.is_empty() {
+        all.iter().collect()
+    } else {
+        content
+    };
+    if chosen.is_empty() {
+        return None;
+    }
+    Some(
+        chosen
+            .into_iter()
+            .take(MAX_TERMS)
+            .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_every_term_and_drops_syntax() {
+        assert_eq!(
+            fts_query("coffee AND \"tea\" OR NEAR(x*:y)").as_deref(),
+            Some("\"coffee\" OR \"tea\" OR \"near\" OR \"x\" OR \"y\"")
+        );
+        assert_eq!(fts_query("").as_deref(), None);
+        assert_eq!(fts_query("((( ''' ***").as_deref(), None);
+        assert_eq!(fts_query("the").as_deref(), Some("\"the\""));
+        assert_eq!(
+            fts_query("what is the boiler code").as_deref(),
+            Some("\"boiler\" OR \"code\"")
+        );
+    }
+
+    #[test]
+    fn bounds_huge_queries() {
+        let text = "word ".repeat(20_000) + &(0..500).map(|n| format!("w{n} ")).collect::<String>();
+        let query = fts_query(&text).unwrap();
+        assert!(query.matches(" OR ").count() < MAX_TERMS);
+    }
+}

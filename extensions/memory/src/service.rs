@@ -1,0 +1,881 @@
+//! `MemoryService`: the store plus the embedding and ner services, implementing search, ingest,
+//! the background indexer and the published [`MemoryApi`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_embedding::{EmbeddingApi, EmbeddingHealth};
+use mnemo_kernel::{Event, KernelContext, TypedEvent};
+use mnemo_ner::{ExtractedEntity, NerApi, Strategy};
+use serde_json::Map;
+
+use crate::api::MemoryApi;
+use crate::config::MemoryConfig;
+use crate::error::{MemoryError, Result};
+use crate::fts::{is_stopword, terms};
+use crate::store::{content_hash, IndexItem, MemoryStore, NewMemory, StoreOptions, VectorStatus};
+use crate::types::{
+    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
+    SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+};
+
+/// Most names tried against the entity table for one query.
+const MAX_QUERY_NAMES: usize = 96;
+/// Longest part of a query given to the embedder and to NER, in characters; a longer query is
+/// searched by its beginning (FTS5 bounds its own terms).
+const MAX_QUERY_CHARS: usize = 2_000;
+
+/// The first `MAX_QUERY_CHARS` characters of `query`.
+fn query_head(query: &str) -> &str {
+    match query.char_indices().nth(MAX_QUERY_CHARS) {
+        Some((cut, _)) => &query[..cut],
+        None => query,
+    }
+}
+
+struct State {
+    store: Arc<MemoryStore>,
+    ctx: KernelContext,
+    embedder: Option<Arc<dyn EmbeddingApi>>,
+    ner: Option<Arc<dyn NerApi>>,
+}
+
+/// The memory extension's working parts, shared by its roles and its published API.
+pub struct MemoryService {
+    config: MemoryConfig,
+    state: OnceLock<State>,
+    /// Whether `vec_memories` was checked against the provider (once it is ready).
+    vector_checked: tokio::sync::Mutex<bool>,
+    reflections: Mutex<HashMap<Option<String>, Option<Memory>>>,
+    fallback_warned: AtomicBool,
+    index_wakeup: tokio::sync::Notify,
+    indexing: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for MemoryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryService")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// The lowercase word set of a text, for Jaccard similarity.
+fn word_set(text: &str) -> std::collections::HashSet<String> {
+    terms(text).into_iter().collect()
+}
+
+/// |A ∩ B| / |A ∪ B|; two empty sets are identical.
+fn jaccard(a: &std::collections::HashSet<String>, b: &std::collections::HashSet<String>) -> f64 {
+    let union = a.union(b).count();
+    if union == 0 {
+        return 1.0;
+    }
+    a.intersection(b).count() as f64 / union as f64
+}
+
+impl MemoryService {
+    /// A service with `config`; it opens its store in [`MemoryService::open`].
+    pub fn new(config: MemoryConfig) -> Self {
+        Self {
+            config,
+            state: OnceLock::new(),
+            vector_checked: tokio::sync::Mutex::new(false),
+            reflections: Mutex::new(HashMap::new()),
+            fallback_warned: AtomicBool::new(false),
+            index_wakeup: tokio::sync::Notify::new(),
+            indexing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    fn state(&self) -> Result<&State> {
+        self.state.get().ok_or(MemoryError::NotOpen)
+    }
+
+    /// The store, once open.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotOpen`] before start.
+    pub fn store(&self) -> Result<&Arc<MemoryStore>> {
+        Ok(&self.state()?.store)
+    }
+
+    /// Opens the database and finds the embedding and ner services.
+    ///
+    /// # Errors
+    /// The database cannot be opened or migrated.
+    pub(crate) async fn open(&self, ctx: &KernelContext) -> Result<()> {
+        let path = {
+            let configured = std::path::Path::new(&self.config.database);
+            if configured.is_absolute() {
+                configured.to_path_buf()
+            } else {
+                ctx.data_dir().join(configured)
+            }
+        };
+        let store = MemoryStore::open(
+            &path,
+            &StoreOptions {
+                busy_timeout: Duration::from_millis(self.config.busy_timeout_ms),
+                synchronous: self.config.synchronous.clone(),
+                max_connections: 4,
+            },
+        )
+        .await?;
+        let embedder = ctx.services().get::<dyn EmbeddingApi>();
+        let ner = ctx.services().get::<dyn NerApi>();
+        if embedder.is_none() {
+            tracing::warn!("no embedding extension: search uses FTS5 and entities only");
+        }
+        if ner.is_none() {
+            tracing::info!(
+                "no ner extension: memories are linked to entities only when a tool names them"
+            );
+        }
+        tracing::info!(path = %path.display(), "memory store open");
+        let _ = self.state.set(State {
+            store: Arc::new(store),
+            ctx: ctx.clone(),
+            embedder,
+            ner,
+        });
+        Ok(())
+    }
+
+    /// Closes the store.
+    pub(crate) async fn close(&self) {
+        if let Ok(store) = self.store() {
+            store.close().await;
+        }
+    }
+
+    fn now(&self) -> Result<DateTime<Utc>> {
+        Ok(self.state()?.ctx.now())
+    }
+
+    /// The embedder, if it is ready and `vec_memories` matches it. Checks the vector table the
+    /// first time the embedder is ready.
+    async fn vector_embedder(&self) -> Option<Arc<dyn EmbeddingApi>> {
+        let state = self.state.get()?;
+        let embedder = state.embedder.clone()?;
+        if embedder.health() != EmbeddingHealth::Ready {
+            return None;
+        }
+        let mut checked = self.vector_checked.lock().await;
+        if !*checked {
+            match state
+                .store
+                .ensure_vector_index(embedder.dimensions(), embedder.model_id())
+                .await
+            {
+                Ok(VectorStatus::Enabled {
+                    dimensions,
+                    model_id,
+                }) => {
+                    tracing::info!(dimensions, %model_id, "vector search enabled");
+                }
+                Ok(VectorStatus::Disabled { reason }) => {
+                    tracing::warn!(%reason, "vector search disabled")
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot prepare the vector index; will retry");
+                    return None;
+                }
+            }
+            *checked = true;
+        }
+        match state.store.vector_status() {
+            VectorStatus::Enabled { .. } => Some(embedder),
+            VectorStatus::Disabled { .. } => None,
+        }
+    }
+
+    fn warn_fallback(&self, why: &str) {
+        if !self.fallback_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(reason = %why, "vector search unavailable; searching with FTS5 and entities");
+        } else {
+            tracing::debug!(reason = %why, "vector search unavailable");
+        }
+    }
+
+    /// Why vector search is off right now, if it is.
+    async fn vector_unavailable_reason(&self) -> String {
+        let Some(state) = self.state.get() else {
+            return "the store is not open".to_owned();
+        };
+        match &state.embedder {
+            None => "the embedding extension is not enabled".to_owned(),
+            Some(embedder) => match embedder.health() {
+                EmbeddingHealth::Unavailable { reason } => reason,
+                EmbeddingHealth::Ready => match state.store.vector_status() {
+                    VectorStatus::Disabled { reason } => reason,
+                    VectorStatus::Enabled { .. } => "vector search is available".to_owned(),
+                },
+            },
+        }
+    }
+
+    /// The query's vector, from the cache or the embedder.
+    async fn query_vector(
+        &self,
+        embedder: &Arc<dyn EmbeddingApi>,
+        query: &str,
+    ) -> Result<Option<Vec<f32>>> {
+        let store = self.store()?;
+        let hash = content_hash(query);
+        let cached = store
+            .cached_vectors(std::slice::from_ref(&hash), embedder.model_id())
+            .await?;
+        if let Some(vector) = cached.get(&hash) {
+            return Ok(Some(vector.clone()));
+        }
+        match embedder.embed(query).await {
+            Ok(vector) => {
+                store
+                    .cache_vectors(&[(hash, vector.clone())], embedder.model_id(), self.now()?)
+                    .await?;
+                Ok(Some(vector))
+            }
+            Err(error) => {
+                self.warn_fallback(&error.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Names in a query to look up in the entity table: what NER finds, and word n-grams.
+    fn query_names(&self, query: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        if let Some(ner) = self.state.get().and_then(|state| state.ner.as_ref()) {
+            for entity in ner.extract_fast(query) {
+                names.push(entity.canonical);
+                names.push(entity.surface);
+            }
+        }
+        let words = terms(query);
+        for size in 1..=3 {
+            for window in words.windows(size) {
+                if size == 1 && (is_stopword(&window[0]) || window[0].chars().count() < 2) {
+                    continue;
+                }
+                names.push(window.join(" "));
+            }
+        }
+        names.truncate(MAX_QUERY_NAMES);
+        names
+    }
+
+    /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
+    /// Fusion, score = sum of 1 / (k + rank).
+    ///
+    /// # Errors
+    /// The store fails. Query text never causes an error.
+    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let store = self.store()?.clone();
+        let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
+        let candidates = self.config.candidates_per_list.max(limit);
+        let mode = request.mode;
+        let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+        if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
+            lists.push(("fts", store.search_fts(request, candidates).await?));
+        }
+        if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
+            && !request.query.trim().is_empty()
+        {
+            match self.vector_embedder().await {
+                Some(embedder) => {
+                    if let Some(vector) = self
+                        .query_vector(&embedder, query_head(&request.query))
+                        .await?
+                    {
+                        lists.push((
+                            "vector",
+                            store.search_vector(request, &vector, candidates).await?,
+                        ));
+                    }
+                }
+                None => {
+                    let reason = self.vector_unavailable_reason().await;
+                    self.warn_fallback(&reason);
+                }
+            }
+        }
+        if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
+            let names = self.query_names(query_head(&request.query));
+            lists.push((
+                "entity",
+                store.search_entities(request, &names, candidates).await?,
+            ));
+        }
+        let k = self.config.rrf_k;
+        let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
+        for (list, ids) in &lists {
+            for (index, id) in ids.iter().enumerate() {
+                let rank = index + 1;
+                let entry = fused.entry(id.clone()).or_insert((0.0, Vec::new()));
+                entry.0 += 1.0 / (k + rank as f64);
+                entry.1.push(((*list).to_owned(), rank));
+            }
+        }
+        let ids: Vec<String> = fused.keys().cloned().collect();
+        let mut memories = store.load_filtered(&ids, request).await?;
+        let mut hits: Vec<SearchHit> = fused
+            .into_iter()
+            .filter_map(|(id, (score, ranks))| {
+                memories.remove(&id).map(|memory| SearchHit {
+                    memory,
+                    score,
+                    ranks,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.memory.event_time.cmp(&a.memory.event_time))
+                .then(a.memory.id.cmp(&b.memory.id))
+        });
+        hits.truncate(limit);
+        if request.touch && !hits.is_empty() {
+            let ids: Vec<String> = hits.iter().map(|hit| hit.memory.id.clone()).collect();
+            store.touch(&ids, self.now()?).await?;
+        }
+        Ok(hits)
+    }
+
+    /// Refuses empty or over-long memory text, naming the limit.
+    pub(crate) fn check_content(&self, field: &str, content: &str) -> Result<()> {
+        if content.trim().is_empty() {
+            return Err(MemoryError::Invalid(format!("`{field}` must not be empty")));
+        }
+        let length = content.chars().count();
+        if length > self.config.max_content_chars {
+            return Err(MemoryError::Invalid(format!(
+                "`{field}` is {length} characters; the limit is {} (max_content_chars)",
+                self.config.max_content_chars
+            )));
+        }
+        Ok(())
+    }
+
+    fn fast_entities(&self, text: &str) -> Vec<ExtractedEntity> {
+        self.state
+            .get()
+            .and_then(|state| state.ner.as_ref())
+            .map(|ner| ner.extract_fast(text))
+            .unwrap_or_default()
+    }
+
+    /// The hot path: saves a conversation event as an episode, links fast-NER entities, and on a
+    /// user's new session announces the user's other open sessions as completed. No model call
+    /// and no embedding happen here; the indexer embeds later.
+    ///
+    /// # Errors
+    /// The event lacks ids or text, the text is too long, or the store fails.
+    pub async fn ingest(&self, event: &Event) -> Result<Option<String>> {
+        let started = Instant::now();
+        let state = self.state()?;
+        let Some(text) = event.payload.text() else {
+            return Ok(None);
+        };
+        let (Some(session_id), Some(user_id)) =
+            (event.session_id.as_deref(), event.user_id.as_deref())
+        else {
+            return Err(MemoryError::Invalid(format!(
+                "event {} has no session_id or user_id; it was not stored",
+                event.id
+            )));
+        };
+        self.check_content("text", text)?;
+        let is_user = event.topic() == mnemo_kernel::TOPIC_USER_MESSAGE;
+        if is_user
+            && state
+                .store
+                .ensure_session(
+                    session_id,
+                    Some(user_id),
+                    event.chat_id.as_deref(),
+                    event.at,
+                )
+                .await?
+        {
+            let pending = state
+                .store
+                .pending_consolidations(Some(session_id), Some(user_id))
+                .await?;
+            for session in pending {
+                let completed = SessionCompleted {
+                    session_id: session.session_id,
+                    user_id: session.user_id,
+                };
+                let announcement = Event::new(state.ctx.now(), completed.into_payload())
+                    .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
+                    .with_parent(event.id.clone());
+                if let Err(error) = state.ctx.publish(announcement).await {
+                    tracing::warn!(%error, "could not announce a completed session");
+                }
+            }
+        }
+        let entities = self.fast_entities(text);
+        let id = state
+            .store
+            .insert_memory(
+                &NewMemory {
+                    kind: MemoryKind::Episode,
+                    content: text.to_owned(),
+                    session_id: Some(session_id.to_owned()),
+                    user_id: Some(user_id.to_owned()),
+                    chat_id: event.chat_id.clone(),
+                    event_time: event.at,
+                    created_at: state.ctx.now(),
+                    source_role: Some(if is_user { "user" } else { "assistant" }.to_owned()),
+                    source_ids: if event.id.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![format!("event:{}", event.id)]
+                    },
+                    tags: Vec::new(),
+                    attributes: Map::new(),
+                    decay_rate: self.config.fact_decay_rate,
+                    confidence: 1.0,
+                },
+                &entities,
+            )
+            .await?;
+        self.index_wakeup.notify_one();
+        tracing::debug!(memory_id = %id, entities = entities.len(), micros = started.elapsed().as_micros() as u64, "episode stored");
+        Ok(Some(id))
+    }
+
+    /// Saves a fact for `user_id` with fast-NER entities plus `extra_entities`.
+    ///
+    /// # Errors
+    /// The content is empty or too long, or the store fails.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn save_fact(
+        &self,
+        user_id: Option<&str>,
+        session_id: Option<&str>,
+        chat_id: Option<&str>,
+        content: &str,
+        tags: Vec<String>,
+        source_ids: Vec<String>,
+        confidence: f64,
+        extra_entities: Vec<ExtractedEntity>,
+    ) -> Result<String> {
+        self.check_content("content", content)?;
+        let state = self.state()?;
+        let mut entities = self.fast_entities(content);
+        entities.extend(extra_entities);
+        let now = state.ctx.now();
+        let id = state
+            .store
+            .insert_memory(
+                &NewMemory {
+                    kind: MemoryKind::Fact,
+                    content: content.trim().to_owned(),
+                    session_id: session_id.map(str::to_owned),
+                    user_id: user_id.map(str::to_owned),
+                    chat_id: chat_id.map(str::to_owned),
+                    event_time: now,
+                    created_at: now,
+                    source_role: None,
+                    source_ids,
+                    tags,
+                    attributes: Map::new(),
+                    decay_rate: self.config.fact_decay_rate,
+                    confidence: confidence.clamp(0.0, 1.0),
+                },
+                &entities,
+            )
+            .await?;
+        self.index_wakeup.notify_one();
+        Ok(id)
+    }
+
+    /// Replaces a fact of `user_id`; the new one keeps the old id in its provenance.
+    ///
+    /// # Errors
+    /// The old fact is not an active fact of the user, the text is invalid, or the store fails.
+    pub async fn correct_fact(
+        &self,
+        user_id: Option<&str>,
+        old_id: &str,
+        content: &str,
+    ) -> Result<String> {
+        self.check_content("content", content)?;
+        let state = self.state()?;
+        let now = state.ctx.now();
+        let entities = self.fast_entities(content);
+        let old = state.store.get(old_id).await?;
+        let replacement = NewMemory {
+            kind: MemoryKind::Fact,
+            content: content.trim().to_owned(),
+            session_id: old.as_ref().and_then(|memory| memory.session_id.clone()),
+            user_id: user_id.map(str::to_owned),
+            chat_id: old.as_ref().and_then(|memory| memory.chat_id.clone()),
+            event_time: now,
+            created_at: now,
+            source_role: None,
+            source_ids: Vec::new(),
+            tags: old
+                .as_ref()
+                .map(|memory| memory.tags.clone())
+                .unwrap_or_default(),
+            attributes: Map::new(),
+            decay_rate: self.config.fact_decay_rate,
+            confidence: 1.0,
+        };
+        let id = state
+            .store
+            .correct(old_id, user_id, &replacement, &entities)
+            .await?;
+        self.index_wakeup.notify_one();
+        Ok(id)
+    }
+
+    /// Embeds every queued memory now, in batches, until the queue is empty or the embedder
+    /// cannot help; returns how many memories got a vector.
+    pub async fn index_pending(&self) -> usize {
+        let Some(embedder) = self.vector_embedder().await else {
+            return 0;
+        };
+        let Ok(store) = self.store() else {
+            return 0;
+        };
+        let _one_pass = self.indexing.lock().await;
+        let mut indexed = 0;
+        loop {
+            let batch = match store.next_index_batch(self.config.index_batch_size).await {
+                Ok(batch) if batch.is_empty() => return indexed,
+                Ok(batch) => batch,
+                Err(error) => {
+                    tracing::warn!(%error, "indexer cannot read its queue");
+                    return indexed;
+                }
+            };
+            match self.index_batch(&embedder, store, batch).await {
+                Ok(count) => indexed += count,
+                Err(error) => {
+                    tracing::warn!(%error, "indexing failed; the memories stay queued");
+                    return indexed;
+                }
+            }
+        }
+    }
+
+    async fn index_batch(
+        &self,
+        embedder: &Arc<dyn EmbeddingApi>,
+        store: &MemoryStore,
+        batch: Vec<IndexItem>,
+    ) -> Result<usize> {
+        let model = embedder.model_id().to_owned();
+        let hashes: Vec<String> = batch
+            .iter()
+            .map(|item| content_hash(&item.content))
+            .collect();
+        let mut known = store.cached_vectors(&hashes, &model).await?;
+        let mut missing_texts = Vec::new();
+        let mut missing_hashes = Vec::new();
+        for (item, hash) in batch.iter().zip(&hashes) {
+            if item.active && !known.contains_key(hash) && !missing_hashes.contains(hash) {
+                missing_texts.push(item.content.clone());
+                missing_hashes.push(hash.clone());
+            }
+        }
+        if !missing_texts.is_empty() {
+            let vectors = embedder
+                .embed_batch(&missing_texts)
+                .await
+                .map_err(|error| MemoryError::Invalid(error.to_string()))?;
+            let fresh: Vec<(String, Vec<f32>)> = missing_hashes.into_iter().zip(vectors).collect();
+            store.cache_vectors(&fresh, &model, self.now()?).await?;
+            known.extend(fresh);
+        }
+        let mut count = 0;
+        let items: Vec<(IndexItem, Option<Vec<f32>>)> = batch
+            .into_iter()
+            .zip(hashes)
+            .map(|(item, hash)| {
+                let vector = if item.active {
+                    known.get(&hash).cloned()
+                } else {
+                    None
+                };
+                count += usize::from(vector.is_some());
+                (item, vector)
+            })
+            .collect();
+        store.store_vectors(&items).await?;
+        Ok(count)
+    }
+
+    /// The background indexer: wakes on new memories (or every few seconds) until shutdown.
+    pub(crate) async fn run_indexer(self: Arc<Self>, ctx: KernelContext) {
+        let shutdown = ctx.shutdown_token();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.index_wakeup.notified() => {}
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            }
+            self.index_pending().await;
+        }
+    }
+
+    /// The latest reflection for `user_id`, cached until a new reflection is saved.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn cached_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
+        let key = user_id.map(str::to_owned);
+        if let Some(cached) = self
+            .reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&key)
+        {
+            return Ok(cached.clone());
+        }
+        let latest = self.store()?.latest_reflection(user_id).await?;
+        self.reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(key, latest.clone());
+        Ok(latest)
+    }
+}
+
+#[async_trait]
+impl MemoryApi for MemoryService {
+    async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>> {
+        MemoryService::search(self, &request).await
+    }
+
+    async fn is_session_consolidated(&self, session_id: &str) -> Result<bool> {
+        self.store()?.is_session_consolidated(session_id).await
+    }
+
+    async fn get_episodes_for_consolidation(
+        &self,
+        session_id: &str,
+        offset: usize,
+    ) -> Result<EpisodePage> {
+        self.store()?
+            .episodes_for_session(session_id, offset, self.config.consolidation_page_size)
+            .await
+    }
+
+    async fn save_facts_batch(&self, session_id: &str, facts: Vec<NewFact>) -> Result<SavedFacts> {
+        for (index, fact) in facts.iter().enumerate() {
+            self.check_content(&format!("facts[{index}].content"), &fact.content)?;
+        }
+        let store = self.store()?.clone();
+        let owner = store
+            .episodes_for_session(session_id, 0, 1)
+            .await?
+            .episodes
+            .first()
+            .and_then(|episode| episode.user_id.clone());
+        let mut result = SavedFacts::default();
+        let mut seen: Vec<String> = Vec::new();
+        for fact in facts {
+            let normalised = fact
+                .content
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
+            if seen.contains(&normalised) {
+                result.skipped.push(SkippedFact {
+                    content: fact.content,
+                    reason: "duplicate_in_batch".to_owned(),
+                });
+                continue;
+            }
+            seen.push(normalised);
+            let words = word_set(&fact.content);
+            let similar = store
+                .similar_facts(owner.as_deref(), &fact.content, 10)
+                .await?;
+            if let Some(existing) = similar.iter().find(|existing| {
+                jaccard(&words, &word_set(&existing.content)) >= self.config.dedup_jaccard
+            }) {
+                result.skipped.push(SkippedFact {
+                    content: fact.content,
+                    reason: format!("similar_to:{}", existing.id),
+                });
+                continue;
+            }
+            let id = self
+                .save_fact(
+                    owner.as_deref(),
+                    Some(session_id),
+                    None,
+                    &fact.content,
+                    fact.tags,
+                    fact.source_ids,
+                    fact.confidence.unwrap_or(1.0),
+                    Vec::new(),
+                )
+                .await?;
+            result.saved.push(id);
+        }
+        Ok(result)
+    }
+
+    async fn mark_session_consolidated(&self, session_id: &str) -> Result<()> {
+        self.store()?
+            .mark_session_consolidated(session_id, self.now()?)
+            .await
+    }
+
+    async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64> {
+        self.store()?
+            .record_consolidation_failure(session_id, error)
+            .await
+    }
+
+    async fn get_pending_consolidations(
+        &self,
+        exclude: Option<&str>,
+    ) -> Result<Vec<PendingSession>> {
+        self.store()?.pending_consolidations(exclude, None).await
+    }
+
+    async fn detect_conflicts(&self, fact_id: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let fact = self
+            .store()?
+            .get(fact_id)
+            .await?
+            .ok_or_else(|| MemoryError::NotFound(format!("no memory `{fact_id}`")))?;
+        let hits = MemoryService::search(
+            self,
+            &SearchRequest {
+                query: fact.content.clone(),
+                user_id: fact.user_id.clone(),
+                kinds: vec![MemoryKind::Fact],
+                limit: limit + 1,
+                ..SearchRequest::default()
+            },
+        )
+        .await?;
+        Ok(hits
+            .into_iter()
+            .filter(|hit| hit.memory.id != fact.id)
+            .take(limit)
+            .collect())
+    }
+
+    async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()> {
+        self.store()?
+            .resolve_conflict(old_fact_id, new_fact_id)
+            .await
+    }
+
+    async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport> {
+        self.store()?.decay_and_prune(threshold, self.now()?).await
+    }
+
+    fn accurate_ner_available(&self) -> bool {
+        self.state
+            .get()
+            .and_then(|state| state.ner.as_ref())
+            .is_some_and(|ner| ner.accurate_available())
+    }
+
+    async fn get_memories_for_entity_enrichment(
+        &self,
+        kinds: &[MemoryKind],
+        max_entity_count: usize,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        self.store()?
+            .memories_for_enrichment(kinds, max_entity_count, limit)
+            .await
+    }
+
+    async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize> {
+        let state = self.state()?;
+        let memory = state
+            .store
+            .get(memory_id)
+            .await?
+            .ok_or_else(|| MemoryError::NotFound(format!("no memory `{memory_id}`")))?;
+        let ner = state
+            .ner
+            .as_ref()
+            .ok_or_else(|| MemoryError::Invalid("the ner extension is not enabled".to_owned()))?;
+        let entities = ner
+            .extract(&memory.content, Strategy::Accurate)
+            .await
+            .map_err(|error| MemoryError::Invalid(error.to_string()))?;
+        state
+            .store
+            .add_entities(memory_id, &entities, Some(state.ctx.now()))
+            .await
+    }
+
+    async fn save_reflection(
+        &self,
+        user_id: Option<&str>,
+        content: &str,
+        source_ids: Vec<String>,
+        tags: Vec<String>,
+    ) -> Result<String> {
+        self.check_content("content", content)?;
+        let state = self.state()?;
+        let now = state.ctx.now();
+        let id = state
+            .store
+            .insert_memory(
+                &NewMemory {
+                    kind: MemoryKind::Reflection,
+                    content: content.trim().to_owned(),
+                    session_id: None,
+                    user_id: user_id.map(str::to_owned),
+                    chat_id: None,
+                    event_time: now,
+                    created_at: now,
+                    source_role: None,
+                    source_ids,
+                    tags,
+                    attributes: Map::new(),
+                    decay_rate: 0.0,
+                    confidence: 1.0,
+                },
+                &[],
+            )
+            .await?;
+        self.reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+        self.index_wakeup.notify_one();
+        Ok(id)
+    }
+
+    async fn get_latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
+        self.cached_reflection(user_id).await
+    }
+
+    async fn get_recent_memories_for_reflection(
+        &self,
+        user_id: Option<&str>,
+        days: i64,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let since = self.now()? - chrono::Duration::days(days.max(0));
+        self.store()?.recent_memories(user_id, since, limit).await
+    }
+}

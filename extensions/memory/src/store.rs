@@ -1,0 +1,1406 @@
+//! `MemoryStore`: every SQL statement of mnemo lives here, behind one type, so that another
+//! backend can follow without touching callers.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::{Once, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use mnemo_ner::ExtractedEntity;
+use serde_json::{Map, Value};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+
+use crate::error::{MemoryError, Result};
+use crate::fts::fts_query;
+use crate::types::{
+    DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, PendingSession,
+    SearchRequest,
+};
+
+const MEMORY_COLUMNS: &str = "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
+    m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
+    m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes";
+
+/// How the database is opened.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// How long a connection waits for a lock before failing.
+    pub busy_timeout: Duration,
+    /// `synchronous` pragma: `full` makes a committed write survive power loss.
+    pub synchronous: String,
+    /// Connections in the pool (readers run in parallel with the one writer under WAL).
+    pub max_connections: u32,
+}
+
+/// Whether vector search can be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStatus {
+    /// `vec_memories` matches the embedding provider.
+    Enabled {
+        /// Vector length.
+        dimensions: usize,
+        /// The provider's model id.
+        model_id: String,
+    },
+    /// Vector search is off; the reason says why and what to do.
+    Disabled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A memory to insert.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    /// Kind.
+    pub kind: MemoryKind,
+    /// Text.
+    pub content: String,
+    /// Session.
+    pub session_id: Option<String>,
+    /// Owner.
+    pub user_id: Option<String>,
+    /// Chat.
+    pub chat_id: Option<String>,
+    /// When it happened.
+    pub event_time: DateTime<Utc>,
+    /// When recorded.
+    pub created_at: DateTime<Utc>,
+    /// Speaker, for episodes.
+    pub source_role: Option<String>,
+    /// Provenance.
+    pub source_ids: Vec<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Metadata.
+    pub attributes: Map<String, Value>,
+    /// Decay per day.
+    pub decay_rate: f64,
+    /// Initial confidence.
+    pub confidence: f64,
+}
+
+/// A memory waiting for its vector.
+#[derive(Debug, Clone)]
+pub struct IndexItem {
+    /// The memory.
+    pub memory_id: String,
+    /// Its text.
+    pub content: String,
+    /// Its owner (a vector-table metadata column).
+    pub user_id: String,
+    /// Its kind (a vector-table metadata column).
+    pub kind: String,
+    /// False when it was deleted before being indexed.
+    pub active: bool,
+}
+
+/// The SQLite store.
+#[derive(Debug)]
+pub struct MemoryStore {
+    pool: SqlitePool,
+    /// One writer at a time inside the process; readers never wait on it (WAL).
+    write_lock: tokio::sync::Mutex<()>,
+    vector: RwLock<VectorStatus>,
+}
+
+/// Registers sqlite-vec with every connection SQLite opens from now on.
+#[allow(unsafe_code)]
+fn register_sqlite_vec() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        type EntryPoint = unsafe extern "C" fn(
+            *mut libsqlite3_sys::sqlite3,
+            *mut *mut std::os::raw::c_char,
+            *const libsqlite3_sys::sqlite3_api_routines,
+        ) -> std::os::raw::c_int;
+        // SAFETY: `sqlite3_vec_init` is sqlite-vec's extension entry point, whose real C signature
+        // is the `EntryPoint` SQLite expects; the crate merely declares it without arguments.
+        // It is registered once, before any connection of the pool is opened.
+        unsafe {
+            let entry: EntryPoint = std::mem::transmute(sqlite_vec::sqlite3_vec_init as *const ());
+            libsqlite3_sys::sqlite3_auto_extension(Some(entry));
+        }
+    });
+}
+
+fn ts(time: DateTime<Utc>) -> i64 {
+    time.timestamp()
+}
+
+fn from_ts(seconds: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+}
+
+fn json_list(text: &str, column: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|err| MemoryError::Corrupt(format!("{column}: {err}")))
+}
+
+pub(crate) fn memory_from_row(row: &SqliteRow) -> Result<Memory> {
+    let kind: String = row.try_get("kind")?;
+    let attributes: String = row.try_get("attributes")?;
+    Ok(Memory {
+        id: row.try_get("id")?,
+        kind: MemoryKind::parse(&kind)
+            .ok_or_else(|| MemoryError::Corrupt(format!("unknown kind `{kind}`")))?,
+        content: row.try_get("content")?,
+        session_id: row.try_get("session_id")?,
+        user_id: row.try_get("user_id")?,
+        chat_id: row.try_get("chat_id")?,
+        event_time: from_ts(row.try_get("event_time")?),
+        created_at: from_ts(row.try_get("created_at")?),
+        valid_until: row.try_get::<Option<i64>, _>("valid_until")?.map(from_ts),
+        confidence: row.try_get("confidence")?,
+        access_count: row.try_get("access_count")?,
+        last_accessed: row.try_get::<Option<i64>, _>("last_accessed")?.map(from_ts),
+        decay_rate: row.try_get("decay_rate")?,
+        source_ids: json_list(&row.try_get::<String, _>("source_ids")?, "source_ids")?,
+        source_role: row.try_get("source_role")?,
+        entity_ids: json_list(&row.try_get::<String, _>("entity_ids")?, "entity_ids")?,
+        tags: json_list(&row.try_get::<String, _>("tags")?, "tags")?,
+        attributes: serde_json::from_str(&attributes)
+            .map_err(|err| MemoryError::Corrupt(format!("attributes: {err}")))?,
+    })
+}
+
+/// A new id: `<prefix>_<16 hex>`, unique across processes and restarts.
+pub(crate) fn new_id(prefix: &str) -> String {
+    use sha2::Digest;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default();
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let digest = sha2::Sha256::digest(format!("{nanos}:{count}:{}", std::process::id()));
+    let hex: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("{prefix}_{hex}")
+}
+
+/// Hex SHA-256 of a text, the embedding cache key.
+pub(crate) fn content_hash(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn vector_blob(vector: &[f32]) -> Vec<u8> {
+    vector
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect()
+}
+
+fn blob_vector(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4)
+        .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        .collect()
+}
+
+/// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
+fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest) {
+    if !request.include_deleted {
+        builder.push(" AND m.valid_until IS NULL");
+    }
+    if let Some(user_id) = &request.user_id {
+        builder.push(" AND m.user_id = ").push_bind(user_id.clone());
+    }
+    if !request.kinds.is_empty() {
+        builder.push(" AND m.kind IN (");
+        let mut separated = builder.separated(", ");
+        for kind in &request.kinds {
+            separated.push_bind(kind.as_str());
+        }
+        builder.push(")");
+    }
+    if let Some(session) = &request.exclude_session {
+        builder
+            .push(" AND (m.session_id IS NULL OR m.session_id != ")
+            .push_bind(session.clone())
+            .push(")");
+    }
+    if let Some(since) = request.since {
+        builder.push(" AND m.event_time >= ").push_bind(ts(since));
+    }
+    if let Some(until) = request.until {
+        builder.push(" AND m.event_time < ").push_bind(ts(until));
+    }
+    for tag in &request.tags {
+        builder
+            .push(" AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
+            .push_bind(tag.clone())
+            .push(")");
+    }
+}
+
+impl MemoryStore {
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    ///
+    /// # Errors
+    /// The file cannot be opened or migrated.
+    pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
+        register_sqlite_vec();
+        let synchronous = SqliteSynchronous::from_str(&options.synchronous).map_err(|_| {
+            MemoryError::Invalid(format!(
+                "synchronous must be off, normal, full or extra, not `{}`",
+                options.synchronous
+            ))
+        })?;
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(synchronous)
+            .busy_timeout(options.busy_timeout)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .connect_with(connect)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self {
+            pool,
+            write_lock: tokio::sync::Mutex::new(()),
+            vector: RwLock::new(VectorStatus::Disabled {
+                reason: "no embedding provider".to_owned(),
+            }),
+        })
+    }
+
+    /// Closes the pool, waiting for connections to finish.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// The current vector status.
+    pub fn vector_status(&self) -> VectorStatus {
+        self.vector
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set_vector_status(&self, status: VectorStatus) {
+        *self
+            .vector
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = status;
+    }
+
+    async fn metadata(&self, key: &str) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM memory_metadata WHERE key = ?")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Creates `vec_memories` for `dimensions` on first use, or checks that the existing table
+    /// matches the provider. A mismatch turns vector search off; nothing is deleted.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn ensure_vector_index(
+        &self,
+        dimensions: usize,
+        model_id: &str,
+    ) -> Result<VectorStatus> {
+        let _write = self.write_lock.lock().await;
+        let stored_dimensions = self.metadata("embedding_dimensions").await?;
+        let stored_model = self.metadata("embedding_model").await?;
+        let status = match (stored_dimensions, stored_model) {
+            (None, _) => {
+                let mut tx = self.pool.begin().await?;
+                sqlx::query(&format!(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS vec_memories USING vec0(\
+                     memory_id text primary key, embedding float[{dimensions}], \
+                     user_id text, kind text)"
+                ))
+                .execute(&mut *tx)
+                .await?;
+                for (key, value) in [
+                    ("embedding_dimensions", dimensions.to_string()),
+                    ("embedding_model", model_id.to_owned()),
+                ] {
+                    sqlx::query(
+                        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)",
+                    )
+                    .bind(key)
+                    .bind(value)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                VectorStatus::Enabled {
+                    dimensions,
+                    model_id: model_id.to_owned(),
+                }
+            }
+            (Some(stored), model) => {
+                let stored_dims: usize = stored.parse().unwrap_or(0);
+                let model = model.unwrap_or_default();
+                if stored_dims == dimensions && model == model_id {
+                    VectorStatus::Enabled {
+                        dimensions,
+                        model_id: model_id.to_owned(),
+                    }
+                } else {
+                    VectorStatus::Disabled {
+                        reason: format!(
+                            "vec_memories holds {stored_dims}-dimension vectors of `{model}`, but the \
+                             embedding provider gives {dimensions}-dimension vectors of `{model_id}`; \
+                             vector search is off and search uses FTS5 + entities. Nothing is lost: \
+                             run `mnemo reindex` to rebuild the vector index for the new model"
+                        ),
+                    }
+                }
+            }
+        };
+        self.set_vector_status(status.clone());
+        Ok(status)
+    }
+
+    /// Inserts a memory, queues it for a vector, and links its entities, in one transaction.
+    ///
+    /// # Errors
+    /// The database fails; nothing is written then.
+    pub async fn insert_memory(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String> {
+        let id = new_id(memory.kind.prefix());
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
+             created_at, confidence, decay_rate, source_ids, source_role, tags, attributes) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(memory.kind.as_str())
+        .bind(&memory.content)
+        .bind(&memory.session_id)
+        .bind(&memory.user_id)
+        .bind(&memory.chat_id)
+        .bind(ts(memory.event_time))
+        .bind(ts(memory.created_at))
+        .bind(memory.confidence)
+        .bind(memory.decay_rate)
+        .bind(Value::from(memory.source_ids.clone()).to_string())
+        .bind(&memory.source_role)
+        .bind(Value::from(memory.tags.clone()).to_string())
+        .bind(Value::Object(memory.attributes.clone()).to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
+            .bind(&id)
+            .bind(ts(memory.created_at))
+            .execute(&mut *tx)
+            .await?;
+        let owner = memory.user_id.clone().unwrap_or_default();
+        link_entities(&mut tx, &id, &owner, entities).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Links more entities to an existing memory; returns how many links it now has.
+    ///
+    /// # Errors
+    /// The memory does not exist, or the database fails.
+    pub async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let owner: Option<Option<String>> =
+            sqlx::query_scalar("SELECT user_id FROM memories WHERE id = ?")
+                .bind(memory_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(owner) = owner else {
+            return Err(MemoryError::NotFound(format!("no memory `{memory_id}`")));
+        };
+        let count = link_entities(&mut tx, memory_id, &owner.unwrap_or_default(), entities).await?;
+        if let Some(at) = enriched_at {
+            sqlx::query(
+                "UPDATE memories SET attributes = json_set(attributes, '$.enriched_at', ?) WHERE id = ?",
+            )
+            .bind(ts(at))
+            .bind(memory_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(count)
+    }
+
+    /// One memory by id, active or not.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn get(&self, id: &str) -> Result<Option<Memory>> {
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ?"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
+    }
+
+    /// Memories by id that pass the request's filters, keyed by id.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn load_filtered(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+    ) -> Result<HashMap<String, Memory>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id IN ("
+        ));
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        push_filters(&mut builder, request);
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| memory_from_row(row).map(|memory| (memory.id.clone(), memory)))
+            .collect()
+    }
+
+    /// Ids ranked by BM25 for `request.query`, best first.
+    ///
+    /// # Errors
+    /// The database fails (a user's query text never causes one: it is quoted term by term).
+    pub async fn search_fts(&self, request: &SearchRequest, limit: usize) -> Result<Vec<String>> {
+        let Some(query) = fts_query(&request.query) else {
+            return Ok(Vec::new());
+        };
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
+             WHERE memories_fts MATCH ",
+        );
+        builder.push_bind(query);
+        push_filters(&mut builder, request);
+        builder
+            .push(" ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Ids nearest to `vector`, best first, after the request's filters.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
+            return Ok(Vec::new());
+        }
+        // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
+        // neighbours so that post-filtering still leaves `limit`.
+        let k = (limit * 3).clamp(limit, 4096);
+        let mut builder =
+            QueryBuilder::new("SELECT memory_id FROM vec_memories WHERE embedding MATCH ");
+        builder.push_bind(vector_blob(vector));
+        builder.push(" AND k = ").push_bind(k as i64);
+        if let Some(user_id) = &request.user_id {
+            builder.push(" AND user_id = ").push_bind(user_id.clone());
+        }
+        if let [kind] = request.kinds.as_slice() {
+            builder.push(" AND kind = ").push_bind(kind.as_str());
+        }
+        builder.push(" ORDER BY distance");
+        let nearest: Vec<String> = builder.build_query_scalar().fetch_all(&self.pool).await?;
+        let allowed = self.load_filtered(&nearest, request).await?;
+        Ok(nearest
+            .into_iter()
+            .filter(|id| allowed.contains_key(id))
+            .take(limit)
+            .collect())
+    }
+
+    /// Ids of memories linked to entities named (canonically or by alias) by any of `names`,
+    /// most matched entities first, then newest.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn search_entities(
+        &self,
+        request: &SearchRequest,
+        names: &[String],
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let entity_ids = self
+            .entities_named(request.user_id.as_deref(), names)
+            .await?;
+        if entity_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
+             WHERE me.entity_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in &entity_ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        push_filters(&mut builder, request);
+        builder
+            .push(" GROUP BY m.id ORDER BY COUNT(*) DESC, m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
+    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
+        let names: Vec<String> = names
+            .iter()
+            .map(|name| name.trim().to_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT e.id FROM entities e WHERE (lower(e.canonical_name) IN (");
+        let mut separated = builder.separated(", ");
+        for name in &names {
+            separated.push_bind(name.clone());
+        }
+        builder.push(
+            ") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for name in &names {
+            separated.push_bind(name.clone());
+        }
+        builder.push(")))");
+        if let Some(owner) = owner {
+            builder
+                .push(" AND e.owner_id = ")
+                .push_bind(owner.to_owned());
+        }
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Counts the memories as accessed now.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _write = self.write_lock.lock().await;
+        let mut builder = QueryBuilder::new(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed = ",
+        );
+        builder.push_bind(ts(at)).push(" WHERE id IN (");
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        builder.build().execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Soft-deletes an active memory and drops its vector; returns false if it was not active.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn soft_delete(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let changed =
+            sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
+                .bind(ts(at))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if changed == 1 {
+            self.drop_vector(&mut tx, id).await?;
+        }
+        tx.commit().await?;
+        Ok(changed == 1)
+    }
+
+    async fn drop_vector(&self, tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        if self.vector_table_exists(tx).await? {
+            sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn vector_table_exists(&self, tx: &mut Transaction<'_, Sqlite>) -> Result<bool> {
+        let found: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vec_memories'",
+        )
+        .fetch_optional(&mut **tx)
+        .await?;
+        Ok(found.is_some())
+    }
+
+    /// Replaces an active fact: soft-deletes `old_id` and inserts the correction with the old id
+    /// in its provenance; returns the new id.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] if `old_id` is not an active fact of `user_id`.
+    pub async fn correct(
+        &self,
+        old_id: &str,
+        user_id: Option<&str>,
+        replacement: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String> {
+        let old = self.active_fact_of(old_id, user_id).await?;
+        let mut replacement = replacement.clone();
+        if !replacement.source_ids.contains(&old.id) {
+            replacement.source_ids.push(old.id.clone());
+        }
+        replacement
+            .attributes
+            .insert("corrects".to_owned(), Value::String(old.id.clone()));
+        let new_id = self.insert_memory(&replacement, entities).await?;
+        self.soft_delete(&old.id, replacement.created_at).await?;
+        Ok(new_id)
+    }
+
+    async fn active_fact_of(&self, id: &str, user_id: Option<&str>) -> Result<Memory> {
+        match self.get(id).await? {
+            Some(memory)
+                if memory.kind == MemoryKind::Fact
+                    && memory.valid_until.is_none()
+                    && (user_id.is_none() || memory.user_id.as_deref() == user_id) =>
+            {
+                Ok(memory)
+            }
+            _ => Err(MemoryError::NotFound(format!("no active fact `{id}`"))),
+        }
+    }
+
+    /// Protects a fact: decay rate 0, confidence 1.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] if it is not an active fact of `user_id`.
+    pub async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()> {
+        self.active_fact_of(id, user_id).await?;
+        let _write = self.write_lock.lock().await;
+        sqlx::query("UPDATE memories SET decay_rate = 0.0, confidence = 1.0 WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Lowers the old fact's confidence to 0.3 and records `supersedes` on the new one.
+    ///
+    /// # Errors
+    /// Either fact is missing.
+    pub async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()> {
+        if self.get(old_id).await?.is_none() || self.get(new_id).await?.is_none() {
+            return Err(MemoryError::NotFound(format!(
+                "resolve_conflict needs both `{old_id}` and `{new_id}`"
+            )));
+        }
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE memories SET confidence = 0.3 WHERE id = ?")
+            .bind(old_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "UPDATE memories SET attributes = json_set(attributes, '$.supersedes', ?) WHERE id = ?",
+        )
+        .bind(old_id)
+        .bind(new_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Registers a session on first sight; true if it was new.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn ensure_session(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let _write = self.write_lock.lock().await;
+        let inserted = sqlx::query(
+            "INSERT OR IGNORE INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at) \
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(user_id)
+        .bind(chat_id)
+        .bind(ts(at))
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(inserted == 1)
+    }
+
+    /// Sessions not consolidated yet, oldest first, except `exclude`; only `user_id`'s if given.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn pending_consolidations(
+        &self,
+        exclude: Option<&str>,
+        user_id: Option<&str>,
+    ) -> Result<Vec<PendingSession>> {
+        let mut builder = QueryBuilder::new(
+            "SELECT session_id, user_id, first_seen_at, attempts FROM sessions_consolidations \
+             WHERE consolidated_at IS NULL",
+        );
+        if let Some(exclude) = exclude {
+            builder
+                .push(" AND session_id != ")
+                .push_bind(exclude.to_owned());
+        }
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        builder.push(" ORDER BY first_seen_at, session_id");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(PendingSession {
+                    session_id: row.try_get("session_id")?,
+                    user_id: row.try_get("user_id")?,
+                    first_seen_at: from_ts(row.try_get("first_seen_at")?),
+                    attempts: row.try_get("attempts")?,
+                })
+            })
+            .collect()
+    }
+
+    /// True once the session was consolidated.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn is_session_consolidated(&self, session_id: &str) -> Result<bool> {
+        let at: Option<Option<i64>> = sqlx::query_scalar(
+            "SELECT consolidated_at FROM sessions_consolidations WHERE session_id = ?",
+        )
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(matches!(at, Some(Some(_))))
+    }
+
+    /// Records that the session was consolidated.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn mark_session_consolidated(
+        &self,
+        session_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let _write = self.write_lock.lock().await;
+        sqlx::query(
+            "INSERT INTO sessions_consolidations (session_id, first_seen_at, consolidated_at) \
+             VALUES (?1, ?2, ?2) ON CONFLICT(session_id) DO UPDATE SET consolidated_at = ?2",
+        )
+        .bind(session_id)
+        .bind(ts(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records a failed consolidation attempt; returns the number of attempts so far.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64> {
+        let _write = self.write_lock.lock().await;
+        sqlx::query(
+            "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ? WHERE session_id = ?",
+        )
+        .bind(error)
+        .bind(session_id)
+        .execute(&self.pool)
+        .await?;
+        let attempts: Option<i64> =
+            sqlx::query_scalar("SELECT attempts FROM sessions_consolidations WHERE session_id = ?")
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(attempts.unwrap_or(0))
+    }
+
+    /// A page of the session's active episodes, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn episodes_for_session(
+        &self,
+        session_id: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<EpisodePage> {
+        let rows = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.kind = 'episode' \
+             AND m.valid_until IS NULL ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
+        ))
+        .bind(session_id)
+        .bind(limit as i64 + 1)
+        .bind(offset as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut episodes = rows
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        let next_offset = (episodes.len() > limit).then_some(offset + limit);
+        episodes.truncate(limit);
+        Ok(EpisodePage {
+            episodes,
+            next_offset,
+        })
+    }
+
+    /// Active facts of `user_id` sharing words with `content`, best BM25 first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn similar_facts(
+        &self,
+        user_id: Option<&str>,
+        content: &str,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let request = SearchRequest {
+            query: content.to_owned(),
+            user_id: user_id.map(str::to_owned),
+            kinds: vec![MemoryKind::Fact],
+            limit,
+            ..SearchRequest::default()
+        };
+        let ids = self.search_fts(&request, limit).await?;
+        let mut found = self.load_filtered(&ids, &request).await?;
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
+        let mut builder = QueryBuilder::new(
+            "SELECT m.kind, COUNT(*), MAX(m.event_time) FROM memories m WHERE m.valid_until IS NULL",
+        );
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        builder.push(" GROUP BY m.kind");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        let mut stats = MemoryStats::default();
+        for row in rows {
+            let kind: String = row.try_get(0)?;
+            let count: i64 = row.try_get(1)?;
+            let latest: Option<i64> = row.try_get(2)?;
+            match kind.as_str() {
+                "episode" => stats.episodes = count,
+                "fact" => stats.facts = count,
+                "reflection" => stats.reflections = count,
+                _ => {}
+            }
+            if let Some(latest) = latest.map(from_ts) {
+                stats.latest = Some(stats.latest.map_or(latest, |known| known.max(latest)));
+            }
+        }
+        let mut builder = QueryBuilder::new("SELECT COUNT(*) FROM entities e WHERE 1 = 1");
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND e.owner_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        stats.entities = builder.build_query_scalar().fetch_one(&self.pool).await?;
+        stats.pending_index = sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(stats)
+    }
+
+    /// An entity of `owner` by canonical name or alias, with its active memories (newest first).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn entity_info(
+        &self,
+        owner: Option<&str>,
+        name: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let ids = self.entities_named(owner, &[name.to_owned()]).await?;
+        let Some(id) = ids.first() else {
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
+             WHERE me.entity_id = "
+        ));
+        builder
+            .push_bind(id.clone())
+            .push(" AND m.valid_until IS NULL");
+        if let Some(owner) = owner {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(owner.to_owned());
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC LIMIT ")
+            .push_bind(memory_limit as i64);
+        let memories = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(EntityInfo {
+            id: row.try_get("id")?,
+            name: row.try_get("canonical_name")?,
+            entity_type: row.try_get("type")?,
+            aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
+            mention_count: row.try_get("mention_count")?,
+            summary: row.try_get("summary")?,
+            memories,
+        }))
+    }
+
+    /// Ebbinghaus decay of active facts: confidence × exp(−rate × days since the later of the
+    /// last access and the last decay), so no elapsed day is counted twice. Facts below
+    /// `threshold` are soft-deleted and lose their vector and entity links. Protected facts
+    /// (rate 0) are untouched.
+    ///
+    /// # Errors
+    /// The database fails; the run is one transaction, so nothing is half-applied.
+    pub async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query(
+            "SELECT id, confidence, decay_rate, created_at, last_accessed, decayed_at FROM memories \
+             WHERE kind = 'fact' AND valid_until IS NULL AND decay_rate > 0",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut report = DecayReport::default();
+        let now_ts = ts(now);
+        for row in rows {
+            let id: String = row.try_get("id")?;
+            let confidence: f64 = row.try_get("confidence")?;
+            let rate: f64 = row.try_get("decay_rate")?;
+            let created: i64 = row.try_get("created_at")?;
+            let accessed: Option<i64> = row.try_get("last_accessed")?;
+            let decayed: Option<i64> = row.try_get("decayed_at")?;
+            let from = [Some(created), accessed, decayed]
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(created);
+            let days = (now_ts - from).max(0) as f64 / 86_400.0;
+            if days <= 0.0 {
+                continue;
+            }
+            let decayed_confidence = confidence * (-rate * days).exp();
+            if decayed_confidence < threshold {
+                sqlx::query("UPDATE memories SET confidence = ?, valid_until = ?, decayed_at = ? WHERE id = ?")
+                    .bind(decayed_confidence)
+                    .bind(now_ts)
+                    .bind(now_ts)
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM memory_entities WHERE memory_id = ?")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                self.drop_vector(&mut tx, &id).await?;
+                report.pruned += 1;
+            } else {
+                sqlx::query("UPDATE memories SET confidence = ?, decayed_at = ? WHERE id = ?")
+                    .bind(decayed_confidence)
+                    .bind(now_ts)
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                report.decayed += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(report)
+    }
+
+    /// Active memories of `kinds` not yet enriched and with at most `max_entities` entity links.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn memories_for_enrichment(
+        &self,
+        kinds: &[MemoryKind],
+        max_entities: usize,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
+             AND json_extract(m.attributes, '$.enriched_at') IS NULL \
+             AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= "
+        ));
+        builder.push_bind(max_entities as i64);
+        if !kinds.is_empty() {
+            builder.push(" AND m.kind IN (");
+            let mut separated = builder.separated(", ");
+            for kind in kinds {
+                separated.push_bind(kind.as_str());
+            }
+            builder.push(")");
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect()
+    }
+
+    /// The newest active reflection for `user_id` (or one without an owner).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' AND m.valid_until IS NULL \
+             AND (m.user_id IS ?1 OR m.user_id IS NULL) ORDER BY m.event_time DESC, m.rowid DESC LIMIT 1"
+        ))
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
+    }
+
+    /// Active facts and episodes of `user_id` since `since`, newest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn recent_memories(
+        &self,
+        user_id: Option<&str>,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
+             AND m.kind IN ('fact', 'episode') AND m.event_time >= "
+        ));
+        builder.push_bind(ts(since));
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect()
+    }
+
+    /// The next memories waiting for a vector, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
+        let rows = sqlx::query(
+            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
+             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
+             ORDER BY q.enqueued_at, q.rowid LIMIT ?",
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(IndexItem {
+                    memory_id: row.try_get("memory_id")?,
+                    content: row.try_get("content")?,
+                    user_id: row
+                        .try_get::<Option<String>, _>("user_id")?
+                        .unwrap_or_default(),
+                    kind: row.try_get("kind")?,
+                    active: row.try_get("active")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Cached vectors of `model_id` by content hash.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        if hashes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT content_hash, vector FROM embedding_cache WHERE model_id = ");
+        builder
+            .push_bind(model_id.to_owned())
+            .push(" AND content_hash IN (");
+        let mut separated = builder.separated(", ");
+        for hash in hashes {
+            separated.push_bind(hash.clone());
+        }
+        builder.push(")");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                let blob: Vec<u8> = row.try_get("vector")?;
+                Ok((row.try_get("content_hash")?, blob_vector(&blob)))
+            })
+            .collect()
+    }
+
+    /// Stores fresh vectors in the cache (by content hash).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn cache_vectors(
+        &self,
+        vectors: &[(String, Vec<f32>)],
+        model_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        for (hash, vector) in vectors {
+            sqlx::query(
+                "INSERT OR IGNORE INTO embedding_cache (content_hash, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(hash)
+            .bind(model_id)
+            .bind(vector_blob(vector))
+            .bind(ts(at))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes vectors to `vec_memories` and takes their memories off the queue, in one
+    /// transaction. Items without a vector (deleted before indexing) only leave the queue.
+    ///
+    /// # Errors
+    /// The database fails; the queue is unchanged then.
+    pub async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        for (item, vector) in items {
+            if let Some(vector) = vector {
+                sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                    .bind(&item.memory_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) VALUES (?, ?, ?, ?)",
+                )
+                .bind(&item.memory_id)
+                .bind(vector_blob(vector))
+                .bind(&item.user_id)
+                .bind(&item.kind)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
+                .bind(&item.memory_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Memories waiting for a vector.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn pending_index(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    /// The pool, for tests and benchmarks that check the database directly.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+/// Creates or finds each entity for `owner` and links it to the memory; returns the memory's link count.
+async fn link_entities(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory_id: &str,
+    owner: &str,
+    entities: &[ExtractedEntity],
+) -> Result<usize> {
+    for entity in entities {
+        let canonical = entity.canonical.trim();
+        if canonical.is_empty() {
+            continue;
+        }
+        let entity_type = entity.entity_type.as_str();
+        let found: Option<(String, String)> = sqlx::query_as(
+            "SELECT id, aliases FROM entities WHERE owner_id = ?1 AND type = ?2 AND \
+             (canonical_name = ?3 COLLATE NOCASE OR EXISTS \
+              (SELECT 1 FROM json_each(aliases) WHERE json_each.value = ?3 COLLATE NOCASE)) LIMIT 1",
+        )
+        .bind(owner)
+        .bind(entity_type)
+        .bind(canonical)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let entity_id = match found {
+            Some((id, aliases)) => {
+                let mut aliases = json_list(&aliases, "aliases")?;
+                let surface = entity.surface.trim();
+                if !surface.eq_ignore_ascii_case(canonical)
+                    && !aliases
+                        .iter()
+                        .any(|alias| alias.eq_ignore_ascii_case(surface))
+                {
+                    aliases.push(surface.to_owned());
+                }
+                sqlx::query(
+                    "UPDATE entities SET mention_count = mention_count + 1, aliases = ? WHERE id = ?",
+                )
+                .bind(Value::from(aliases).to_string())
+                .bind(&id)
+                .execute(&mut **tx)
+                .await?;
+                id
+            }
+            None => {
+                let id = new_id("ent");
+                let surface = entity.surface.trim();
+                let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
+                    Vec::new()
+                } else {
+                    vec![surface]
+                };
+                sqlx::query(
+                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases) VALUES (?, ?, ?, ?, ?)",
+                )
+                .bind(&id)
+                .bind(owner)
+                .bind(canonical)
+                .bind(entity_type)
+                .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
+                .execute(&mut **tx)
+                .await?;
+                id
+            }
+        };
+        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
+            .bind(memory_id)
+            .bind(&entity_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let linked: Vec<String> = sqlx::query_scalar(
+        "SELECT entity_id FROM memory_entities WHERE memory_id = ? ORDER BY entity_id",
+    )
+    .bind(memory_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE memories SET entity_ids = ? WHERE id = ?")
+        .bind(Value::from(linked.clone()).to_string())
+        .bind(memory_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(linked.len())
+}

@@ -1,0 +1,270 @@
+//! The memory extension's data types, shared by the store, the tools and the published API.
+
+use chrono::{DateTime, Utc};
+use mnemo_kernel::TypedEvent;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The three kinds of memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// A raw dialogue turn.
+    Episode,
+    /// A durable fact, extracted or remembered explicitly; subject to decay.
+    Fact,
+    /// A weekly reflection; never decays.
+    Reflection,
+}
+
+impl MemoryKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Episode => "episode",
+            MemoryKind::Fact => "fact",
+            MemoryKind::Reflection => "reflection",
+        }
+    }
+
+    /// The id prefix.
+    pub(crate) fn prefix(self) -> &'static str {
+        match self {
+            MemoryKind::Episode => "ep",
+            MemoryKind::Fact => "fact",
+            MemoryKind::Reflection => "ref",
+        }
+    }
+
+    /// Parses a stored or user-given name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "episode" => Some(MemoryKind::Episode),
+            "fact" => Some(MemoryKind::Fact),
+            "reflection" => Some(MemoryKind::Reflection),
+            _ => None,
+        }
+    }
+}
+
+/// One stored memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// `ep_*`, `fact_*` or `ref_*`.
+    pub id: String,
+    /// Its kind.
+    pub kind: MemoryKind,
+    /// The text.
+    pub content: String,
+    /// The session it came from.
+    pub session_id: Option<String>,
+    /// The owner.
+    pub user_id: Option<String>,
+    /// The chat it came from.
+    pub chat_id: Option<String>,
+    /// When it happened.
+    pub event_time: DateTime<Utc>,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+    /// When it was soft-deleted, if it was.
+    pub valid_until: Option<DateTime<Utc>>,
+    /// 0.0 to 1.0.
+    pub confidence: f64,
+    /// How often search returned it.
+    pub access_count: i64,
+    /// When search last returned it.
+    pub last_accessed: Option<DateTime<Utc>>,
+    /// Decay per day; 0 = protected.
+    pub decay_rate: f64,
+    /// Provenance: the memories it was derived from.
+    pub source_ids: Vec<String>,
+    /// Who spoke (episodes).
+    pub source_role: Option<String>,
+    /// Linked entities.
+    pub entity_ids: Vec<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Extensible metadata.
+    pub attributes: Map<String, Value>,
+}
+
+/// How a search ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// FTS5, vector and entity lists fused by Reciprocal Rank Fusion.
+    #[default]
+    Hybrid,
+    /// BM25 over FTS5 alone.
+    Fts,
+    /// Vector KNN alone.
+    Vector,
+    /// Entity match alone.
+    Entity,
+}
+
+impl SearchMode {
+    /// Parses a user-given name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "hybrid" => Some(SearchMode::Hybrid),
+            "fts" => Some(SearchMode::Fts),
+            "vector" => Some(SearchMode::Vector),
+            "entity" => Some(SearchMode::Entity),
+            _ => None,
+        }
+    }
+}
+
+/// A search and its filters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchRequest {
+    /// What to look for.
+    pub query: String,
+    /// Only this owner's memories; `None` searches every owner (internal use only).
+    pub user_id: Option<String>,
+    /// Only these kinds; empty = every kind.
+    pub kinds: Vec<MemoryKind>,
+    /// Leave out this session's memories (context injection excludes the current session).
+    pub exclude_session: Option<String>,
+    /// Only memories whose event time is at or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// Only memories whose event time is before this.
+    pub until: Option<DateTime<Utc>>,
+    /// Only memories carrying every one of these tags.
+    pub tags: Vec<String>,
+    /// Most results.
+    pub limit: usize,
+    /// How to rank.
+    pub mode: SearchMode,
+    /// Also return soft-deleted memories.
+    pub include_deleted: bool,
+    /// Count the results as accessed (access_count, last_accessed).
+    pub touch: bool,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The memory.
+    pub memory: Memory,
+    /// Fused score (RRF) or the single list's rank score.
+    pub score: f64,
+    /// Rank (1-based) in each list that returned it: `fts`, `vector`, `entity`.
+    pub ranks: Vec<(String, usize)>,
+}
+
+/// A fact to save in a batch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewFact {
+    /// The fact's text.
+    pub content: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Provenance: source episode ids.
+    #[serde(default)]
+    pub source_ids: Vec<String>,
+    /// 0.0 to 1.0; default 1.0.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+}
+
+/// Why a fact of a batch was not saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedFact {
+    /// The fact's text.
+    pub content: String,
+    /// `duplicate_in_batch` or `similar_to:<id>`.
+    pub reason: String,
+}
+
+/// What `save_facts_batch` did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavedFacts {
+    /// Ids of the facts saved, in input order.
+    pub saved: Vec<String>,
+    /// Facts left out as duplicates.
+    pub skipped: Vec<SkippedFact>,
+}
+
+/// A page of a session's episodes, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodePage {
+    /// The episodes.
+    pub episodes: Vec<Memory>,
+    /// Offset of the next page, if there is one.
+    pub next_offset: Option<usize>,
+}
+
+/// What a decay run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecayReport {
+    /// Facts whose confidence was lowered.
+    pub decayed: usize,
+    /// Facts soft-deleted for falling below the threshold.
+    pub pruned: usize,
+}
+
+/// An entity with what is linked to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityInfo {
+    /// `ent_*`.
+    pub id: String,
+    /// The canonical name.
+    pub name: String,
+    /// person, project, organization, location, email, url, date or other.
+    pub entity_type: String,
+    /// Other names.
+    pub aliases: Vec<String>,
+    /// How often it was mentioned.
+    pub mention_count: i64,
+    /// A summary, if enrichment wrote one.
+    pub summary: Option<String>,
+    /// Active memories linked to it, newest first.
+    pub memories: Vec<Memory>,
+}
+
+/// Counts for `memory_stats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// Active episodes.
+    pub episodes: i64,
+    /// Active facts.
+    pub facts: i64,
+    /// Active reflections.
+    pub reflections: i64,
+    /// Entities.
+    pub entities: i64,
+    /// Memories waiting for a vector.
+    pub pending_index: i64,
+    /// Event time of the newest active memory.
+    pub latest: Option<DateTime<Utc>>,
+}
+
+/// A session waiting to be consolidated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingSession {
+    /// The session.
+    pub session_id: String,
+    /// Its user.
+    pub user_id: Option<String>,
+    /// When it was first seen.
+    pub first_seen_at: DateTime<Utc>,
+    /// Failed consolidation attempts so far.
+    pub attempts: i64,
+}
+
+/// Published on `memory.session_completed` when a user starts a new session: the previous one is
+/// ready to be consolidated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCompleted {
+    /// The finished session.
+    pub session_id: String,
+    /// Its user.
+    pub user_id: Option<String>,
+}
+
+impl TypedEvent for SessionCompleted {
+    const TOPIC: &'static str = "memory.session_completed";
+}
