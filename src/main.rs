@@ -1,5 +1,7 @@
 //! The `mnemo` command line.
 
+mod bench;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -38,6 +40,21 @@ enum Command {
     },
     /// Replay the bundled demo conversation and show what the kernel did at each step.
     Demo,
+    /// Measure hot-path ingest and hybrid-search latency at several store sizes.
+    Bench {
+        /// Store sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
+        memories: Vec<usize>,
+        /// Distinct queries per round.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Search rounds; the report gives the median of the rounds' percentiles.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Scheduled jobs.
     Jobs {
         #[command(subcommand)]
@@ -144,8 +161,16 @@ async fn demo(cli: &Cli) -> anyhow::Result<bool> {
     println!("mnemo demo: replaying a short conversation through the kernel on a virtual clock.\n");
     let replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
     let report = replayer.run_text(mnemo::DEMO_SCENARIO, "demo").await;
+    let mut quiet = 0;
     for line in &report.log {
+        if is_quiet_job_line(line) {
+            quiet += 1;
+            continue;
+        }
         println!("{line}");
+    }
+    if quiet > 0 {
+        println!("({quiet} nightly job runs that found nothing to do are not shown)");
     }
     println!();
     for outcome in &report.outcomes {
@@ -160,6 +185,21 @@ async fn demo(cli: &Cli) -> anyhow::Result<bool> {
     summary.add(&report);
     println!("\n{summary}");
     Ok(summary.failed == 0)
+}
+
+/// A job line whose report holds only zeros, or says it skipped: nothing happened.
+fn is_quiet_job_line(line: &str) -> bool {
+    let Some((_, report)) = line
+        .split_once(" job ")
+        .and_then(|(_, rest)| rest.split_once(": "))
+    else {
+        return false;
+    };
+    report.starts_with("skipped")
+        || report
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|number| !number.is_empty())
+            .all(|number| number.chars().all(|digit| digit == '0'))
 }
 
 async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
@@ -211,6 +251,16 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Replay { files, steps } => replay(&cli, files, *steps).await,
         Command::Demo => demo(&cli).await,
         Command::Jobs { command } => jobs(&cli, command).await,
+        Command::Bench {
+            memories,
+            queries,
+            rounds,
+            json,
+        } => {
+            let config = load_config(&cli)?;
+            bench::run(&config, memories, *queries, (*rounds).max(1), *json).await?;
+            Ok(true)
+        }
     }
 }
 

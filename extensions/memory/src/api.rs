@@ -18,6 +18,12 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// The store fails.
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>>;
 
+    /// One memory by id, active or not.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn get_memory(&self, id: &str) -> Result<Option<Memory>>;
+
     /// True once the session was consolidated (the consolidator's idempotency guard).
     ///
     /// # Errors

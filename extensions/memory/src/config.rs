@@ -22,6 +22,9 @@ pub struct MemoryConfig {
     pub candidates_per_list: usize,
     /// The RRF constant k in score = sum of 1 / (k + rank).
     pub rrf_k: f64,
+    /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
+    /// list always has neighbours, related or not.
+    pub min_similarity: f32,
     /// Longest memory text accepted, in characters; longer input is refused, not cut.
     pub max_content_chars: usize,
     /// Decay rate per day given to new facts (0 = never decays).
@@ -47,6 +50,7 @@ impl Default for MemoryConfig {
             max_search_limit: 50,
             candidates_per_list: 50,
             rrf_k: 60.0,
+            min_similarity: 0.3,
             max_content_chars: 20_000,
             fact_decay_rate: 0.1,
             dedup_jaccard: 0.75,
@@ -93,6 +97,11 @@ impl MemoryConfig {
             "must be at least 1",
         );
         need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        need(
+            (-1.0..=1.0).contains(&self.min_similarity),
+            "min_similarity",
+            "must be between -1 and 1",
+        );
         need(
             self.max_content_chars >= 1,
             "max_content_chars",

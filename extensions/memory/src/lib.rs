@@ -33,7 +33,7 @@ pub use api::MemoryApi;
 pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
 pub use service::MemoryService;
-pub use store::{MemoryStore, VectorStatus};
+pub use store::{IndexItem, MemoryStore, NewMemory, StoreOptions, VectorStatus};
 pub use types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
     SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
@@ -90,6 +90,8 @@ impl Extension for MemoryExtension {
 
     fn register(&self, registrar: &mut Registrar<'_>) -> Result<(), BoxError> {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
+        // The concrete service too, for hosts that drive the store directly (bench, eval).
+        registrar.provide::<MemoryService>(self.service.clone());
         Ok(())
     }
 

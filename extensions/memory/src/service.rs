@@ -64,9 +64,14 @@ impl std::fmt::Debug for MemoryService {
     }
 }
 
-/// The lowercase word set of a text, for Jaccard similarity.
+/// The lowercase content words of a text (no stopwords, no single letters), for Jaccard
+/// similarity: "colour is red" and "colour is blue" then differ in one word of three, not of
+/// four, so a changed fact is not mistaken for a duplicate.
 fn word_set(text: &str) -> std::collections::HashSet<String> {
-    terms(text).into_iter().collect()
+    terms(text)
+        .into_iter()
+        .filter(|word| word.chars().count() > 1 && !is_stopword(word))
+        .collect()
 }
 
 /// |A ∩ B| / |A ∪ B|; two empty sets are identical.
@@ -299,7 +304,14 @@ impl MemoryService {
                     {
                         lists.push((
                             "vector",
-                            store.search_vector(request, &vector, candidates).await?,
+                            store
+                                .search_vector(
+                                    request,
+                                    &vector,
+                                    candidates,
+                                    self.config.min_similarity,
+                                )
+                                .await?,
                         ));
                     }
                 }
@@ -311,10 +323,18 @@ impl MemoryService {
         }
         if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
             let names = self.query_names(query_head(&request.query));
-            lists.push((
-                "entity",
-                store.search_entities(request, &names, candidates).await?,
-            ));
+            let mut linked = store.search_entities(request, &names, candidates).await?;
+            // An entity list says "mentions who you asked about", not how well; among memories
+            // linked to as many of the query's entities, the text and meaning lists decide.
+            let best_rank = |id: &String| {
+                lists
+                    .iter()
+                    .filter_map(|(_, ids)| ids.iter().position(|other| other == id))
+                    .min()
+                    .unwrap_or(usize::MAX)
+            };
+            linked.sort_by_cached_key(|(id, matched)| (std::cmp::Reverse(*matched), best_rank(id)));
+            lists.push(("entity", linked.into_iter().map(|(id, _)| id).collect()));
         }
         let k = self.config.rrf_k;
         let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
@@ -328,13 +348,19 @@ impl MemoryService {
         }
         let ids: Vec<String> = fused.keys().cloned().collect();
         let mut memories = store.load_filtered(&ids, request).await?;
+        // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
+        // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
+        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
         let mut hits: Vec<SearchHit> = fused
             .into_iter()
             .filter_map(|(id, (score, ranks))| {
-                memories.remove(&id).map(|memory| SearchHit {
-                    memory,
-                    score,
-                    ranks,
+                memories.remove(&id).map(|memory| {
+                    let weight = (0.5 + memory.confidence.clamp(0.0, 1.0)).min(1.0);
+                    SearchHit {
+                        score: score * weight,
+                        memory,
+                        ranks,
+                    }
                 })
             })
             .collect();
@@ -660,6 +686,10 @@ impl MemoryService {
 impl MemoryApi for MemoryService {
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>> {
         MemoryService::search(self, &request).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
+        self.store()?.get(id).await
     }
 
     async fn is_session_consolidated(&self, session_id: &str) -> Result<bool> {

@@ -412,7 +412,7 @@ impl MemoryStore {
             .execute(&mut *tx)
             .await?;
         let owner = memory.user_id.clone().unwrap_or_default();
-        link_entities(&mut tx, &id, &owner, entities).await?;
+        link_entities(&mut tx, &id, &owner, entities, Some(&memory.content)).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -437,7 +437,14 @@ impl MemoryStore {
         let Some(owner) = owner else {
             return Err(MemoryError::NotFound(format!("no memory `{memory_id}`")));
         };
-        let count = link_entities(&mut tx, memory_id, &owner.unwrap_or_default(), entities).await?;
+        let count = link_entities(
+            &mut tx,
+            memory_id,
+            &owner.unwrap_or_default(),
+            entities,
+            None,
+        )
+        .await?;
         if let Some(at) = enriched_at {
             sqlx::query(
                 "UPDATE memories SET attributes = json_set(attributes, '$.enriched_at', ?) WHERE id = ?",
@@ -515,7 +522,9 @@ impl MemoryStore {
             .await?)
     }
 
-    /// Ids nearest to `vector`, best first, after the request's filters.
+    /// Ids nearest to `vector`, best first, after the request's filters, leaving out neighbours
+    /// whose cosine similarity is below `min_similarity` (vectors are unit length, so
+    /// cosine = 1 - distance² / 2).
     ///
     /// # Errors
     /// The database fails.
@@ -524,6 +533,7 @@ impl MemoryStore {
         request: &SearchRequest,
         vector: &[f32],
         limit: usize,
+        min_similarity: f32,
     ) -> Result<Vec<String>> {
         if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
             return Ok(Vec::new());
@@ -531,8 +541,9 @@ impl MemoryStore {
         // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
         // neighbours so that post-filtering still leaves `limit`.
         let k = (limit * 3).clamp(limit, 4096);
-        let mut builder =
-            QueryBuilder::new("SELECT memory_id FROM vec_memories WHERE embedding MATCH ");
+        let mut builder = QueryBuilder::new(
+            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
+        );
         builder.push_bind(vector_blob(vector));
         builder.push(" AND k = ").push_bind(k as i64);
         if let Some(user_id) = &request.user_id {
@@ -542,7 +553,14 @@ impl MemoryStore {
             builder.push(" AND kind = ").push_bind(kind.as_str());
         }
         builder.push(" ORDER BY distance");
-        let nearest: Vec<String> = builder.build_query_scalar().fetch_all(&self.pool).await?;
+        let nearest: Vec<String> = builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .filter(|(_, distance)| 1.0 - distance * distance / 2.0 >= f64::from(min_similarity))
+            .map(|(id, _)| id)
+            .collect();
         let allowed = self.load_filtered(&nearest, request).await?;
         Ok(nearest
             .into_iter()
@@ -551,8 +569,8 @@ impl MemoryStore {
             .collect())
     }
 
-    /// Ids of memories linked to entities named (canonically or by alias) by any of `names`,
-    /// most matched entities first, then newest.
+    /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
+    /// many of those entities each is linked to; most matched entities first, then newest.
     ///
     /// # Errors
     /// The database fails.
@@ -561,7 +579,7 @@ impl MemoryStore {
         request: &SearchRequest,
         names: &[String],
         limit: usize,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<(String, i64)>> {
         let entity_ids = self
             .entities_named(request.user_id.as_deref(), names)
             .await?;
@@ -569,7 +587,7 @@ impl MemoryStore {
             return Ok(Vec::new());
         }
         let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
+            "SELECT m.id, COUNT(*) FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
              WHERE me.entity_id IN (",
         );
         let mut separated = builder.separated(", ");
@@ -582,7 +600,7 @@ impl MemoryStore {
             .push(" GROUP BY m.id ORDER BY COUNT(*) DESC, m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
         Ok(builder
-            .build_query_scalar::<String>()
+            .build_query_as::<(String, i64)>()
             .fetch_all(&self.pool)
             .await?)
     }
@@ -1327,6 +1345,7 @@ async fn link_entities(
     memory_id: &str,
     owner: &str,
     entities: &[ExtractedEntity],
+    text: Option<&str>,
 ) -> Result<usize> {
     for entity in entities {
         let canonical = entity.canonical.trim();
@@ -1382,6 +1401,9 @@ async fn link_entities(
                 .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
                 .execute(&mut **tx)
                 .await?;
+                if LINKABLE_TYPES.contains(&entity_type) {
+                    link_earlier_mentions(tx, &id, owner, canonical).await?;
+                }
                 id
             }
         };
@@ -1390,6 +1412,9 @@ async fn link_entities(
             .bind(&entity_id)
             .execute(&mut **tx)
             .await?;
+    }
+    if let Some(text) = text {
+        link_known_entities(tx, memory_id, owner, text).await?;
     }
     let linked: Vec<String> = sqlx::query_scalar(
         "SELECT entity_id FROM memory_entities WHERE memory_id = ? ORDER BY entity_id",
@@ -1403,4 +1428,122 @@ async fn link_entities(
         .execute(&mut **tx)
         .await?;
     Ok(linked.len())
+}
+
+/// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
+const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
+
+/// Most earlier memories linked to a newly created entity.
+const MAX_EARLIER_MENTIONS: i64 = 500;
+
+/// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
+/// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
+async fn link_earlier_mentions(
+    tx: &mut Transaction<'_, Sqlite>,
+    entity_id: &str,
+    owner: &str,
+    name: &str,
+) -> Result<()> {
+    let words = crate::fts::terms(name);
+    if words.is_empty()
+        || (words.len() == 1
+            && (words[0].chars().count() < 3 || crate::fts::is_stopword(&words[0])))
+    {
+        return Ok(());
+    }
+    let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
+    let linked = sqlx::query(
+        "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) \
+         SELECT m.id, ?1 FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
+         WHERE memories_fts MATCH ?2 AND m.user_id IS ?3 AND m.valid_until IS NULL LIMIT ?4",
+    )
+    .bind(entity_id)
+    .bind(phrase)
+    .bind(if owner.is_empty() { None } else { Some(owner) })
+    .bind(MAX_EARLIER_MENTIONS)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if linked > 0 {
+        sqlx::query("UPDATE entities SET mention_count = mention_count + ? WHERE id = ?")
+            .bind(linked as i64)
+            .bind(entity_id)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query(
+            "UPDATE memories SET entity_ids = (SELECT json_group_array(entity_id) FROM \
+             (SELECT entity_id FROM memory_entities WHERE memory_id = memories.id ORDER BY entity_id)) \
+             WHERE id IN (SELECT memory_id FROM memory_entities WHERE entity_id = ?)",
+        )
+        .bind(entity_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Most word n-grams of one text tried against the owner's known entities.
+const MAX_MENTIONS: usize = 256;
+
+/// Links entities the owner already has (people, organisations, places, projects) whose name or
+/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
+/// vegetarian", at the start of a sentence).
+async fn link_known_entities(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory_id: &str,
+    owner: &str,
+    text: &str,
+) -> Result<()> {
+    let words = crate::fts::terms(text);
+    let mut mentions: Vec<String> = Vec::new();
+    for size in 1..=3 {
+        for window in words.windows(size) {
+            if size == 1 && (window[0].chars().count() < 3 || crate::fts::is_stopword(&window[0])) {
+                continue;
+            }
+            let mention = window.join(" ");
+            if !mentions.contains(&mention) {
+                mentions.push(mention);
+            }
+        }
+    }
+    mentions.truncate(MAX_MENTIONS);
+    if mentions.is_empty() {
+        return Ok(());
+    }
+    let mut builder = QueryBuilder::new(
+        "SELECT e.id FROM entities e WHERE e.type IN ('person', 'organization', 'location', 'project') \
+         AND e.owner_id = ",
+    );
+    builder.push_bind(owner.to_owned());
+    builder.push(" AND (lower(e.canonical_name) IN (");
+    let mut separated = builder.separated(", ");
+    for mention in &mentions {
+        separated.push_bind(mention.clone());
+    }
+    builder
+        .push(") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (");
+    let mut separated = builder.separated(", ");
+    for mention in &mentions {
+        separated.push_bind(mention.clone());
+    }
+    builder.push(")))");
+    let known: Vec<String> = builder.build_query_scalar().fetch_all(&mut **tx).await?;
+    for entity_id in known {
+        let added = sqlx::query(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+        )
+        .bind(memory_id)
+        .bind(&entity_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if added == 1 {
+            sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = ?")
+                .bind(&entity_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
 }

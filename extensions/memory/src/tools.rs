@@ -151,6 +151,7 @@ pub(crate) fn hit_json(hit: &SearchHit) -> Value {
         "tags": memory.tags,
         "confidence": memory.confidence,
         "matched_by": hit.ranks.iter().map(|(list, _)| list.clone()).collect::<Vec<_>>(),
+        "supersedes": memory.attributes.get("supersedes"),
     })
 }
 

@@ -2,18 +2,23 @@
 //! drives the `memory` extension through its published [`MemoryApi`].
 //!
 //! Jobs (cron expressions from config, UTC): `execute_entity_enrichment` (02:00) re-extracts
-//! entities with the accurate NER strategy for memories with few entities, and `execute_decay`
-//! (04:00) applies Ebbinghaus decay and prunes faded facts. Session consolidation by an LLM
-//! (`execute_consolidation`, 03:00, and on `memory.session_completed`) lands with issue #5.
+//! entities with the accurate NER strategy for memories with few entities; `execute_consolidation`
+//! (03:00) consolidates every pending session into facts with the LLM, as the consolidator also
+//! does for each `memory.session_completed` event; `execute_decay` (04:00) applies Ebbinghaus
+//! decay and prunes faded facts.
+
+mod consolidate;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, ConfigError, Extension, ExtensionFactory, ExtensionSection, JobSpec, KernelContext,
-    SchedulerProvider,
+    BoxError, ConfigError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection,
+    JobSpec, KernelContext, SchedulerProvider, TypedEvent,
 };
-use mnemo_memory::{MemoryApi, MemoryKind};
+use mnemo_memory::{MemoryApi, MemoryKind, SessionCompleted};
+
+use consolidate::{InFlight, Outcome, Settings};
 use serde::{Deserialize, Serialize};
 
 /// The config key, folder and extension name.
@@ -21,6 +26,8 @@ pub const NAME: &str = "memory_maintenance";
 
 /// Job names.
 pub const JOB_ENRICHMENT: &str = "execute_entity_enrichment";
+/// Job names.
+pub const JOB_CONSOLIDATION: &str = "execute_consolidation";
 /// Job names.
 pub const JOB_DECAY: &str = "execute_decay";
 
@@ -30,8 +37,14 @@ pub const JOB_DECAY: &str = "execute_decay";
 pub struct MemoryMaintenanceConfig {
     /// When entity enrichment runs (cron, UTC).
     pub enrichment_cron: String,
+    /// When every pending session is consolidated (cron, UTC).
+    pub consolidation_cron: String,
     /// When decay runs (cron, UTC).
     pub decay_cron: String,
+    /// Failed consolidations of one session before it is no longer retried (it stays pending).
+    pub max_consolidation_attempts: i64,
+    /// Similar older facts checked for contradiction with each new fact.
+    pub conflict_candidates: usize,
     /// Facts whose confidence decays below this are soft-deleted.
     pub decay_threshold: f64,
     /// Memories with at most this many entity links are re-extracted.
@@ -44,7 +57,10 @@ impl Default for MemoryMaintenanceConfig {
     fn default() -> Self {
         Self {
             enrichment_cron: "0 2 * * *".to_owned(),
+            consolidation_cron: "0 3 * * *".to_owned(),
             decay_cron: "0 4 * * *".to_owned(),
+            max_consolidation_attempts: 5,
+            conflict_candidates: 5,
             decay_threshold: 0.05,
             enrichment_max_entities: 2,
             enrichment_batch: 50,
@@ -56,12 +72,80 @@ impl Default for MemoryMaintenanceConfig {
 #[derive(Debug, Default)]
 pub struct MemoryMaintenanceExtension {
     config: MemoryMaintenanceConfig,
+    in_flight: InFlight,
 }
 
 impl MemoryMaintenanceExtension {
     /// The extension with `config`.
     pub fn new(config: MemoryMaintenanceConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            in_flight: InFlight::default(),
+        }
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            max_attempts: self.config.max_consolidation_attempts,
+            conflict_candidates: self.config.conflict_candidates,
+        }
+    }
+
+    /// Consolidates one session and logs what happened.
+    async fn consolidate_one(
+        &self,
+        ctx: &KernelContext,
+        memory: &dyn MemoryApi,
+        session_id: &str,
+    ) -> Result<Outcome, BoxError> {
+        let outcome =
+            consolidate::consolidate(ctx, memory, &self.in_flight, &self.settings(), session_id)
+                .await?;
+        match &outcome {
+            Outcome::Consolidated {
+                saved,
+                skipped,
+                conflicts,
+            } => tracing::info!(
+                %session_id, saved, skipped, conflicts, "session consolidated"
+            ),
+            Outcome::Skipped(reason) => {
+                tracing::info!(%session_id, %reason, "consolidation skipped")
+            }
+            Outcome::Failed(reason) => {
+                tracing::warn!(%session_id, %reason, "consolidation failed; the session stays pending")
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn consolidate_pending(
+        &self,
+        ctx: &KernelContext,
+        memory: &dyn MemoryApi,
+    ) -> Result<String, BoxError> {
+        if ctx.llm().is_none() {
+            tracing::info!("consolidation skipped: no LLM is configured ([llm] in config.toml)");
+            return Ok("skipped: no LLM is configured".to_owned());
+        }
+        let pending = memory.get_pending_consolidations(None).await?;
+        let (mut done, mut failed, mut skipped, mut facts) = (0, 0, 0, 0);
+        for session in pending {
+            match self
+                .consolidate_one(ctx, memory, &session.session_id)
+                .await?
+            {
+                Outcome::Consolidated { saved, .. } => {
+                    done += 1;
+                    facts += saved;
+                }
+                Outcome::Skipped(_) => skipped += 1,
+                Outcome::Failed(_) => failed += 1,
+            }
+        }
+        Ok(format!(
+            "{done} sessions consolidated ({facts} facts), {failed} failed, {skipped} skipped"
+        ))
     }
 
     fn memory(ctx: &KernelContext) -> Result<Arc<dyn MemoryApi>, BoxError> {
@@ -130,6 +214,32 @@ impl Extension for MemoryMaintenanceExtension {
     fn scheduler_provider(&self) -> Option<&dyn SchedulerProvider> {
         Some(self)
     }
+
+    fn event_handler(&self) -> Option<&dyn EventHandler> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl EventHandler for MemoryMaintenanceExtension {
+    fn topics(&self) -> Vec<String> {
+        vec![SessionCompleted::TOPIC.to_owned()]
+    }
+
+    async fn handle(&self, ctx: &KernelContext, event: &Event) -> Result<(), BoxError> {
+        let Some(completed) = event.decode::<SessionCompleted>() else {
+            return Ok(());
+        };
+        let completed = completed?;
+        if ctx.llm().is_none() {
+            tracing::debug!(session_id = %completed.session_id, "no LLM: the session waits for one");
+            return Ok(());
+        }
+        let memory = Self::memory(ctx)?;
+        self.consolidate_one(ctx, memory.as_ref(), &completed.session_id)
+            .await?;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -141,6 +251,11 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
                 cron: self.config.enrichment_cron.clone(),
                 description: "re-extract entities of memories with few links (accurate NER)"
                     .to_owned(),
+            },
+            JobSpec {
+                name: JOB_CONSOLIDATION.to_owned(),
+                cron: self.config.consolidation_cron.clone(),
+                description: "consolidate every pending session into facts (LLM)".to_owned(),
             },
             JobSpec {
                 name: JOB_DECAY.to_owned(),
@@ -164,6 +279,7 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
                 ))
             }
             JOB_ENRICHMENT => self.enrich(memory.as_ref()).await,
+            JOB_CONSOLIDATION => self.consolidate_pending(ctx, memory.as_ref()).await,
             other => Err(format!("unknown job `{other}`").into()),
         }
     }

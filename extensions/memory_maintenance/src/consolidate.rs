@@ -1,0 +1,344 @@
+//! The consolidator: turns a finished session's episodes into durable facts with an LLM.
+//!
+//! Steps: idempotency guard; episodes in pages; one model call per page that extracts facts
+//! (a `save_facts` tool call, or a JSON reply read tolerantly); `save_facts_batch` (deduplicated
+//! by the store); one model call that names contradictions between the new facts and similar old
+//! ones (`resolve_conflict` for each); `mark_session_consolidated`. A model that fails or answers
+//! nonsense during extraction leaves the session pending, records the attempt, and saves nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use mnemo_kernel::{
+    extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolSpec,
+};
+use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit};
+use serde_json::{json, Value};
+
+const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers]}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
+
+const CONFLICT_PROMPT: &str = "You check new facts (N1, N2, ...) against older facts (O1, O2, ...) about the same user. Two facts contradict when both cannot be true now (a changed preference, a new address, a cancelled plan). Facts that merely add detail do not contradict. Reply with JSON only: {\"contradictions\": [{\"new\": \"N1\", \"old\": \"O2\"}]}, or {\"contradictions\": []}.";
+
+/// What happened to one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Facts saved (and skipped as duplicates), contradictions resolved.
+    Consolidated {
+        saved: usize,
+        skipped: usize,
+        conflicts: usize,
+    },
+    /// Nothing to do: already consolidated, or running elsewhere.
+    Skipped(String),
+    /// The model failed; the session stays pending.
+    Failed(String),
+}
+
+/// Consolidation settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) max_attempts: i64,
+    pub(crate) conflict_candidates: usize,
+}
+
+/// Sessions being consolidated right now; a second request for one of them is skipped.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight(Mutex<HashSet<String>>);
+
+struct Claim<'a> {
+    in_flight: &'a InFlight,
+    session_id: String,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.in_flight
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.session_id);
+    }
+}
+
+impl InFlight {
+    fn claim(&self, session_id: &str) -> Option<Claim<'_>> {
+        let mut sessions = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        sessions.insert(session_id.to_owned()).then(|| Claim {
+            in_flight: self,
+            session_id: session_id.to_owned(),
+        })
+    }
+}
+
+fn save_facts_tool() -> ToolSpec {
+    ToolSpec {
+        name: "save_facts".to_owned(),
+        description: "Save the durable facts extracted from the conversation.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "facts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string"},
+                            "sources": {"type": "array", "items": {"type": "integer"}}
+                        },
+                        "required": ["content"]
+                    }
+                }
+            },
+            "required": ["facts"]
+        }),
+    }
+}
+
+/// The JSON object the model produced: a `save_facts` tool call's arguments, or its text.
+fn reply_json(response: &ChatResponse) -> Option<Value> {
+    if let Some(call) = response.tool_calls.first() {
+        return match &call.arguments {
+            Value::String(text) => extract_json(text),
+            other => Some(other.clone()),
+        };
+    }
+    response.content.as_deref().and_then(extract_json)
+}
+
+/// Facts from a model's JSON, field by field: a malformed item is skipped, not fatal.
+/// `None` when the reply has no `facts` list at all (nonsense).
+fn parse_facts(reply: &Value, page: &[Memory]) -> Option<Vec<NewFact>> {
+    let items = match reply {
+        Value::Object(object) => object.get("facts")?.as_array()?,
+        Value::Array(items) => items,
+        _ => return None,
+    };
+    let all_ids: Vec<String> = page.iter().map(|episode| episode.id.clone()).collect();
+    let mut facts = Vec::new();
+    for item in items {
+        let (content, sources) = match item {
+            Value::String(text) => (text.as_str(), None),
+            Value::Object(object) => match object.get("content").and_then(Value::as_str) {
+                Some(text) => (text, object.get("sources").and_then(Value::as_array)),
+                None => continue,
+            },
+            _ => continue,
+        };
+        let content = content.trim();
+        if content.is_empty() {
+            continue;
+        }
+        let mut source_ids: Vec<String> = sources
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .filter_map(|turn| page.get((turn as usize).checked_sub(1)?))
+            .map(|episode| episode.id.clone())
+            .collect();
+        if source_ids.is_empty() {
+            source_ids = all_ids.clone();
+        }
+        facts.push(NewFact {
+            content: content.to_owned(),
+            source_ids,
+            ..NewFact::default()
+        });
+    }
+    Some(facts)
+}
+
+fn transcript(page: &[Memory]) -> String {
+    page.iter()
+        .enumerate()
+        .map(|(index, episode)| {
+            format!(
+                "{}. [{}] {}: {}",
+                index + 1,
+                episode.event_time.format("%Y-%m-%d %H:%M"),
+                episode.source_role.as_deref().unwrap_or("user"),
+                episode.content
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Consolidates one session; see the module docs.
+pub(crate) async fn consolidate(
+    ctx: &KernelContext,
+    memory: &dyn MemoryApi,
+    in_flight: &InFlight,
+    settings: &Settings,
+    session_id: &str,
+) -> Result<Outcome, mnemo_memory::MemoryError> {
+    if memory.is_session_consolidated(session_id).await? {
+        return Ok(Outcome::Skipped("already consolidated".to_owned()));
+    }
+    let Some(_claim) = in_flight.claim(session_id) else {
+        return Ok(Outcome::Skipped(
+            "a consolidation of it is running".to_owned(),
+        ));
+    };
+    if let Some(pending) = memory
+        .get_pending_consolidations(None)
+        .await?
+        .into_iter()
+        .find(|pending| pending.session_id == session_id)
+    {
+        if pending.attempts >= settings.max_attempts {
+            return Ok(Outcome::Skipped(format!(
+                "gave up after {} failed attempts; it stays pending",
+                pending.attempts
+            )));
+        }
+    }
+    let Some(llm) = ctx.llm() else {
+        return Ok(Outcome::Skipped("no LLM is configured".to_owned()));
+    };
+
+    // 1. Extract facts from every page before saving any, so a failure saves nothing.
+    let mut facts = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = memory
+            .get_episodes_for_consolidation(session_id, offset)
+            .await?;
+        if !page.episodes.is_empty() {
+            match extract_page(llm.as_ref(), &page.episodes).await {
+                Ok(mut page_facts) => facts.append(&mut page_facts),
+                Err(reason) => {
+                    let attempts = memory
+                        .record_consolidation_failure(session_id, &reason)
+                        .await?;
+                    return Ok(Outcome::Failed(format!("{reason} (attempt {attempts})")));
+                }
+            }
+        }
+        match page.next_offset {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+
+    // 2. Save, deduplicated by the store.
+    let saved = memory.save_facts_batch(session_id, facts).await?;
+
+    // 3. Contradictions between the new facts and similar older ones.
+    let mut conflicts = 0;
+    let mut candidates: Vec<(Memory, Vec<SearchHit>)> = Vec::new();
+    for id in &saved.saved {
+        let Some(fact) = memory.get_memory(id).await? else {
+            continue;
+        };
+        let hits: Vec<SearchHit> = memory
+            .detect_conflicts(id, settings.conflict_candidates)
+            .await?
+            .into_iter()
+            .filter(|hit| !saved.saved.contains(&hit.memory.id))
+            .collect();
+        if !hits.is_empty() {
+            candidates.push((fact, hits));
+        }
+    }
+    if !candidates.is_empty() {
+        match find_contradictions(llm.as_ref(), &candidates).await {
+            Ok(pairs) => {
+                for (new_id, old_id) in pairs {
+                    memory.resolve_conflict(&old_id, &new_id).await?;
+                    conflicts += 1;
+                }
+            }
+            Err(reason) => {
+                tracing::warn!(%session_id, %reason, "conflict check failed; the new facts are kept without it");
+            }
+        }
+    }
+    memory.mark_session_consolidated(session_id).await?;
+    Ok(Outcome::Consolidated {
+        saved: saved.saved.len(),
+        skipped: saved.skipped.len(),
+        conflicts,
+    })
+}
+
+async fn extract_page(llm: &dyn LlmClient, page: &[Memory]) -> Result<Vec<NewFact>, String> {
+    let request = ChatRequest {
+        messages: vec![
+            ChatMessage::system(EXTRACT_PROMPT),
+            ChatMessage::user(format!("Conversation:\n{}", transcript(page))),
+        ],
+        tools: vec![save_facts_tool()],
+        json_reply: false,
+        max_tokens: Some(1_024),
+    };
+    let response = llm
+        .complete(request)
+        .await
+        .map_err(|error| format!("fact extraction failed: {error}"))?;
+    let reply = reply_json(&response).ok_or_else(|| {
+        format!(
+            "fact extraction: the model's reply holds no JSON: {:?}",
+            response
+                .content
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect::<String>()
+        )
+    })?;
+    parse_facts(&reply, page)
+        .ok_or_else(|| "fact extraction: the model's JSON has no `facts` list".to_owned())
+}
+
+/// Asks the model which new facts contradict which older ones. Facts are labelled `N1..` and
+/// `O1..` in the prompt (short labels models copy reliably); returns (new id, old id) pairs.
+async fn find_contradictions(
+    llm: &dyn LlmClient,
+    candidates: &[(Memory, Vec<SearchHit>)],
+) -> Result<Vec<(String, String)>, String> {
+    let mut listing = String::new();
+    let mut labels: HashMap<String, String> = HashMap::new();
+    let mut asked: HashSet<(String, String)> = HashSet::new();
+    let mut old_number = 0;
+    for (index, (fact, hits)) in candidates.iter().enumerate() {
+        let new_label = format!("N{}", index + 1);
+        listing.push_str(&format!("{new_label}: {}\n", fact.content));
+        labels.insert(new_label, fact.id.clone());
+        for hit in hits {
+            let old_label = match labels.iter().find(|(_, id)| **id == hit.memory.id) {
+                Some((label, _)) => label.clone(),
+                None => {
+                    old_number += 1;
+                    let label = format!("O{old_number}");
+                    labels.insert(label.clone(), hit.memory.id.clone());
+                    label
+                }
+            };
+            listing.push_str(&format!("  {old_label} (older): {}\n", hit.memory.content));
+            asked.insert((fact.id.clone(), hit.memory.id.clone()));
+        }
+    }
+    let response = llm
+        .complete(ChatRequest::new(CONFLICT_PROMPT, listing))
+        .await
+        .map_err(|error| error.to_string())?;
+    let reply = reply_json(&response).ok_or("the reply holds no JSON")?;
+    let pairs = reply
+        .get("contradictions")
+        .and_then(Value::as_array)
+        .ok_or("the reply has no `contradictions` list")?;
+    Ok(pairs
+        .iter()
+        .filter_map(|pair| {
+            let new_id = labels.get(pair.get("new")?.as_str()?.trim())?.clone();
+            let old_id = labels.get(pair.get("old")?.as_str()?.trim())?.clone();
+            // Only pairs we asked about: the model cannot retire an arbitrary fact.
+            asked
+                .contains(&(new_id.clone(), old_id.clone()))
+                .then_some((new_id, old_id))
+        })
+        .collect())
+}
