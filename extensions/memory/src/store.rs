@@ -382,37 +382,9 @@ impl MemoryStore {
         memory: &NewMemory,
         entities: &[ExtractedEntity],
     ) -> Result<String> {
-        let id = new_id(memory.kind.prefix());
         let _write = self.write_lock.lock().await;
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
-             created_at, confidence, decay_rate, source_ids, source_role, tags, attributes) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&id)
-        .bind(memory.kind.as_str())
-        .bind(&memory.content)
-        .bind(&memory.session_id)
-        .bind(&memory.user_id)
-        .bind(&memory.chat_id)
-        .bind(ts(memory.event_time))
-        .bind(ts(memory.created_at))
-        .bind(memory.confidence)
-        .bind(memory.decay_rate)
-        .bind(Value::from(memory.source_ids.clone()).to_string())
-        .bind(&memory.source_role)
-        .bind(Value::from(memory.tags.clone()).to_string())
-        .bind(Value::Object(memory.attributes.clone()).to_string())
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
-            .bind(&id)
-            .bind(ts(memory.created_at))
-            .execute(&mut *tx)
-            .await?;
-        let owner = memory.user_id.clone().unwrap_or_default();
-        link_entities(&mut tx, &id, &owner, entities, Some(&memory.content)).await?;
+        let id = insert_in_tx(&mut tx, memory, entities).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -708,8 +680,8 @@ impl MemoryStore {
         Ok(found.is_some())
     }
 
-    /// Replaces an active fact: soft-deletes `old_id` and inserts the correction with the old id
-    /// in its provenance; returns the new id.
+    /// Replaces an active fact in one transaction: soft-deletes `old_id` and inserts the
+    /// correction with the old id in its provenance; returns the new id.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] if `old_id` is not an active fact of `user_id`.
@@ -728,8 +700,22 @@ impl MemoryStore {
         replacement
             .attributes
             .insert("corrects".to_owned(), Value::String(old.id.clone()));
-        let new_id = self.insert_memory(&replacement, entities).await?;
-        self.soft_delete(&old.id, replacement.created_at).await?;
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        // Retire the old fact only if it is still active: a concurrent correction wins once.
+        let retired =
+            sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
+                .bind(ts(replacement.created_at))
+                .bind(&old.id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if retired != 1 {
+            return Err(MemoryError::NotFound(format!("no active fact `{old_id}`")));
+        }
+        self.drop_vector(&mut tx, &old.id).await?;
+        let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
+        tx.commit().await?;
         Ok(new_id)
     }
 
@@ -1337,6 +1323,44 @@ impl MemoryStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+}
+
+/// Inserts a memory, queues it for a vector and links its entities, inside `tx`.
+async fn insert_in_tx(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory: &NewMemory,
+    entities: &[ExtractedEntity],
+) -> Result<String> {
+    let id = new_id(memory.kind.prefix());
+    sqlx::query(
+        "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
+         created_at, confidence, decay_rate, source_ids, source_role, tags, attributes) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(memory.kind.as_str())
+    .bind(&memory.content)
+    .bind(&memory.session_id)
+    .bind(&memory.user_id)
+    .bind(&memory.chat_id)
+    .bind(ts(memory.event_time))
+    .bind(ts(memory.created_at))
+    .bind(memory.confidence)
+    .bind(memory.decay_rate)
+    .bind(Value::from(memory.source_ids.clone()).to_string())
+    .bind(&memory.source_role)
+    .bind(Value::from(memory.tags.clone()).to_string())
+    .bind(Value::Object(memory.attributes.clone()).to_string())
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
+        .bind(&id)
+        .bind(ts(memory.created_at))
+        .execute(&mut **tx)
+        .await?;
+    let owner = memory.user_id.clone().unwrap_or_default();
+    link_entities(tx, &id, &owner, entities, Some(&memory.content)).await?;
+    Ok(id)
 }
 
 /// Creates or finds each entity for `owner` and links it to the memory; returns the memory's link count.

@@ -50,20 +50,38 @@ fn parse_container(text: &str) -> Option<Value> {
         .filter(|value| value.is_object() || value.is_array())
 }
 
-fn depth_of(text: &str) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for c in text.chars() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
+/// Whether a scan is inside a JSON string literal, so brackets in strings are not counted.
+#[derive(Default)]
+struct StringState {
+    inside: bool,
+    escaped: bool,
+}
+
+impl StringState {
+    /// Feeds one character; true when it belongs to a string literal (quotes included).
+    fn feed(&mut self, c: char) -> bool {
+        if self.inside {
+            match (self.escaped, c) {
+                (true, _) => self.escaped = false,
+                (false, '\\') => self.escaped = true,
+                (false, '"') => self.inside = false,
                 _ => {}
             }
+            return true;
+        }
+        self.inside = c == '"';
+        self.inside
+    }
+}
+
+fn depth_of(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut strings = StringState::default();
+    for c in text.chars() {
+        if strings.feed(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' | '[' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -95,19 +113,12 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
 /// Byte length of the balanced bracket span starting at `text[0]`, if it closes.
 fn balanced_end(text: &str) -> Option<usize> {
     let mut stack = Vec::new();
-    let (mut in_string, mut escaped) = (false, false);
+    let mut strings = StringState::default();
     for (index, c) in text.char_indices() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
+        if strings.feed(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' => stack.push('}'),
             '[' => stack.push(']'),
             '}' | ']' => {
