@@ -25,6 +25,17 @@ pub struct MemoryConfig {
     /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
     /// list always has neighbours, related or not.
     pub min_similarity: f32,
+    /// A new fact supersedes an older one of the same owner, chat and subjects at least this
+    /// similar (cosine); no LLM is involved.
+    pub supersede_similarity: f32,
+    /// Turns of the current session shown in the context.
+    pub context_window: usize,
+    /// Messages from other sessions shown in the context (vector similarity above min_similarity).
+    pub context_messages: usize,
+    /// Rough size limit of the whole memory context block, in tokens (4 characters each).
+    pub context_token_budget: usize,
+    /// When expired memories are soft-deleted (cron, UTC); they are hidden from retrieval at once.
+    pub expiry_cron: String,
     /// Longest memory text accepted, in characters; longer input is refused, not cut.
     pub max_content_chars: usize,
     /// Decay rate per day given to new facts (0 = never decays).
@@ -45,12 +56,17 @@ impl Default for MemoryConfig {
             database: "memory.db".to_owned(),
             synchronous: "full".to_owned(),
             busy_timeout_ms: 5_000,
-            context_limit: 5,
+            context_limit: 10,
             search_limit: 10,
             max_search_limit: 50,
             candidates_per_list: 50,
             rrf_k: 60.0,
             min_similarity: 0.3,
+            supersede_similarity: 0.75,
+            context_window: 5,
+            context_messages: 5,
+            context_token_budget: 2_000,
+            expiry_cron: "0 * * * *".to_owned(),
             max_content_chars: 20_000,
             fact_decay_rate: 0.1,
             dedup_jaccard: 0.75,
@@ -97,6 +113,11 @@ impl MemoryConfig {
             "must be at least 1",
         );
         need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        need(
+            (-1.0..=1.0).contains(&self.supersede_similarity),
+            "supersede_similarity",
+            "must be between -1 and 1",
+        );
         need(
             (-1.0..=1.0).contains(&self.min_similarity),
             "min_similarity",

@@ -14,6 +14,7 @@ mod config;
 mod context;
 mod error;
 mod fts;
+mod people;
 mod service;
 mod store;
 mod tools;
@@ -24,16 +25,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mnemo_kernel::{
     BoxError, ConfigError, ContextProvider, ContextRequest, Event, EventHandler, Extension,
-    ExtensionFactory, ExtensionSection, KernelContext, Registrar, ToolError, ToolProvider,
-    ToolScope, ToolSpec, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+    ExtensionFactory, ExtensionSection, JobSpec, KernelContext, Registrar, SchedulerProvider,
+    ToolError, ToolProvider, ToolScope, ToolSpec, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 use serde_json::Value;
 
 pub use api::MemoryApi;
 pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
-pub use service::MemoryService;
-pub use store::{IndexItem, MemoryStore, NewMemory, StoreOptions, VectorStatus};
+pub use service::{FactInput, MemoryService};
+pub use store::{IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus};
 pub use types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
     SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
@@ -41,6 +42,8 @@ pub use types::{
 
 /// The config key, folder and extension name.
 pub const NAME: &str = "memory";
+/// The job that soft-deletes expired memories.
+pub const JOB_EXPIRE: &str = "expire_memories";
 
 /// The `memory` extension.
 #[derive(Debug)]
@@ -97,6 +100,10 @@ impl Extension for MemoryExtension {
 
     async fn start(&self, ctx: &KernelContext) -> Result<(), BoxError> {
         self.service.open(ctx).await?;
+        let expired = self.service.expire_now().await?;
+        if expired > 0 {
+            tracing::info!(expired, "expired memories removed at start-up");
+        }
         tokio::spawn(self.service.clone().run_indexer(ctx.clone()));
         Ok(())
     }
@@ -119,6 +126,10 @@ impl Extension for MemoryExtension {
     }
 
     fn event_handler(&self) -> Option<&dyn EventHandler> {
+        Some(self)
+    }
+
+    fn scheduler_provider(&self) -> Option<&dyn SchedulerProvider> {
         Some(self)
     }
 }
@@ -145,27 +156,84 @@ impl ContextProvider for MemoryExtension {
         _ctx: &KernelContext,
         request: &ContextRequest,
     ) -> Result<Option<String>, BoxError> {
-        let limit = self.service.config().context_limit;
-        let facts = if limit == 0 {
+        let config = self.service.config();
+        let base = SearchRequest {
+            query: request.prompt.clone(),
+            user_id: Some(request.user_id.clone()),
+            chat_id: request.chat_id.clone(),
+            exclude_session: Some(request.session_id.clone()),
+            touch: true,
+            ..SearchRequest::default()
+        };
+        let facts = if config.context_limit == 0 {
             Vec::new()
         } else {
             self.service
                 .search(&SearchRequest {
-                    query: request.prompt.clone(),
-                    user_id: Some(request.user_id.clone()),
                     kinds: vec![MemoryKind::Fact],
-                    exclude_session: Some(request.session_id.clone()),
-                    limit,
-                    touch: true,
-                    ..SearchRequest::default()
+                    limit: config.context_limit,
+                    ..base.clone()
                 })
                 .await?
         };
+        let messages = if config.context_messages == 0 {
+            Vec::new()
+        } else {
+            self.service
+                .search(&SearchRequest {
+                    kinds: vec![MemoryKind::Episode],
+                    mode: SearchMode::Vector,
+                    limit: config.context_messages,
+                    ..base.clone()
+                })
+                .await?
+        };
+        let store = self.service.store()?;
+        let turns = if config.context_window == 0 {
+            Vec::new()
+        } else {
+            store
+                .recent_turns(&request.session_id, config.context_window)
+                .await?
+        };
+        let people = store.known_people(&request.user_id).await?;
+        let subject_ids: Vec<String> = facts
+            .iter()
+            .flat_map(|hit| hit.memory.subject_ids.clone())
+            .collect();
+        let subject_names = store.entity_names(&subject_ids).await?;
         let reflection = self
             .service
             .cached_reflection(Some(&request.user_id))
             .await?;
-        Ok(context::render(&facts, reflection.as_ref()))
+        Ok(context::render(&context::ContextParts {
+            people: &people,
+            facts: &facts,
+            subject_names: &subject_names,
+            messages: &messages,
+            turns: &turns,
+            reflection: reflection.as_ref(),
+            token_budget: config.context_token_budget,
+        }))
+    }
+}
+
+#[async_trait]
+impl SchedulerProvider for MemoryExtension {
+    fn jobs(&self) -> Vec<JobSpec> {
+        vec![JobSpec {
+            name: JOB_EXPIRE.to_owned(),
+            cron: self.service.config().expiry_cron.clone(),
+            description: "soft-delete memories whose expiry has passed".to_owned(),
+        }]
+    }
+
+    async fn run_job(&self, _ctx: &KernelContext, name: &str) -> Result<String, BoxError> {
+        if name != JOB_EXPIRE {
+            return Err(format!("unknown job `{name}`").into());
+        }
+        let expired = self.service.expire_now().await?;
+        Ok(format!("{expired} expired memories removed"))
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_embedding::{EmbeddingApi, EmbeddingHealth};
-use mnemo_kernel::{Event, KernelContext, TypedEvent};
+use mnemo_kernel::{Event, KernelContext, ToolScope, TypedEvent};
 use mnemo_ner::{ExtractedEntity, NerApi, Strategy};
 use serde_json::Map;
 
@@ -17,7 +17,9 @@ use crate::api::MemoryApi;
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::fts::{is_stopword, terms};
-use crate::store::{content_hash, IndexItem, MemoryStore, NewMemory, StoreOptions, VectorStatus};
+use crate::store::{
+    content_hash, IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus,
+};
 use crate::types::{
     DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
     SearchMode, SearchRequest, SessionCompleted, SkippedFact,
@@ -42,6 +44,40 @@ struct State {
     ctx: KernelContext,
     embedder: Option<Arc<dyn EmbeddingApi>>,
     ner: Option<Arc<dyn NerApi>>,
+}
+
+/// A fact to save through [`MemoryService::save_fact`].
+#[derive(Debug, Clone, Default)]
+pub struct FactInput {
+    /// Owner.
+    pub user_id: Option<String>,
+    /// Session it came from.
+    pub session_id: Option<String>,
+    /// Chat it belongs to.
+    pub chat_id: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Provenance.
+    pub source_ids: Vec<String>,
+    /// 0.0 to 1.0.
+    pub confidence: f64,
+    /// Entities named by the caller, beside those NER finds.
+    pub extra_entities: Vec<ExtractedEntity>,
+    /// People (person entity ids) it is about.
+    pub subject_ids: Vec<String>,
+    /// When it expires.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Visible to the whole chat.
+    pub shared: bool,
+    /// Seed 001's type.
+    pub memory_type: Option<String>,
+    /// Metadata.
+    pub attributes: Map<String, serde_json::Value>,
+    /// Supersede older near-identical facts of the same scope and subjects (explicit
+    /// remembering); consolidation leaves this off and lets the LLM judge contradictions.
+    pub supersede: bool,
 }
 
 /// The memory extension's working parts, shared by its roles and its published API.
@@ -286,6 +322,9 @@ impl MemoryService {
     /// The store fails. Query text never causes an error.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
         let store = self.store()?.clone();
+        let mut owned = request.clone();
+        owned.at.get_or_insert(self.now()?);
+        let request = &owned;
         let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
         let candidates = self.config.candidates_per_list.max(limit);
         let mode = request.mode;
@@ -309,7 +348,7 @@ impl MemoryService {
                                     request,
                                     &vector,
                                     candidates,
-                                    self.config.min_similarity,
+                                    request.min_similarity.unwrap_or(self.config.min_similarity),
                                 )
                                 .await?,
                         ));
@@ -322,7 +361,15 @@ impl MemoryService {
             }
         }
         if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
-            let names = self.query_names(query_head(&request.query));
+            let mut names = self.query_names(query_head(&request.query));
+            if let Some(owner) = &request.user_id {
+                for relation in crate::people::relations_in(query_head(&request.query)) {
+                    if let Some(person) = store.person_by_relation(owner, &relation).await? {
+                        names.push(person.name);
+                        names.extend(person.aliases);
+                    }
+                }
+            }
             let mut linked = store.search_entities(request, &names, candidates).await?;
             // An entity list says "mentions who you asked about", not how well; among memories
             // linked to as many of the query's entities, the text and meaning lists decide.
@@ -473,6 +520,10 @@ impl MemoryService {
                     attributes: Map::new(),
                     decay_rate: self.config.fact_decay_rate,
                     confidence: 1.0,
+                    memory_type: None,
+                    expires_at: None,
+                    shared: false,
+                    subject_ids: Vec::new(),
                 },
                 &entities,
             )
@@ -482,50 +533,315 @@ impl MemoryService {
         Ok(Some(id))
     }
 
-    /// Saves a fact for `user_id` with fast-NER entities plus `extra_entities`.
+    /// Saves a fact with fast-NER entities plus the input's, links its subjects, and supersedes
+    /// earlier facts of the same scope and subjects that say nearly the same (cosine at least
+    /// `supersede_similarity`; needs the embedder, skipped without it).
     ///
     /// # Errors
     /// The content is empty or too long, or the store fails.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn save_fact(
-        &self,
-        user_id: Option<&str>,
-        session_id: Option<&str>,
-        chat_id: Option<&str>,
-        content: &str,
-        tags: Vec<String>,
-        source_ids: Vec<String>,
-        confidence: f64,
-        extra_entities: Vec<ExtractedEntity>,
-    ) -> Result<String> {
-        self.check_content("content", content)?;
+    pub async fn save_fact(&self, fact: FactInput) -> Result<String> {
+        self.check_content("content", &fact.content)?;
         let state = self.state()?;
-        let mut entities = self.fast_entities(content);
-        entities.extend(extra_entities);
+        let mut entities = self.fast_entities(&fact.content);
+        entities.extend(fact.extra_entities);
         let now = state.ctx.now();
+        let mut subject_ids = fact.subject_ids;
+        subject_ids.sort();
+        subject_ids.dedup();
         let id = state
             .store
             .insert_memory(
                 &NewMemory {
                     kind: MemoryKind::Fact,
-                    content: content.trim().to_owned(),
-                    session_id: session_id.map(str::to_owned),
-                    user_id: user_id.map(str::to_owned),
-                    chat_id: chat_id.map(str::to_owned),
+                    content: fact.content.trim().to_owned(),
+                    session_id: fact.session_id,
+                    user_id: fact.user_id.clone(),
+                    chat_id: fact.chat_id.clone(),
                     event_time: now,
                     created_at: now,
                     source_role: None,
-                    source_ids,
-                    tags,
-                    attributes: Map::new(),
-                    decay_rate: self.config.fact_decay_rate,
-                    confidence: confidence.clamp(0.0, 1.0),
+                    source_ids: fact.source_ids,
+                    tags: fact.tags,
+                    attributes: fact.attributes,
+                    decay_rate: if fact.expires_at.is_some() {
+                        0.0
+                    } else {
+                        self.config.fact_decay_rate
+                    },
+                    confidence: fact.confidence.clamp(0.0, 1.0),
+                    memory_type: fact.memory_type,
+                    expires_at: fact.expires_at,
+                    shared: fact.shared,
+                    subject_ids: subject_ids.clone(),
                 },
                 &entities,
             )
             .await?;
         self.index_wakeup.notify_one();
+        if !fact.supersede {
+            return Ok(id);
+        }
+        if let Err(error) = self
+            .supersede_similar(
+                &id,
+                &fact.content,
+                fact.user_id.as_deref(),
+                fact.chat_id.as_deref(),
+                &subject_ids,
+            )
+            .await
+        {
+            tracing::warn!(memory_id = %id, %error, "supersession check failed; the fact is saved");
+        }
         Ok(id)
+    }
+
+    /// Marks older facts of the same owner, chat and subjects that say nearly the same as
+    /// superseded by `new_id`; returns how many.
+    async fn supersede_similar(
+        &self,
+        new_id: &str,
+        content: &str,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+        subject_ids: &[String],
+    ) -> Result<usize> {
+        let Some(embedder) = self.vector_embedder().await else {
+            return Ok(0);
+        };
+        let Some(vector) = self.query_vector(&embedder, content).await? else {
+            return Ok(0);
+        };
+        let store = self.store()?;
+        let request = SearchRequest {
+            user_id: user_id.map(str::to_owned),
+            chat_id: chat_id.map(str::to_owned),
+            kinds: vec![MemoryKind::Fact],
+            at: Some(self.now()?),
+            ..SearchRequest::default()
+        };
+        let similar = store
+            .search_vector(&request, &vector, 10, self.config.supersede_similarity)
+            .await?;
+        let candidates = store.load_filtered(&similar, &request).await?;
+        let old: Vec<String> = similar
+            .into_iter()
+            .filter(|id| id != new_id)
+            .filter(|id| {
+                candidates.get(id).is_some_and(|memory| {
+                    let mut theirs = memory.subject_ids.clone();
+                    theirs.sort();
+                    memory.user_id.as_deref() == user_id
+                        && memory.chat_id.as_deref() == chat_id
+                        && theirs == subject_ids
+                })
+            })
+            .collect();
+        store.supersede(&old, new_id, self.now()?).await?;
+        if !old.is_empty() {
+            tracing::info!(new = %new_id, superseded = old.len(), "older facts superseded");
+        }
+        Ok(old.len())
+    }
+
+    /// Finds the owner's person for "my wife", "Sarah" or "my wife Sarah".
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn find_person(&self, owner: &str, reference: &str) -> Result<Option<Person>> {
+        crate::people::find_person(self.store()?, owner, reference).await
+    }
+
+    /// Finds or creates the owner's person for a reference (seed 000's resolution table).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn resolve_or_create_person(
+        &self,
+        owner: &str,
+        reference: &str,
+        name_hint: Option<&str>,
+    ) -> Result<Option<(Person, bool)>> {
+        crate::people::resolve_or_create_person(self.store()?, owner, reference, name_hint).await
+    }
+
+    /// Every person the owner told us about.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn get_known_people(&self, owner: &str) -> Result<Vec<Person>> {
+        self.store()?.known_people(owner).await
+    }
+
+    /// Stores a fact about `subjects` for the caller; returns its id and the subjects' names.
+    /// A shared fact in a chat is visible to the whole chat; otherwise it is personal.
+    ///
+    /// # Errors
+    /// The content is invalid, or the store fails.
+    pub async fn remember(
+        &self,
+        scope: &ToolScope,
+        content: &str,
+        subjects: &[String],
+        expires_in_days: Option<i64>,
+        shared: bool,
+    ) -> Result<(String, Vec<String>)> {
+        self.check_content("content", content)?;
+        let name_hint = self
+            .fast_entities(content)
+            .into_iter()
+            .find(|entity| entity.entity_type == mnemo_ner::EntityType::Person)
+            .map(|entity| entity.canonical);
+        let mut subject_ids = Vec::new();
+        let mut names = Vec::new();
+        for subject in subjects {
+            if let Some((person, _)) = self
+                .resolve_or_create_person(&scope.user_id, subject, name_hint.as_deref())
+                .await?
+            {
+                subject_ids.push(person.id);
+                names.push(person.name);
+            }
+        }
+        let now = self.now()?;
+        let shared = shared && scope.chat_id.is_some();
+        let id = self
+            .save_fact(FactInput {
+                user_id: Some(scope.user_id.clone()),
+                session_id: scope.session_id.clone(),
+                chat_id: if shared { scope.chat_id.clone() } else { None },
+                content: content.to_owned(),
+                confidence: 1.0,
+                subject_ids,
+                expires_at: expires_in_days.map(|days| now + chrono::Duration::days(days)),
+                shared,
+                memory_type: Some("fact".to_owned()),
+                supersede: true,
+                ..FactInput::default()
+            })
+            .await?;
+        Ok((id, names))
+    }
+
+    /// Seed 001's typed store: `fact` (permanent), `context` (until the end of the day; a
+    /// `key` in the metadata replaces that key's earlier value) or `conversation` (30 days).
+    ///
+    /// # Errors
+    /// An unknown type or invalid content, or the store fails.
+    pub async fn store_typed(
+        &self,
+        scope: &ToolScope,
+        memory_type: &str,
+        content: &str,
+        metadata: Map<String, serde_json::Value>,
+    ) -> Result<String> {
+        self.check_content("content", content)?;
+        let now = self.now()?;
+        let end_of_day = now
+            .date_naive()
+            .and_hms_opt(23, 59, 59)
+            .map(|time| time.and_utc())
+            .unwrap_or(now);
+        let (kind, expires_at) = match memory_type {
+            "fact" => (MemoryKind::Fact, None),
+            "context" => (MemoryKind::Fact, Some(end_of_day)),
+            "conversation" => (MemoryKind::Episode, Some(now + chrono::Duration::days(30))),
+            other => {
+                return Err(MemoryError::Invalid(format!(
+                    "`memory_type` must be conversation, fact or context, not `{other}`"
+                )))
+            }
+        };
+        let previous = match (
+            memory_type,
+            metadata.get("key").and_then(|key| key.as_str()),
+        ) {
+            ("context", Some(key)) => self.context_value(&scope.user_id, key).await?,
+            _ => None,
+        };
+        let id = if kind == MemoryKind::Fact {
+            self.save_fact(FactInput {
+                user_id: Some(scope.user_id.clone()),
+                session_id: scope.session_id.clone(),
+                content: content.to_owned(),
+                confidence: 1.0,
+                expires_at,
+                memory_type: Some(memory_type.to_owned()),
+                attributes: metadata,
+                supersede: memory_type == "fact",
+                ..FactInput::default()
+            })
+            .await?
+        } else {
+            let state = self.state()?;
+            let entities = self.fast_entities(content);
+            let id = state
+                .store
+                .insert_memory(
+                    &NewMemory {
+                        kind,
+                        content: content.trim().to_owned(),
+                        session_id: scope.session_id.clone(),
+                        user_id: Some(scope.user_id.clone()),
+                        chat_id: None,
+                        event_time: now,
+                        created_at: now,
+                        source_role: Some("user".to_owned()),
+                        source_ids: Vec::new(),
+                        tags: Vec::new(),
+                        attributes: metadata,
+                        decay_rate: 0.0,
+                        confidence: 1.0,
+                        memory_type: Some(memory_type.to_owned()),
+                        expires_at,
+                        shared: false,
+                        subject_ids: Vec::new(),
+                    },
+                    &entities,
+                )
+                .await?;
+            self.index_wakeup.notify_one();
+            id
+        };
+        if let Some(previous) = previous {
+            self.store()?.supersede(&[previous.id], &id, now).await?;
+        }
+        Ok(id)
+    }
+
+    /// The value stored today under `key` with `set_context`.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn context_value(&self, owner: &str, key: &str) -> Result<Option<Memory>> {
+        self.store()?.context_value(owner, key, self.now()?).await
+    }
+
+    /// Forgets (soft-deletes) one of the owner's memories.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] when it is not an active memory of the owner.
+    pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
+        let store = self.store()?;
+        match store.get(memory_id).await? {
+            Some(memory)
+                if memory.user_id.as_deref() == Some(owner) && memory.valid_until.is_none() =>
+            {
+                store.soft_delete(memory_id, self.now()?).await?;
+                Ok(())
+            }
+            _ => Err(MemoryError::NotFound(format!(
+                "no memory `{memory_id}` of yours to forget"
+            ))),
+        }
+    }
+
+    /// Soft-deletes expired memories now; returns how many.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn expire_now(&self) -> Result<u64> {
+        self.store()?.expire(self.now()?).await
     }
 
     /// Replaces a fact of `user_id`; the new one keeps the old id in its provenance.
@@ -560,6 +876,10 @@ impl MemoryService {
             attributes: Map::new(),
             decay_rate: self.config.fact_decay_rate,
             confidence: 1.0,
+            memory_type: None,
+            expires_at: None,
+            shared: false,
+            subject_ids: Vec::new(),
         };
         let id = state
             .store
@@ -748,16 +1068,15 @@ impl MemoryApi for MemoryService {
                 continue;
             }
             let id = self
-                .save_fact(
-                    owner.as_deref(),
-                    Some(session_id),
-                    None,
-                    &fact.content,
-                    fact.tags,
-                    fact.source_ids,
-                    fact.confidence.unwrap_or(1.0),
-                    Vec::new(),
-                )
+                .save_fact(FactInput {
+                    user_id: owner.clone(),
+                    session_id: Some(session_id.to_owned()),
+                    content: fact.content,
+                    tags: fact.tags,
+                    source_ids: fact.source_ids,
+                    confidence: fact.confidence.unwrap_or(1.0),
+                    ..FactInput::default()
+                })
                 .await?;
             result.saved.push(id);
         }
@@ -883,6 +1202,10 @@ impl MemoryApi for MemoryService {
                     attributes: Map::new(),
                     decay_rate: 0.0,
                     confidence: 1.0,
+                    memory_type: None,
+                    expires_at: None,
+                    shared: false,
+                    subject_ids: Vec::new(),
                 },
                 &[],
             )

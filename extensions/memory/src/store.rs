@@ -25,7 +25,8 @@ use crate::types::{
 
 const MEMORY_COLUMNS: &str = "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
-    m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes";
+    m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
+    m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids";
 
 /// How the database is opened.
 #[derive(Debug, Clone)]
@@ -84,6 +85,14 @@ pub struct NewMemory {
     pub decay_rate: f64,
     /// Initial confidence.
     pub confidence: f64,
+    /// Seed 001's type, if given.
+    pub memory_type: Option<String>,
+    /// When it stops being retrievable.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Visible to every member of `chat_id`.
+    pub shared: bool,
+    /// The people it is about (person entity ids); they are linked as entities too.
+    pub subject_ids: Vec<String>,
 }
 
 /// A memory waiting for its vector.
@@ -166,6 +175,12 @@ pub(crate) fn memory_from_row(row: &SqliteRow) -> Result<Memory> {
         tags: json_list(&row.try_get::<String, _>("tags")?, "tags")?,
         attributes: serde_json::from_str(&attributes)
             .map_err(|err| MemoryError::Corrupt(format!("attributes: {err}")))?,
+        memory_type: row.try_get("memory_type")?,
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(from_ts),
+        shared: row.try_get::<i64, _>("shared")? != 0,
+        superseded_at: row.try_get::<Option<i64>, _>("superseded_at")?.map(from_ts),
+        superseded_by_id: row.try_get("superseded_by_id")?,
+        subject_ids: json_list(&row.try_get::<String, _>("subject_ids")?, "subject_ids")?,
     })
 }
 
@@ -209,13 +224,73 @@ fn blob_vector(blob: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+/// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
+/// a chat, also their own memories of that chat and the chat's shared memories; never another
+/// user's personal memories or another chat's.
+fn push_scope(
+    builder: &mut QueryBuilder<'_, Sqlite>,
+    user_id: Option<&str>,
+    chat_id: Option<&str>,
+) {
+    match (user_id, chat_id) {
+        (Some(user), Some(chat)) => {
+            builder
+                .push(" AND ((m.user_id = ")
+                .push_bind(user.to_owned())
+                .push(" AND (m.chat_id IS NULL OR m.chat_id = ")
+                .push_bind(chat.to_owned())
+                .push(")) OR (m.shared = 1 AND m.chat_id = ")
+                .push_bind(chat.to_owned())
+                .push("))");
+        }
+        (Some(user), None) => {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(user.to_owned())
+                .push(" AND m.chat_id IS NULL");
+        }
+        (None, Some(chat)) => {
+            builder.push(" AND m.chat_id = ").push_bind(chat.to_owned());
+        }
+        (None, None) => {}
+    }
+}
+
 /// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
 fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest) {
     if !request.include_deleted {
         builder.push(" AND m.valid_until IS NULL");
     }
-    if let Some(user_id) = &request.user_id {
-        builder.push(" AND m.user_id = ").push_bind(user_id.clone());
+    if !request.include_superseded {
+        builder.push(" AND m.superseded_at IS NULL");
+    }
+    if let Some(at) = request.at {
+        builder
+            .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
+            .push_bind(ts(at))
+            .push(")");
+    }
+    push_scope(
+        builder,
+        request.user_id.as_deref(),
+        request.chat_id.as_deref(),
+    );
+    if let Some(memory_type) = &request.memory_type {
+        builder
+            .push(
+                " AND COALESCE(m.memory_type, CASE m.kind WHEN 'episode' THEN 'conversation' ELSE m.kind END) = ",
+            )
+            .push_bind(memory_type.clone());
+    }
+    if !request.about.is_empty() {
+        builder.push(
+            " AND EXISTS (SELECT 1 FROM memory_entities about WHERE about.memory_id = m.id AND about.entity_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for entity_id in &request.about {
+            separated.push_bind(entity_id.clone());
+        }
+        builder.push("))");
     }
     if !request.kinds.is_empty() {
         builder.push(" AND m.kind IN (");
@@ -518,7 +593,8 @@ impl MemoryStore {
         );
         builder.push_bind(vector_blob(vector));
         builder.push(" AND k = ").push_bind(k as i64);
-        if let Some(user_id) = &request.user_id {
+        // In a chat, other users' shared memories qualify too: the owner is then checked after.
+        if let (Some(user_id), None) = (&request.user_id, &request.chat_id) {
             builder.push(" AND user_id = ").push_bind(user_id.clone());
         }
         if let [kind] = request.kinds.as_slice() {
@@ -995,6 +1071,7 @@ impl MemoryStore {
     pub async fn entity_info(
         &self,
         owner: Option<&str>,
+        chat_id: Option<&str>,
         name: &str,
         memory_limit: usize,
     ) -> Result<Option<EntityInfo>> {
@@ -1014,12 +1091,8 @@ impl MemoryStore {
         ));
         builder
             .push_bind(id.clone())
-            .push(" AND m.valid_until IS NULL");
-        if let Some(owner) = owner {
-            builder
-                .push(" AND m.user_id = ")
-                .push_bind(owner.to_owned());
-        }
+            .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
+        push_scope(&mut builder, owner, chat_id);
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
             .push_bind(memory_limit as i64);
@@ -1334,8 +1407,9 @@ async fn insert_in_tx(
     let id = new_id(memory.kind.prefix());
     sqlx::query(
         "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
-         created_at, confidence, decay_rate, source_ids, source_role, tags, attributes) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
+         memory_type, expires_at, shared, subject_ids) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&id)
     .bind(memory.kind.as_str())
@@ -1351,8 +1425,19 @@ async fn insert_in_tx(
     .bind(&memory.source_role)
     .bind(Value::from(memory.tags.clone()).to_string())
     .bind(Value::Object(memory.attributes.clone()).to_string())
+    .bind(&memory.memory_type)
+    .bind(memory.expires_at.map(ts))
+    .bind(i64::from(memory.shared))
+    .bind(Value::from(memory.subject_ids.clone()).to_string())
     .execute(&mut **tx)
     .await?;
+    for subject in &memory.subject_ids {
+        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
+            .bind(&id)
+            .bind(subject)
+            .execute(&mut **tx)
+            .await?;
+    }
     sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
         .bind(&id)
         .bind(ts(memory.created_at))
@@ -1399,9 +1484,11 @@ async fn link_entities(
                     aliases.push(surface.to_owned());
                 }
                 sqlx::query(
-                    "UPDATE entities SET mention_count = mention_count + 1, aliases = ? WHERE id = ?",
+                    "UPDATE entities SET mention_count = mention_count + 1, aliases = ?, \
+                     relation = COALESCE(relation, ?) WHERE id = ?",
                 )
                 .bind(Value::from(aliases).to_string())
+                .bind(&entity.relation)
                 .bind(&id)
                 .execute(&mut **tx)
                 .await?;
@@ -1416,13 +1503,15 @@ async fn link_entities(
                     vec![surface]
                 };
                 sqlx::query(
-                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) \
+                     VALUES (?, ?, ?, ?, ?, ?)",
                 )
                 .bind(&id)
                 .bind(owner)
                 .bind(canonical)
                 .bind(entity_type)
                 .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
+                .bind(&entity.relation)
                 .execute(&mut **tx)
                 .await?;
                 if LINKABLE_TYPES.contains(&entity_type) {
@@ -1570,4 +1659,287 @@ async fn link_known_entities(
         }
     }
     Ok(())
+}
+
+/// A person the owner told us about: an entity of type `person`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Person {
+    /// `ent_*`.
+    pub id: String,
+    /// The user who told us.
+    pub owner: String,
+    /// Name (the entity's canonical name).
+    pub name: String,
+    /// How the owner relates to them ("wife", "boss").
+    pub relation: Option<String>,
+    /// Other names.
+    pub aliases: Vec<String>,
+    /// Extensible metadata.
+    pub metadata: Map<String, Value>,
+    /// Stable identity from an outside provider.
+    pub external_id: Option<String>,
+    /// The provider of `external_id`.
+    pub provider: Option<String>,
+}
+
+fn person_from_row(row: &SqliteRow) -> Result<Person> {
+    let metadata: String = row.try_get("metadata")?;
+    Ok(Person {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner_id")?,
+        name: row.try_get("canonical_name")?,
+        relation: row.try_get("relation")?,
+        aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
+        metadata: serde_json::from_str(&metadata)
+            .map_err(|err| MemoryError::Corrupt(format!("entity metadata: {err}")))?,
+        external_id: row.try_get("external_id")?,
+        provider: row.try_get("provider")?,
+    })
+}
+
+const PERSON_COLUMNS: &str =
+    "id, owner_id, canonical_name, relation, aliases, metadata, external_id, provider";
+
+impl MemoryStore {
+    /// The owner's person whose relation is `relation` (case-insensitive), most mentioned first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn person_by_relation(&self, owner: &str, relation: &str) -> Result<Option<Person>> {
+        let row = sqlx::query(&format!(
+            "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ? AND type = 'person' \
+             AND relation = ? COLLATE NOCASE ORDER BY mention_count DESC LIMIT 1"
+        ))
+        .bind(owner)
+        .bind(relation)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(person_from_row).transpose()
+    }
+
+    /// The owner's person named `name` (canonical name or alias, case-insensitive).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn person_by_name(&self, owner: &str, name: &str) -> Result<Option<Person>> {
+        let row = sqlx::query(&format!(
+            "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ?1 AND type = 'person' AND \
+             (canonical_name = ?2 COLLATE NOCASE OR EXISTS \
+              (SELECT 1 FROM json_each(aliases) WHERE json_each.value = ?2 COLLATE NOCASE)) \
+             ORDER BY mention_count DESC LIMIT 1"
+        ))
+        .bind(owner)
+        .bind(name.trim())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(person_from_row).transpose()
+    }
+
+    /// Creates a person, or gives an existing one of that name the relation; returns it.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn upsert_person(
+        &self,
+        owner: &str,
+        name: &str,
+        relation: Option<&str>,
+    ) -> Result<Person> {
+        if let Some(mut person) = self.person_by_name(owner, name).await? {
+            if let (Some(relation), None) = (relation, &person.relation) {
+                let _write = self.write_lock.lock().await;
+                sqlx::query("UPDATE entities SET relation = ? WHERE id = ?")
+                    .bind(relation)
+                    .bind(&person.id)
+                    .execute(&self.pool)
+                    .await?;
+                person.relation = Some(relation.to_owned());
+            }
+            return Ok(person);
+        }
+        let id = new_id("ent");
+        {
+            let _write = self.write_lock.lock().await;
+            let mut tx = self.pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO entities (id, owner_id, canonical_name, type, relation) VALUES (?, ?, ?, 'person', ?)",
+            )
+            .bind(&id)
+            .bind(owner)
+            .bind(name.trim())
+            .bind(relation)
+            .execute(&mut *tx)
+            .await?;
+            link_earlier_mentions(&mut tx, &id, owner, name).await?;
+            tx.commit().await?;
+        }
+        self.person_by_name(owner, name)
+            .await?
+            .ok_or_else(|| MemoryError::NotFound(format!("person `{name}` vanished")))
+    }
+
+    /// Renames a person known only by relation (a placeholder name), keeping the old name as alias.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn rename_person(&self, person: &Person, name: &str) -> Result<()> {
+        let mut aliases = person.aliases.clone();
+        if !aliases
+            .iter()
+            .any(|alias| alias.eq_ignore_ascii_case(&person.name))
+        {
+            aliases.push(person.name.clone());
+        }
+        let _write = self.write_lock.lock().await;
+        sqlx::query("UPDATE entities SET canonical_name = ?, aliases = ? WHERE id = ?")
+            .bind(name.trim())
+            .bind(Value::from(aliases).to_string())
+            .bind(&person.id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Every person the owner told us about, by name.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn known_people(&self, owner: &str) -> Result<Vec<Person>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ? AND type = 'person' \
+             ORDER BY (relation IS NULL), canonical_name COLLATE NOCASE"
+        ))
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(person_from_row).collect()
+    }
+
+    /// Names of entities by id (for subject attribution).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT id, canonical_name FROM entities WHERE id IN (");
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        Ok(builder
+            .build_query_as::<(String, String)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    /// Marks `old_ids` superseded by `new_id` (and records `supersedes` on the new memory).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn supersede(
+        &self,
+        old_ids: &[String],
+        new_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        if old_ids.is_empty() {
+            return Ok(());
+        }
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        for old_id in old_ids {
+            sqlx::query(
+                "UPDATE memories SET superseded_at = ?, superseded_by_id = ? WHERE id = ? AND superseded_at IS NULL",
+            )
+            .bind(ts(at))
+            .bind(new_id)
+            .bind(old_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "UPDATE memories SET attributes = json_set(attributes, '$.supersedes', ?) WHERE id = ?",
+        )
+        .bind(old_ids[0].clone())
+        .bind(new_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Soft-deletes memories whose expiry has passed; returns how many.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn expire(&self, now: DateTime<Utc>) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM memories WHERE valid_until IS NULL AND expires_at IS NOT NULL AND expires_at <= ?",
+        )
+        .bind(ts(now))
+        .fetch_all(&mut *tx)
+        .await?;
+        for id in &ids {
+            sqlx::query("UPDATE memories SET valid_until = expires_at WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            self.drop_vector(&mut tx, id).await?;
+        }
+        tx.commit().await?;
+        Ok(ids.len() as u64)
+    }
+
+    /// The latest active, unexpired `context` memory of `owner` with attribute `key`.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn context_value(
+        &self,
+        owner: &str,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Memory>> {
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.memory_type = 'context' \
+             AND m.valid_until IS NULL AND m.superseded_at IS NULL \
+             AND (m.expires_at IS NULL OR m.expires_at > ?) \
+             AND json_extract(m.attributes, '$.key') = ? ORDER BY m.created_at DESC, m.rowid DESC LIMIT 1"
+        ))
+        .bind(owner)
+        .bind(ts(now))
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
+    }
+
+    /// The last `limit` active episodes of a session before `before`, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn recent_turns(&self, session_id: &str, limit: usize) -> Result<Vec<Memory>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.kind = 'episode' \
+             AND m.valid_until IS NULL ORDER BY m.event_time DESC, m.rowid DESC LIMIT ?"
+        ))
+        .bind(session_id)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut turns = rows
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        turns.reverse();
+        Ok(turns)
+    }
 }

@@ -6,8 +6,10 @@ use mnemo_ner::{EntityType, ExtractedEntity};
 use serde_json::{json, Value};
 
 use crate::error::MemoryError;
-use crate::service::MemoryService;
+use crate::service::{FactInput, MemoryService};
 use crate::types::{MemoryKind, SearchHit, SearchMode, SearchRequest};
+
+const MEMORY_TYPES: [&str; 3] = ["conversation", "fact", "context"];
 
 const ENTITY_TYPES: [&str; 8] = [
     "person",
@@ -38,7 +40,8 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
                     "mode": {"type": "string", "enum": ["hybrid", "fts", "vector", "entity"], "description": "ranking; hybrid fuses the others"},
                     "since": {"type": "string", "description": "only memories from this time on (RFC 3339 or YYYY-MM-DD)"},
                     "until": {"type": "string", "description": "only memories before this time (RFC 3339 or YYYY-MM-DD)"},
-                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 20}
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                    "include_superseded": {"type": "boolean", "description": "also return memories a newer one replaced"}
                 },
                 "required": ["query"],
                 "additionalProperties": false
@@ -95,6 +98,108 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
             name: "memory_stats".to_owned(),
             description: "Count the user's memories by kind, with the newest memory's time.".to_owned(),
             parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: "remember".to_owned(),
+            description: "Store one or more facts, each about the people it concerns (subjects such as \"my wife\" or \"Sarah\"). People are created on first mention and linked afterwards.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars, "description": "a single fact"},
+                    "facts": {
+                        "type": "array", "maxItems": 50,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars},
+                                "subjects": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}, "maxItems": 10},
+                                "expires_in_days": {"type": "integer", "minimum": 1, "maximum": 36500},
+                                "shared": {"type": "boolean"}
+                            },
+                            "required": ["content"],
+                            "additionalProperties": false
+                        }
+                    },
+                    "subjects": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}, "maxItems": 10, "description": "who the fact is about"},
+                    "expires_in_days": {"type": "integer", "minimum": 1, "maximum": 36500, "description": "days until it expires"},
+                    "shared": {"type": "boolean", "description": "true for group/team facts everyone in this chat may see"}
+                },
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "recall".to_owned(),
+            description: "Search memory, optionally only about one person (\"my wife\", \"Sarah\").".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "what to search for"},
+                    "about": {"type": "string", "maxLength": 200, "description": "filter to a person, e.g. 'my wife' or 'Sarah'"}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "search_memories".to_owned(),
+            description: "Search memories by meaning and keywords, optionally of one type.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "memory_type": {"type": "string", "enum": MEMORY_TYPES},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": config.max_search_limit}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "store_memory".to_owned(),
+            description: "Store a memory: conversation (kept 30 days), fact (permanent) or context (until the end of the day).".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars},
+                    "memory_type": {"type": "string", "enum": MEMORY_TYPES},
+                    "metadata": {"type": "object"}
+                },
+                "required": ["content"],
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "forget_memory".to_owned(),
+            description: "Forget one of the user's memories (kept for audit, never shown again).".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"memory_id": id},
+                "required": ["memory_id"],
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "set_context".to_owned(),
+            description: "Remember a value for today under a key (e.g. current_task); it expires at the end of the day.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "minLength": 1, "maxLength": 100},
+                    "value": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars}
+                },
+                "required": ["key", "value"],
+                "additionalProperties": false
+            }),
+        },
+        ToolSpec {
+            name: "get_context".to_owned(),
+            description: "The value remembered today under a key, or null.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"key": {"type": "string", "minLength": 1, "maxLength": 100}},
+                "required": ["key"],
+                "additionalProperties": false
+            }),
         },
         ToolSpec {
             name: "get_entity_info".to_owned(),
@@ -187,6 +292,7 @@ pub(crate) async fn call(
             let request = SearchRequest {
                 query: arguments["query"].as_str().unwrap_or_default().to_owned(),
                 user_id: Some(scope.user_id.clone()),
+                chat_id: scope.chat_id.clone(),
                 kinds,
                 since: parse_time(name, "since", &arguments["since"])?,
                 until: parse_time(name, "until", &arguments["until"])?,
@@ -195,6 +301,7 @@ pub(crate) async fn call(
                     .as_u64()
                     .map_or(service.config().search_limit, |limit| limit as usize),
                 mode,
+                include_superseded: arguments["include_superseded"].as_bool().unwrap_or(false),
                 touch: true,
                 ..SearchRequest::default()
             };
@@ -230,16 +337,17 @@ pub(crate) async fn call(
                 }
             }
             let id = service
-                .save_fact(
-                    user,
-                    scope.session_id.as_deref(),
-                    scope.chat_id.as_deref(),
-                    content,
-                    strings(&arguments["tags"]),
-                    Vec::new(),
-                    arguments["confidence"].as_f64().unwrap_or(1.0),
-                    entities,
-                )
+                .save_fact(FactInput {
+                    user_id: user.map(str::to_owned),
+                    session_id: scope.session_id.clone(),
+                    chat_id: scope.chat_id.clone(),
+                    content: content.to_owned(),
+                    tags: strings(&arguments["tags"]),
+                    confidence: arguments["confidence"].as_f64().unwrap_or(1.0),
+                    extra_entities: entities,
+                    supersede: true,
+                    ..FactInput::default()
+                })
                 .await
                 .map_err(|error| tool_error(name, error))?;
             Ok(json!({"id": id, "saved": true}))
@@ -282,7 +390,12 @@ pub(crate) async fn call(
             let info = service
                 .store()
                 .map_err(|error| tool_error(name, error))?
-                .entity_info(user, entity_name, service.config().entity_memory_limit)
+                .entity_info(
+                    user,
+                    scope.chat_id.as_deref(),
+                    entity_name,
+                    service.config().entity_memory_limit,
+                )
                 .await
                 .map_err(|error| tool_error(name, error))?
                 .ok_or_else(|| {
@@ -303,6 +416,185 @@ pub(crate) async fn call(
                 })).collect::<Vec<_>>(),
             }))
         }
+        "remember" => remember(service, scope, name, &arguments).await,
+        "recall" => {
+            let query = arguments["query"].as_str().unwrap_or_default().to_owned();
+            let mut about = Vec::new();
+            if let Some(reference) = arguments["about"].as_str() {
+                match service
+                    .find_person(&scope.user_id, reference)
+                    .await
+                    .map_err(|error| tool_error(name, error))?
+                {
+                    Some(person) => about.push(person.id),
+                    // Seed 000: a person that cannot be found gives unfiltered results.
+                    None => {
+                        tracing::debug!(%reference, "recall: no such person; searching everything")
+                    }
+                }
+            }
+            let request = SearchRequest {
+                query,
+                user_id: Some(scope.user_id.clone()),
+                chat_id: scope.chat_id.clone(),
+                about,
+                limit: service.config().search_limit,
+                touch: true,
+                ..SearchRequest::default()
+            };
+            let hits = service
+                .search(&request)
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            attributed(service, name, &hits).await
+        }
+        "search_memories" => {
+            let request = SearchRequest {
+                query: arguments["query"].as_str().unwrap_or_default().to_owned(),
+                user_id: Some(scope.user_id.clone()),
+                chat_id: scope.chat_id.clone(),
+                memory_type: arguments["memory_type"].as_str().map(str::to_owned),
+                limit: arguments["limit"]
+                    .as_u64()
+                    .map_or(service.config().search_limit, |limit| limit as usize),
+                touch: true,
+                ..SearchRequest::default()
+            };
+            let hits = service
+                .search(&request)
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            Ok(Value::Array(hits.iter().map(hit_json).collect()))
+        }
+        "store_memory" => {
+            let memory_type = arguments["memory_type"].as_str().unwrap_or("fact");
+            let metadata = arguments["metadata"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let id = service
+                .store_typed(
+                    scope,
+                    memory_type,
+                    arguments["content"].as_str().unwrap_or_default(),
+                    metadata,
+                )
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            Ok(json!({"id": id, "memory_type": memory_type}))
+        }
+        "forget_memory" => {
+            let memory_id = arguments["memory_id"].as_str().unwrap_or_default();
+            service
+                .forget(&scope.user_id, memory_id)
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            Ok(json!({"id": memory_id, "forgotten": true}))
+        }
+        "set_context" => {
+            let key = arguments["key"].as_str().unwrap_or_default();
+            let value = arguments["value"].as_str().unwrap_or_default();
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("key".to_owned(), json!(key));
+            metadata.insert("value".to_owned(), json!(value));
+            let id = service
+                .store_typed(scope, "context", &format!("{key}: {value}"), metadata)
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            Ok(json!({"id": id, "key": key}))
+        }
+        "get_context" => {
+            let key = arguments["key"].as_str().unwrap_or_default();
+            let found = service
+                .context_value(&scope.user_id, key)
+                .await
+                .map_err(|error| tool_error(name, error))?;
+            Ok(
+                json!({"key": key, "value": found.and_then(|memory| memory.attributes.get("value").cloned())}),
+            )
+        }
         other => Err(ToolError::UnknownTool(other.to_owned())),
     }
+}
+
+/// Search hits with the names of the people each is about.
+async fn attributed(
+    service: &MemoryService,
+    tool: &str,
+    hits: &[SearchHit],
+) -> Result<Value, ToolError> {
+    let subject_ids: Vec<String> = hits
+        .iter()
+        .flat_map(|hit| hit.memory.subject_ids.clone())
+        .collect();
+    let names = service
+        .store()
+        .map_err(|error| tool_error(tool, error))?
+        .entity_names(&subject_ids)
+        .await
+        .map_err(|error| tool_error(tool, error))?;
+    Ok(Value::Array(
+        hits.iter()
+            .map(|hit| {
+                let mut item = hit_json(hit);
+                let about: Vec<&String> = hit
+                    .memory
+                    .subject_ids
+                    .iter()
+                    .filter_map(|id| names.get(id))
+                    .collect();
+                item["about"] = json!(about);
+                item
+            })
+            .collect(),
+    ))
+}
+
+/// The `remember` tool: one fact or a batch, each linked to its subjects.
+async fn remember(
+    service: &MemoryService,
+    scope: &ToolScope,
+    tool: &str,
+    arguments: &Value,
+) -> Result<Value, ToolError> {
+    let mut items: Vec<Value> = arguments["facts"].as_array().cloned().unwrap_or_default();
+    if let Some(content) = arguments["content"].as_str() {
+        items.insert(0, json!({"content": content}));
+    }
+    if items.is_empty() {
+        return Err(ToolError::invalid(
+            tool,
+            "give `content` or a non-empty `facts` list",
+        ));
+    }
+    for (index, item) in items.iter().enumerate() {
+        service
+            .check_content(
+                &format!("facts[{index}].content"),
+                item["content"].as_str().unwrap_or_default(),
+            )
+            .map_err(|error| tool_error(tool, error))?;
+    }
+    let mut saved = Vec::new();
+    for item in items {
+        let content = item["content"].as_str().unwrap_or_default();
+        let subjects = if item.get("subjects").is_some() {
+            strings(&item["subjects"])
+        } else {
+            strings(&arguments["subjects"])
+        };
+        let days = item["expires_in_days"]
+            .as_i64()
+            .or_else(|| arguments["expires_in_days"].as_i64());
+        let shared = item["shared"]
+            .as_bool()
+            .or_else(|| arguments["shared"].as_bool())
+            .unwrap_or(false);
+        let (id, people) = service
+            .remember(scope, content, &subjects, days, shared)
+            .await
+            .map_err(|error| tool_error(tool, error))?;
+        saved.push(json!({"id": id, "subjects": people}));
+    }
+    Ok(json!({"saved": saved}))
 }

@@ -86,6 +86,18 @@ pub struct Memory {
     pub tags: Vec<String>,
     /// Extensible metadata.
     pub attributes: Map<String, Value>,
+    /// Seed 001's type (`conversation`, `fact`, `context`), when it was stored with one.
+    pub memory_type: Option<String>,
+    /// When it stops being retrievable, if ever.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// True when every member of `chat_id` may see it.
+    pub shared: bool,
+    /// When a newer memory replaced it.
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// The memory that replaced it.
+    pub superseded_by_id: Option<String>,
+    /// The people (person entity ids) it is about.
+    pub subject_ids: Vec<String>,
 }
 
 /// How a search ranks.
@@ -121,8 +133,24 @@ impl SearchMode {
 pub struct SearchRequest {
     /// What to look for.
     pub query: String,
-    /// Only this owner's memories; `None` searches every owner (internal use only).
+    /// The caller: with `chat_id`, they see their personal memories, their memories of that chat
+    /// and the chat's shared memories; without, their personal memories only. `None` with no
+    /// chat searches every owner (internal use only).
     pub user_id: Option<String>,
+    /// The chat the caller is in.
+    pub chat_id: Option<String>,
+    /// Only memories about (linked to) one of these entities; empty = no such filter.
+    pub about: Vec<String>,
+    /// The time expiry is judged at (the kernel clock); `None` ignores expiry.
+    pub at: Option<DateTime<Utc>>,
+    /// Also return memories a newer one superseded.
+    pub include_superseded: bool,
+    /// Overrides `min_similarity` for the vector list (`Some(-1.0)`: nearest neighbours whatever
+    /// their similarity).
+    pub min_similarity: Option<f32>,
+    /// Only memories of this seed-001 type (`conversation` = episodes and conversation
+    /// memories, `fact`, `context`).
+    pub memory_type: Option<String>,
     /// Only these kinds; empty = every kind.
     pub kinds: Vec<MemoryKind>,
     /// Leave out this session's memories (context injection excludes the current session).

@@ -34,6 +34,10 @@ fn fact(content: &str) -> mnemo_memory::NewMemory {
         attributes: serde_json::Map::new(),
         decay_rate: 0.1,
         confidence: 1.0,
+        memory_type: None,
+        expires_at: None,
+        shared: false,
+        subject_ids: Vec::new(),
     }
 }
 

@@ -1,0 +1,234 @@
+//! Isolation: with several users and chats, no search, recall, typed search, entity lookup or
+//! context block ever returns what the caller may not see. A caller sees their personal
+//! memories, their own memories of the chat they are in, and that chat's shared memories.
+
+use std::collections::HashMap;
+
+use chrono::{TimeZone, Utc};
+use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use serde_json::json;
+
+const USERS: [&str; 3] = ["ana", "ben", "cleo"];
+const CHATS: [Option<&str>; 3] = [None, Some("family"), Some("work")];
+const NAMES: [&str; 3] = ["Dana", "Marco", "Priya"];
+
+/// Who may see a memory.
+#[derive(Debug, Clone)]
+struct Owner {
+    user: &'static str,
+    chat: Option<&'static str>,
+    shared: bool,
+}
+
+fn visible(owner: &Owner, user: &str, chat: Option<&str>) -> bool {
+    (owner.user == user && (owner.chat.is_none() || owner.chat == chat))
+        || (owner.shared && owner.chat.is_some() && owner.chat == chat)
+}
+
+struct Random(u64);
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The memory tokens (`tok123`) in a text.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| {
+            word.starts_with("tok")
+                && word[3..].chars().all(|c| c.is_ascii_digit())
+                && word.len() > 3
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn no_read_path_returns_another_scope() {
+    for seed in [7_u64, 1_234, 98_765] {
+        check_seed(seed).await;
+    }
+}
+
+async fn check_seed(seed: u64) {
+    let config = Config::parse(
+        "[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n",
+        "test.toml",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
+    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+        .virtual_clock(start)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .unwrap();
+    let mut random = Random(seed | 1);
+    let mut owners: HashMap<String, Owner> = HashMap::new();
+    for index in 0..60 {
+        let token = format!("tok{index}");
+        let user = USERS[random.below(3)];
+        let chat = CHATS[random.below(3)];
+        let name = NAMES[random.below(3)];
+        let scope = ToolScope {
+            user_id: user.to_owned(),
+            session_id: Some(format!("{user}-{}", chat.unwrap_or("dm"))),
+            chat_id: chat.map(str::to_owned),
+            at: start,
+        };
+        let text = format!("project alpha note {token} about {name} and the budget");
+        match random.below(4) {
+            0 => {
+                // A conversation turn: personal to its speaker, in its chat.
+                let line = json!({"type": "user_message", "at": start.to_rfc3339(),
+                    "session_id": scope.session_id, "user_id": user, "chat_id": chat, "text": text});
+                kernel
+                    .publish(ConversationEvent::from_value(line).unwrap().into_event())
+                    .await
+                    .unwrap();
+                owners.insert(
+                    token,
+                    Owner {
+                        user,
+                        chat,
+                        shared: false,
+                    },
+                );
+            }
+            1 => {
+                let shared = chat.is_some() && random.below(2) == 0;
+                kernel
+                    .call_tool(
+                        &scope,
+                        "remember",
+                        json!({"content": text, "subjects": [name], "shared": shared}),
+                    )
+                    .await
+                    .unwrap();
+                // Unshared facts told in a chat are personal.
+                let chat = if shared { chat } else { None };
+                owners.insert(token, Owner { user, chat, shared });
+            }
+            2 => {
+                kernel
+                    .call_tool(&scope, "remember_fact", json!({"content": text}))
+                    .await
+                    .unwrap();
+                owners.insert(
+                    token,
+                    Owner {
+                        user,
+                        chat,
+                        shared: false,
+                    },
+                );
+            }
+            _ => {
+                kernel
+                    .call_tool(
+                        &scope,
+                        "store_memory",
+                        json!({"content": text, "memory_type": "fact"}),
+                    )
+                    .await
+                    .unwrap();
+                owners.insert(
+                    token,
+                    Owner {
+                        user,
+                        chat: None,
+                        shared: false,
+                    },
+                );
+            }
+        }
+    }
+    kernel.settle().await;
+    let mut checked = 0;
+    for user in USERS {
+        for chat in CHATS {
+            let scope = ToolScope {
+                user_id: user.to_owned(),
+                session_id: Some(format!("{user}-probe")),
+                chat_id: chat.map(str::to_owned),
+                at: start,
+            };
+            let mut seen: Vec<String> = Vec::new();
+            let mut queries: Vec<String> = vec!["project alpha budget".into(), "note".into()];
+            queries.extend(NAMES.iter().map(|name| name.to_string()));
+            queries.extend((0..60).map(|index| format!("tok{index}")));
+            for query in &queries {
+                for (tool, args) in [
+                    ("search_memory", json!({"query": query, "limit": 50})),
+                    ("recall", json!({"query": query})),
+                    ("recall", json!({"query": query, "about": "Dana"})),
+                    ("search_memories", json!({"query": query, "limit": 50})),
+                ] {
+                    let result = kernel.call_tool(&scope, tool, args).await.unwrap();
+                    seen.extend(tokens(&result.to_string()));
+                }
+            }
+            for name in NAMES {
+                if let Ok(result) = kernel
+                    .call_tool(&scope, "get_entity_info", json!({"name": name}))
+                    .await
+                {
+                    seen.extend(tokens(&result.to_string()));
+                }
+            }
+            for query in [
+                "project alpha budget",
+                "what about Dana",
+                "tok3 tok17 tok42",
+            ] {
+                let blocks = kernel
+                    .gather_context(&ContextRequest {
+                        prompt: query.into(),
+                        user_id: user.into(),
+                        session_id: format!("{user}-probe"),
+                        chat_id: chat.map(str::to_owned),
+                        at: start,
+                    })
+                    .await;
+                for (_, block) in blocks {
+                    seen.extend(tokens(&block));
+                }
+            }
+            assert!(!seen.is_empty() || owners.values().all(|o| !visible(o, user, chat)));
+            for token in &seen {
+                let owner = &owners[token];
+                assert!(
+                    visible(owner, user, chat),
+                    "seed {seed}: {user} in {chat:?} saw {token} of {owner:?}"
+                );
+                checked += 1;
+            }
+            // And what they may see is findable.
+            for (token, owner) in &owners {
+                if visible(owner, user, chat) {
+                    let result = kernel
+                        .call_tool(&scope, "search_memory", json!({"query": token}))
+                        .await
+                        .unwrap();
+                    assert!(
+                        result.to_string().contains(token.as_str()),
+                        "seed {seed}: {user} in {chat:?} cannot find their {token}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "the test must look at real results, saw {checked}"
+    );
+    kernel.shutdown().await;
+}
