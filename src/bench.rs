@@ -5,7 +5,8 @@
 //! The vector index is then filled with random unit vectors under the embedding model's id (a KNN
 //! costs the same whatever the vectors hold, and embedding N texts for real would take minutes),
 //! the kernel restarts with the embedding extension, and distinct queries run through hybrid
-//! search (query embedding with the real model, FTS5, KNN, entities, RRF), in several rounds.
+//! search (query embedding with the real model, FTS5, KNN, entities, RRF), in several rounds,
+//! then one round per single list (FTS5, vector, entity) to show where the time goes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::{Config, Event, EventPayload, Kernel};
-use mnemo_memory::{MemoryService, SearchRequest, VectorStatus};
+use mnemo_memory::{MemoryService, SearchMode, SearchRequest, VectorStatus};
 use serde_json::json;
 
 const NAMES: [&str; 24] = [
@@ -245,6 +246,30 @@ pub(crate) async fn run(
             round_p50.push(ms(percentile(&latencies, 0.5)));
             round_p99.push(ms(percentile(&latencies, 0.99)));
         }
+        // 4. One round per single list, to see where hybrid time goes.
+        let mut per_mode = serde_json::Map::new();
+        for mode in [SearchMode::Fts, SearchMode::Vector, SearchMode::Entity] {
+            let mut latencies = Vec::with_capacity(queries);
+            for query_index in 0..queries {
+                let template = random.pick(&QUERY_TEMPLATES);
+                let query = format!("{} {}", random.fill(template), query_index);
+                let request = SearchRequest {
+                    query,
+                    user_id: Some(format!("user{}", query_index % 4)),
+                    limit: 10,
+                    mode,
+                    ..SearchRequest::default()
+                };
+                let clock = Instant::now();
+                service.search(&request).await?;
+                latencies.push(clock.elapsed());
+            }
+            latencies.sort();
+            per_mode.insert(
+                format!("{mode:?}").to_lowercase(),
+                json!(ms(percentile(&latencies, 0.5))),
+            );
+        }
         kernel.shutdown().await;
         let row = json!({
             "memories": size,
@@ -256,6 +281,7 @@ pub(crate) async fn run(
             "search_rounds": rounds,
             "queries_per_round": queries,
             "vector_search": vector_search,
+            "single_list_p50_ms": per_mode,
         });
         if !json_output {
             println!(
@@ -266,6 +292,20 @@ pub(crate) async fn run(
                 row["search_p50_ms"].as_f64().unwrap_or_default(),
                 row["search_p99_ms"].as_f64().unwrap_or_default(),
                 if vector_search { "on" } else { "off: no embedding model" },
+            );
+            println!(
+                "         single lists p50: {}",
+                row["single_list_p50_ms"]
+                    .as_object()
+                    .map(|modes| modes
+                        .iter()
+                        .map(|(mode, value)| format!(
+                            "{mode} {:.2} ms",
+                            value.as_f64().unwrap_or_default()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_default()
             );
         }
         report.push(row);
