@@ -22,5 +22,6 @@ pub fn builtin_extensions() -> ExtensionRegistry {
         .with(mnemo_memory_reflection::factory())
         .with(mnemo_embedding::factory())
         .with(mnemo_ner::factory())
+        .with(mnemo_markdown_memory::factory())
         .with(mnemo_example_notes::factory())
 }

@@ -1,0 +1,188 @@
+//! `[extensions.markdown_memory]`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::names;
+
+/// The markdown memory's options; every key is listed, with its default, in `config.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MarkdownMemoryConfig {
+    /// Directory of the memory files; a relative path is taken under the kernel's data directory.
+    pub workspace: String,
+    /// The agent whose `agents/{agent_id}/` memory and daily log the tools use.
+    pub agent_id: String,
+    /// Put before every tool name (`{tool_prefix}recall`, ...), so the tools can sit beside the
+    /// memory extension's `remember` and `recall`; `""` gives seed 004's exact names.
+    pub tool_prefix: String,
+    /// `true`: `MEMORY.md` and the agent's `MEMORY.md` go into every system prompt, as quoted
+    /// data. `false`: tools-only, with a short memory directive instead.
+    pub inject: bool,
+    /// `true`: each user gets their own files under `users/{user}/` (world topics stay shared),
+    /// so one user's memory never reaches another's prompt. `false`: one set of files for
+    /// everyone, for single-user set-ups.
+    pub per_user: bool,
+    /// A session longer than this many messages is consolidated, keeping the latest
+    /// `keep_messages`.
+    pub memory_window: usize,
+    /// Messages kept (and shown as a recap) when the window trigger consolidates a session.
+    pub keep_messages: usize,
+    /// When `MEMORY.md` is larger than this many bytes, consolidation asks the model to compress it.
+    pub max_memory_size: usize,
+    /// How long one consolidation waits for the model, in seconds, before writing a raw fallback.
+    pub llm_timeout_secs: u64,
+    /// Days of the daily log `recall` returns when the model gives no `days`.
+    pub recall_days: u32,
+    /// Results of `search_history` when the model gives no `limit`.
+    pub search_limit: usize,
+    /// Longest `content` a tool accepts, in characters; longer input is refused, not cut.
+    pub max_content_chars: usize,
+}
+
+impl Default for MarkdownMemoryConfig {
+    fn default() -> Self {
+        Self {
+            workspace: "markdown".to_owned(),
+            agent_id: "assistant".to_owned(),
+            tool_prefix: "md_".to_owned(),
+            inject: true,
+            per_user: true,
+            memory_window: 50,
+            keep_messages: 10,
+            max_memory_size: 8_192,
+            llm_timeout_secs: 30,
+            recall_days: 3,
+            search_limit: 10,
+            max_content_chars: 20_000,
+        }
+    }
+}
+
+/// Most days `recall` may reach back.
+pub(crate) const MAX_RECALL_DAYS: u32 = 366;
+/// Most results one `search_history` call may return.
+pub(crate) const MAX_SEARCH_LIMIT: usize = 50;
+/// Longest consolidation timeout, in seconds.
+const MAX_TIMEOUT_SECS: u64 = 3_600;
+/// Longest tool prefix, in characters.
+const MAX_PREFIX_CHARS: usize = 32;
+
+impl MarkdownMemoryConfig {
+    /// Every problem with the values, each naming its key; empty when the config is usable.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut problem = |key: &str, reason: String| {
+            problems.push(format!(
+                "[extensions.markdown_memory] key `{key}`: {reason}"
+            ));
+        };
+        if self.workspace.trim().is_empty() {
+            problem(
+                "workspace",
+                "must not be empty (the default is \"markdown\", under the data directory)"
+                    .to_owned(),
+            );
+        } else if self.workspace.contains('\0') {
+            problem("workspace", "must not contain a NUL character".to_owned());
+        }
+        if let Err(err) = names::check_agent_id(&self.agent_id) {
+            problem("agent_id", err.to_string());
+        }
+        if self.tool_prefix.chars().count() > MAX_PREFIX_CHARS {
+            problem(
+                "tool_prefix",
+                format!("is longer than {MAX_PREFIX_CHARS} characters"),
+            );
+        }
+        if !self
+            .tool_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            problem(
+                "tool_prefix",
+                format!(
+                    "{:?} may hold only ASCII letters, digits, `_` and `-` (tool names are sent to the model)",
+                    self.tool_prefix
+                ),
+            );
+        }
+        if self.memory_window < 2 {
+            problem("memory_window", "must be at least 2".to_owned());
+        }
+        if self.keep_messages >= self.memory_window {
+            problem(
+                "keep_messages",
+                format!(
+                    "must be smaller than memory_window ({}), or nothing would be consolidated",
+                    self.memory_window
+                ),
+            );
+        }
+        if self.max_memory_size < 256 {
+            problem("max_memory_size", "must be at least 256 bytes".to_owned());
+        }
+        if !(1..=MAX_TIMEOUT_SECS).contains(&self.llm_timeout_secs) {
+            problem(
+                "llm_timeout_secs",
+                format!("must be between 1 and {MAX_TIMEOUT_SECS}"),
+            );
+        }
+        if self.recall_days > MAX_RECALL_DAYS {
+            problem("recall_days", format!("must be at most {MAX_RECALL_DAYS}"));
+        }
+        if self.search_limit == 0 || self.search_limit > MAX_SEARCH_LIMIT {
+            problem(
+                "search_limit",
+                format!("must be between 1 and {MAX_SEARCH_LIMIT}"),
+            );
+        }
+        if self.max_content_chars == 0 {
+            problem("max_content_chars", "must be at least 1".to_owned());
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_round_trip() {
+        let config = MarkdownMemoryConfig::default();
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        let text = serde_json::to_string(&config).unwrap();
+        let back: MarkdownMemoryConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, config);
+        let empty: MarkdownMemoryConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, config);
+    }
+
+    #[test]
+    fn every_bad_value_is_reported_at_once() {
+        let config = MarkdownMemoryConfig {
+            workspace: " ".to_owned(),
+            agent_id: "../root".to_owned(),
+            tool_prefix: "md.".to_owned(),
+            memory_window: 5,
+            keep_messages: 5,
+            llm_timeout_secs: 0,
+            ..MarkdownMemoryConfig::default()
+        };
+        let problems = config.problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        for key in [
+            "workspace",
+            "agent_id",
+            "tool_prefix",
+            "keep_messages",
+            "llm_timeout_secs",
+        ] {
+            assert!(
+                problems.iter().any(|p| p.contains(&format!("`{key}`"))),
+                "{key}: {problems:#?}"
+            );
+        }
+    }
+}

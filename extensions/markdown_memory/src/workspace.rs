@@ -1,0 +1,610 @@
+//! The workspace directory: where each memory file lives, and how it is read and written.
+//!
+//! ```text
+//! MEMORY.md                              long-term memory, rewritten by consolidation
+//! HISTORY.md, HISTORY-YYYY-MM.md         append-only history; every entry goes to both
+//! world/{topic}.md                       shared facts, rewritten by learn_fact
+//! agents/{agent_id}/MEMORY.md            the agent's curated memory, rewritten by reflect
+//! agents/{agent_id}/daily/YYYY-MM-DD.md  the agent's append-only daily log
+//! .sessions/{session}.jsonl              messages not consolidated yet (and .recap.md)
+//! ```
+//!
+//! Whole-file writes are atomic ([`crate::write_atomic`]); appends never rewrite earlier entries.
+//! Every write in one workspace takes one lock, so two writers never interleave. The methods do
+//! blocking file I/O: async callers run them on a blocking thread.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+
+use crate::atomic::{self, is_temp_file};
+use crate::error::{MarkdownError, Result};
+use crate::names::{check_agent_id, sanitize_topic, session_stem};
+use crate::session::BufferedMessage;
+
+/// The long-term memory file.
+pub const MEMORY_FILE: &str = "MEMORY.md";
+/// The all-time history file; monthly files are `HISTORY-YYYY-MM.md`.
+pub const HISTORY_FILE: &str = "HISTORY.md";
+const WORLD_DIR: &str = "world";
+const AGENTS_DIR: &str = "agents";
+/// Per-user workspaces (config `per_user`), each a `users/{user}/` with its own files.
+const USERS_DIR: &str = "users";
+const DAILY_DIR: &str = "daily";
+const SESSIONS_DIR: &str = ".sessions";
+
+/// One timestamped entry of a history file or a daily log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The file it was read from, relative to the workspace (`HISTORY-2026-03.md`).
+    pub source: String,
+    /// The time in its `## ` header; `None` for text before the first header.
+    pub at: Option<DateTime<Utc>>,
+    /// The entry's text, without the header.
+    pub text: String,
+}
+
+/// What [`Workspace::write_world`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldWrite {
+    /// The sanitised topic.
+    pub topic: String,
+    /// The file written, relative to the workspace.
+    pub path: String,
+    /// Whether an earlier version was replaced.
+    pub replaced: bool,
+}
+
+/// The time in a `## 2026-03-02T09:00:00.000Z` header line, if `line` is one.
+fn header_time(line: &str) -> Option<DateTime<Utc>> {
+    let stamp = line.strip_prefix("## ")?.trim();
+    DateTime::parse_from_rfc3339(stamp)
+        .ok()
+        .map(|at| at.with_timezone(&Utc))
+}
+
+/// An entry as appended: an ISO timestamp header, a blank line, the text, a blank line.
+///
+/// A line of the text that would read as a header is indented by one space, so an entry can never
+/// forge another.
+pub fn format_entry(at: DateTime<Utc>, text: &str) -> String {
+    let mut out = format!("## {}\n\n", at.to_rfc3339_opts(SecondsFormat::Millis, true));
+    for line in text.trim().lines() {
+        if header_time(line).is_some() {
+            out.push(' ');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// Splits a history file or daily log into its entries; `source` names the file in each entry.
+///
+/// An entry starts at a line `## <RFC 3339 time>` and runs to the next one. Non-blank text before
+/// the first header (a title, a hand-written note) is an entry without a time.
+pub fn parse_entries(source: &str, text: &str) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut at = None;
+    let mut lines: Vec<&str> = Vec::new();
+    let mut flush = |at: Option<DateTime<Utc>>, lines: &mut Vec<&str>| {
+        let body = lines.join("\n");
+        let body = body.trim();
+        if !body.is_empty() {
+            entries.push(Entry {
+                source: source.to_owned(),
+                at,
+                text: body.to_owned(),
+            });
+        }
+        lines.clear();
+    };
+    for line in text.lines() {
+        if let Some(time) = header_time(line) {
+            flush(at, &mut lines);
+            at = Some(time);
+        } else {
+            lines.push(line);
+        }
+    }
+    flush(at, &mut lines);
+    entries
+}
+
+/// The monthly history file for `at`: `HISTORY-2026-03.md`.
+pub fn monthly_history_file(at: DateTime<Utc>) -> String {
+    format!("HISTORY-{}.md", at.format("%Y-%m"))
+}
+
+fn is_history_file(name: &str) -> bool {
+    if name == HISTORY_FILE {
+        return true;
+    }
+    name.strip_prefix("HISTORY-")
+        .and_then(|rest| rest.strip_suffix(".md"))
+        .is_some_and(|month| NaiveDate::parse_from_str(&format!("{month}-01"), "%Y-%m-%d").is_ok())
+}
+
+/// The memory files of one workspace directory. Cloning is cheap; clones share the write lock.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    /// `world/`, shared by every user and agent even when the rest is per user.
+    world_root: PathBuf,
+    writes: Arc<Mutex<()>>,
+}
+
+impl Workspace {
+    /// Opens (creating if needed) the workspace at `root`, and removes temporary files left by
+    /// writes a crash interrupted.
+    ///
+    /// # Errors
+    /// A directory cannot be created or listed.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        let workspace = Self {
+            world_root: root.join(WORLD_DIR),
+            root,
+            writes: Arc::new(Mutex::new(())),
+        };
+        for dir in ["", WORLD_DIR, AGENTS_DIR, SESSIONS_DIR] {
+            let path = workspace.root.join(dir);
+            fs::create_dir_all(&path).map_err(|source| workspace.io("create", &path, source))?;
+        }
+        let mut dirs = vec![
+            workspace.root.clone(),
+            workspace.root.join(WORLD_DIR),
+            workspace.root.join(SESSIONS_DIR),
+        ];
+        for agent in workspace.list(&workspace.root.join(AGENTS_DIR))? {
+            dirs.push(workspace.root.join(AGENTS_DIR).join(agent));
+        }
+        let mut swept = 0;
+        for dir in dirs {
+            for name in workspace.list(&dir)? {
+                if is_temp_file(&name) && fs::remove_file(dir.join(&name)).is_ok() {
+                    swept += 1;
+                }
+            }
+        }
+        if swept > 0 {
+            tracing::info!(
+                swept,
+                workspace = %workspace.root.display(),
+                "removed temporary files of interrupted writes"
+            );
+        }
+        Ok(workspace)
+    }
+
+    /// The workspace of one user: their own MEMORY.md, history, agent memory, daily logs and
+    /// session buffers under `users/{user}/`, sharing this workspace's `world/` and write lock,
+    /// so that no user's memory files reach another user's prompt or tools.
+    ///
+    /// # Errors
+    /// Its directories cannot be created.
+    pub fn for_user(&self, user_id: &str) -> Result<Self> {
+        let user = Self {
+            root: self.root.join(USERS_DIR).join(session_stem(user_id)),
+            world_root: self.world_root.clone(),
+            writes: self.writes.clone(),
+        };
+        for dir in ["", AGENTS_DIR, SESSIONS_DIR] {
+            let path = user.root.join(dir);
+            fs::create_dir_all(&path).map_err(|source| user.io("create", &path, source))?;
+        }
+        Ok(user)
+    }
+
+    /// The workspace directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        if let Ok(in_world) = path.strip_prefix(&self.world_root) {
+            return Path::new(WORLD_DIR).join(in_world).display().to_string();
+        }
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    fn io(&self, action: &'static str, path: &Path, source: io::Error) -> MarkdownError {
+        MarkdownError::Io {
+            action,
+            path: self.relative(path),
+            source,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        self.writes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// File names in `dir`, sorted; empty if the directory does not exist.
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(self.io("list", dir, err)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|err| self.io("list", dir, err))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The file's text; empty if it does not exist.
+    fn read_optional(&self, path: &Path) -> Result<String> {
+        match fs::read_to_string(path) {
+            Ok(text) => Ok(text),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(String::new()),
+            Err(err) => Err(self.io("read", path, err)),
+        }
+    }
+
+    fn write_whole(&self, path: &Path, content: &str) -> Result<()> {
+        let mut text = content.trim_end().to_owned();
+        text.push('\n');
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|err| self.io("create", parent, err))?;
+        }
+        let _guard = self.lock();
+        atomic::write_atomic(path, text.as_bytes()).map_err(|err| self.io("write", path, err))
+    }
+
+    fn append_locked(&self, path: &Path, text: &str) -> Result<()> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|err| self.io("create", parent, err))?;
+        }
+        atomic::append(path, text.as_bytes()).map_err(|err| self.io("append to", path, err))
+    }
+
+    // Long-term memory and history (seed 002).
+
+    /// `MEMORY.md`; empty if there is none yet.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read.
+    pub fn read_memory(&self) -> Result<String> {
+        self.read_optional(&self.root.join(MEMORY_FILE))
+    }
+
+    /// Replaces `MEMORY.md` atomically.
+    ///
+    /// # Errors
+    /// The file cannot be written; the old one is then intact.
+    pub fn write_memory(&self, content: &str) -> Result<()> {
+        self.write_whole(&self.root.join(MEMORY_FILE), content)
+    }
+
+    /// Appends a timestamped entry to `HISTORY.md` and to the month's `HISTORY-YYYY-MM.md`.
+    ///
+    /// # Errors
+    /// A file cannot be appended to.
+    pub fn append_history(&self, at: DateTime<Utc>, text: &str) -> Result<()> {
+        let entry = format_entry(at, text);
+        let _guard = self.lock();
+        self.append_locked(&self.root.join(HISTORY_FILE), &entry)?;
+        self.append_locked(&self.root.join(monthly_history_file(at)), &entry)
+    }
+
+    /// Every history entry, oldest file first; an entry found in both `HISTORY.md` and a monthly
+    /// file is listed once, from the monthly file.
+    ///
+    /// # Errors
+    /// A history file cannot be read.
+    pub fn history_entries(&self) -> Result<Vec<Entry>> {
+        let mut names: Vec<String> = self
+            .list(&self.root)?
+            .into_iter()
+            .filter(|name| is_history_file(name))
+            .collect();
+        // Monthly files first, so that duplicates keep their monthly source.
+        names.sort_by_key(|name| (name == HISTORY_FILE, name.clone()));
+        let mut seen = HashSet::new();
+        let mut entries = Vec::new();
+        for name in names {
+            let text = self.read_optional(&self.root.join(&name))?;
+            for entry in parse_entries(&name, &text) {
+                if seen.insert((entry.at, entry.text.clone())) {
+                    entries.push(entry);
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    // World knowledge (seed 004).
+
+    fn world_path(&self, topic: &str) -> Result<(String, PathBuf)> {
+        let topic = sanitize_topic(topic)?;
+        let path = self.world_root.join(format!("{topic}.md"));
+        Ok((topic, path))
+    }
+
+    /// Replaces `world/{topic}.md` atomically; the topic is sanitised first.
+    ///
+    /// # Errors
+    /// [`MarkdownError::InvalidName`] for a topic that could leave the workspace; the file cannot
+    /// be written.
+    pub fn write_world(&self, topic: &str, content: &str) -> Result<WorldWrite> {
+        let (topic, path) = self.world_path(topic)?;
+        let replaced = path.exists();
+        self.write_whole(&path, content)?;
+        Ok(WorldWrite {
+            topic,
+            path: self.relative(&path),
+            replaced,
+        })
+    }
+
+    /// `world/{topic}.md`, if it exists.
+    ///
+    /// # Errors
+    /// As [`Workspace::write_world`] for the name; the file cannot be read.
+    pub fn read_world(&self, topic: &str) -> Result<Option<String>> {
+        let (_, path) = self.world_path(topic)?;
+        let text = self.read_optional(&path)?;
+        Ok((path.exists()).then_some(text))
+    }
+
+    /// Every world topic as (topic, relative path, text), by topic name.
+    ///
+    /// # Errors
+    /// The directory or a file cannot be read.
+    pub fn world_files(&self) -> Result<Vec<(String, String, String)>> {
+        let dir = self.world_root.clone();
+        let mut files = Vec::new();
+        for name in self.list(&dir)? {
+            let Some(topic) = name.strip_suffix(".md") else {
+                continue;
+            };
+            if name.starts_with('.') || !dir.join(&name).is_file() {
+                continue;
+            }
+            let path = dir.join(&name);
+            files.push((
+                topic.to_owned(),
+                self.relative(&path),
+                self.read_optional(&path)?,
+            ));
+        }
+        Ok(files)
+    }
+
+    // Agent memory and daily logs (seed 004).
+
+    fn agent_dir(&self, agent_id: &str) -> Result<PathBuf> {
+        let agent_id = check_agent_id(agent_id)?;
+        Ok(self.root.join(AGENTS_DIR).join(agent_id))
+    }
+
+    /// The relative path of the agent's `MEMORY.md`.
+    ///
+    /// # Errors
+    /// [`MarkdownError::InvalidName`] for a bad agent id.
+    pub fn agent_memory_file(&self, agent_id: &str) -> Result<String> {
+        Ok(self.relative(&self.agent_dir(agent_id)?.join(MEMORY_FILE)))
+    }
+
+    /// `agents/{agent_id}/MEMORY.md`; empty if there is none yet.
+    ///
+    /// # Errors
+    /// A bad agent id; the file exists but cannot be read.
+    pub fn read_agent_memory(&self, agent_id: &str) -> Result<String> {
+        self.read_optional(&self.agent_dir(agent_id)?.join(MEMORY_FILE))
+    }
+
+    /// Replaces `agents/{agent_id}/MEMORY.md` atomically.
+    ///
+    /// # Errors
+    /// A bad agent id; the file cannot be written (the old one is then intact).
+    pub fn write_agent_memory(&self, agent_id: &str, content: &str) -> Result<String> {
+        let path = self.agent_dir(agent_id)?.join(MEMORY_FILE);
+        self.write_whole(&path, content)?;
+        Ok(self.relative(&path))
+    }
+
+    /// Appends a timestamped entry to `agents/{agent_id}/daily/{date of at}.md`; returns its path.
+    ///
+    /// # Errors
+    /// A bad agent id; the file cannot be appended to.
+    pub fn append_daily(&self, agent_id: &str, at: DateTime<Utc>, text: &str) -> Result<String> {
+        let path = self
+            .agent_dir(agent_id)?
+            .join(DAILY_DIR)
+            .join(format!("{}.md", at.format("%Y-%m-%d")));
+        let entry = format_entry(at, text);
+        let _guard = self.lock();
+        self.append_locked(&path, &entry)?;
+        Ok(self.relative(&path))
+    }
+
+    /// The agent's daily logs dated `from..=to`, oldest first, as (date, relative path, text).
+    ///
+    /// # Errors
+    /// A bad agent id; a log cannot be read.
+    pub fn daily_logs(
+        &self,
+        agent_id: &str,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<(NaiveDate, String, String)>> {
+        let dir = self.agent_dir(agent_id)?.join(DAILY_DIR);
+        let mut logs = Vec::new();
+        for name in self.list(&dir)? {
+            let Some(date) = name
+                .strip_suffix(".md")
+                .and_then(|stem| NaiveDate::parse_from_str(stem, "%Y-%m-%d").ok())
+            else {
+                continue;
+            };
+            if date < from || date > to {
+                continue;
+            }
+            let path = dir.join(&name);
+            logs.push((date, self.relative(&path), self.read_optional(&path)?));
+        }
+        Ok(logs)
+    }
+
+    /// Every entry of every daily log of the agent, oldest first.
+    ///
+    /// # Errors
+    /// A bad agent id; a log cannot be read.
+    pub fn daily_entries(&self, agent_id: &str) -> Result<Vec<Entry>> {
+        let logs = self.daily_logs(agent_id, NaiveDate::MIN, NaiveDate::MAX)?;
+        Ok(logs
+            .iter()
+            .flat_map(|(_, path, text)| parse_entries(path, text))
+            .collect())
+    }
+
+    // Session buffers (consolidation).
+
+    fn session_path(&self, session_id: &str, extension: &str) -> PathBuf {
+        self.root
+            .join(SESSIONS_DIR)
+            .join(format!("{}.{extension}", session_stem(session_id)))
+    }
+
+    /// Appends one message to the session's buffer.
+    ///
+    /// # Errors
+    /// The buffer cannot be appended to.
+    pub fn session_append(&self, session_id: &str, message: &BufferedMessage) -> Result<()> {
+        let path = self.session_path(session_id, "jsonl");
+        let mut line = serde_json::to_string(message).map_err(|err| {
+            MarkdownError::InvalidContent(format!("cannot encode a session message: {err}"))
+        })?;
+        line.push('\n');
+        let _guard = self.lock();
+        self.append_locked(&path, &line)
+    }
+
+    /// The session's buffered messages, oldest first. A line that cannot be read (the tail of a
+    /// write cut by a crash) is skipped with a warning.
+    ///
+    /// # Errors
+    /// The buffer exists but cannot be read.
+    pub fn session_messages(&self, session_id: &str) -> Result<Vec<BufferedMessage>> {
+        let path = self.session_path(session_id, "jsonl");
+        let text = self.read_optional(&path)?;
+        let mut messages = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<BufferedMessage>(line) {
+                Ok(message) => messages.push(message),
+                Err(error) => tracing::warn!(
+                    file = %self.relative(&path), line = index + 1, %error,
+                    "skipping an unreadable session buffer line"
+                ),
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Replaces the session's buffer with `messages` atomically (after a consolidation).
+    ///
+    /// # Errors
+    /// The buffer cannot be written; the old one is then intact.
+    pub fn session_replace(&self, session_id: &str, messages: &[BufferedMessage]) -> Result<()> {
+        let path = self.session_path(session_id, "jsonl");
+        let mut text = String::new();
+        for message in messages {
+            let line = serde_json::to_string(message).map_err(|err| {
+                MarkdownError::InvalidContent(format!("cannot encode a session message: {err}"))
+            })?;
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let _guard = self.lock();
+        atomic::write_atomic(&path, text.as_bytes()).map_err(|err| self.io("write", &path, err))
+    }
+
+    /// The recap kept for the session by the last window consolidation, if any.
+    ///
+    /// # Errors
+    /// The recap exists but cannot be read.
+    pub fn session_recap(&self, session_id: &str) -> Result<Option<String>> {
+        let text = self.read_optional(&self.session_path(session_id, "recap.md"))?;
+        Ok(Some(text).filter(|text| !text.trim().is_empty()))
+    }
+
+    /// Replaces the session's recap atomically.
+    ///
+    /// # Errors
+    /// The recap cannot be written.
+    pub fn write_session_recap(&self, session_id: &str, recap: &str) -> Result<()> {
+        self.write_whole(&self.session_path(session_id, "recap.md"), recap)
+    }
+
+    /// Forgets the session: removes its buffer and its recap (after `/new` consolidated it).
+    ///
+    /// # Errors
+    /// A file exists but cannot be removed.
+    pub fn session_reset(&self, session_id: &str) -> Result<()> {
+        let _guard = self.lock();
+        for extension in ["jsonl", "recap.md"] {
+            let path = self.session_path(session_id, extension);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(self.io("remove", &path, err)),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn entries_round_trip_and_cannot_forge_headers() {
+        let mut text = String::from("# History\n\n");
+        text.push_str(&format_entry(at("2026-03-02T09:00:00Z"), "first\nline two"));
+        text.push_str(&format_entry(
+            at("2026-03-02T10:00:00Z"),
+            "second\n## 2020-01-01T00:00:00Z\nforged",
+        ));
+        let entries = parse_entries("HISTORY.md", &text);
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[0].at, None);
+        assert_eq!(entries[0].text, "# History");
+        assert_eq!(entries[1].at, Some(at("2026-03-02T09:00:00Z")));
+        assert_eq!(entries[1].text, "first\nline two");
+        assert_eq!(entries[2].at, Some(at("2026-03-02T10:00:00Z")));
+        assert!(entries[2].text.contains("forged"));
+        assert!(text.contains("## 2026-03-02T09:00:00.000Z\n\nfirst"));
+    }
+
+    #[test]
+    fn history_file_names() {
+        assert!(is_history_file("HISTORY.md"));
+        assert!(is_history_file("HISTORY-2026-03.md"));
+        assert!(!is_history_file("HISTORY-2026-13.md"));
+        assert!(!is_history_file("HISTORY-notes.md"));
+        assert!(!is_history_file(".HISTORY.md.1.2.tmp"));
+    }
+}
