@@ -1,6 +1,7 @@
 //! The `mnemo` command line.
 
 mod bench;
+mod commands;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,6 +52,63 @@ enum Command {
         /// Search rounds; the report gives the median of the rounds' percentiles.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Talk to an agent on the configured LLM, with memory context and tools; /new starts a new session.
+    Chat {
+        /// The user you are.
+        #[arg(long, default_value = "me")]
+        user: String,
+        /// The chat the conversation happens in, if any.
+        #[arg(long)]
+        chat: Option<String>,
+    },
+    /// Store a fact for a user.
+    Remember {
+        /// The fact.
+        text: String,
+        /// Whose memory it is.
+        #[arg(long)]
+        user: String,
+        /// Who the fact is about ("my wife", "Sarah"); repeatable.
+        #[arg(long = "subject")]
+        subjects: Vec<String>,
+        /// The chat it belongs to.
+        #[arg(long)]
+        chat: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search a user's memory.
+    Search {
+        /// What to look for.
+        query: String,
+        /// Whose memory.
+        #[arg(long)]
+        user: String,
+        /// The chat the user is in.
+        #[arg(long)]
+        chat: Option<String>,
+        /// Only this kind: episode, fact or reflection.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Most results.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print JSON: an array of {id, kind, content, score, ...}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a memory by id (soft delete).
+    Forget {
+        /// The memory's id.
+        id: String,
+    },
+    /// Counts of memories by kind.
+    Stats {
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -251,6 +309,47 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Replay { files, steps } => replay(&cli, files, *steps).await,
         Command::Demo => demo(&cli).await,
         Command::Jobs { command } => jobs(&cli, command).await,
+        Command::Chat { user, chat } => {
+            commands::chat(load_config(&cli)?, user, chat.as_deref()).await
+        }
+        Command::Remember {
+            text,
+            user,
+            subjects,
+            chat,
+            json,
+        } => {
+            commands::remember(
+                load_config(&cli)?,
+                text,
+                user,
+                subjects,
+                chat.as_deref(),
+                *json,
+            )
+            .await
+        }
+        Command::Search {
+            query,
+            user,
+            chat,
+            kind,
+            limit,
+            json,
+        } => {
+            commands::search(
+                load_config(&cli)?,
+                query,
+                user,
+                chat.as_deref(),
+                kind.as_deref(),
+                *limit,
+                *json,
+            )
+            .await
+        }
+        Command::Forget { id } => commands::forget(load_config(&cli)?, id).await,
+        Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
         Command::Bench {
             memories,
             queries,

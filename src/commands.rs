@@ -1,0 +1,243 @@
+//! The memory commands of the `mnemo` binary: `chat`, `remember`, `search`, `forget`, `stats`.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use anyhow::{bail, Context as _};
+use mnemo_kernel::{ChatMessage, Config, Kernel, ToolScope, TurnInput};
+use mnemo_memory::MemoryService;
+use serde_json::{json, Value};
+
+/// Starts a kernel on the system clock with the built-in extensions.
+pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
+    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+        .start()
+        .await?)
+}
+
+fn scope(kernel: &Kernel, user: &str, chat: Option<&str>, session: Option<String>) -> ToolScope {
+    ToolScope {
+        user_id: user.to_owned(),
+        session_id: session,
+        chat_id: chat.map(str::to_owned),
+        at: kernel.context().now(),
+    }
+}
+
+fn memory_service(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
+    kernel
+        .context()
+        .services()
+        .get::<MemoryService>()
+        .context("the memory extension is not enabled in the configuration")
+}
+
+/// A session id that differs from every earlier one: the start time in microseconds.
+fn new_session_id() -> String {
+    format!("chat-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%6f"))
+}
+
+/// `mnemo chat`: an interactive agent on the configured LLM, memory context and tools included.
+/// `/new` starts a new session; an empty line or end of input quits.
+pub(crate) async fn chat(
+    config: Config,
+    user: &str,
+    chat_id: Option<&str>,
+) -> anyhow::Result<bool> {
+    if config.llm.provider == mnemo_kernel::LlmProvider::None {
+        bail!(
+            "no LLM is configured: set [llm] provider = \"openai\" with base_url and model in config.toml, \
+             or MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL (and MNEMO_LLM_API_KEY if the server needs one)"
+        );
+    }
+    let kernel = start(config).await?;
+    let mut session = new_session_id();
+    let mut history: Vec<ChatMessage> = Vec::new();
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    writeln!(
+        stdout,
+        "mnemo chat as {user} (session {session}); /new starts a new session, an empty line quits."
+    )?;
+    let mut ok = true;
+    for line in stdin.lock().lines() {
+        let line = line.context("reading standard input")?;
+        let text = line.trim();
+        if text.is_empty() {
+            break;
+        }
+        if text == "/new" {
+            // Published like any message, so extensions that act on /new (markdown memory) do.
+            let event = mnemo_kernel::Event::new(
+                kernel.context().now(),
+                mnemo_kernel::EventPayload::UserMessage {
+                    text: "/new".to_owned(),
+                },
+            )
+            .with_scope(
+                Some(session.clone()),
+                Some(user.to_owned()),
+                chat_id.map(str::to_owned),
+            );
+            kernel.publish(event).await?;
+            kernel.context().router().settle().await;
+            session = new_session_id();
+            history.clear();
+            writeln!(stdout, "(new session {session})")?;
+            continue;
+        }
+        let input = TurnInput {
+            user_id: user.to_owned(),
+            session_id: session.clone(),
+            chat_id: chat_id.map(str::to_owned),
+            text: text.to_owned(),
+        };
+        match kernel.run_turn(&input, &history).await {
+            Ok(outcome) => {
+                for (call, result) in &outcome.tool_calls {
+                    let shown = match result {
+                        Ok(_) => "ok".to_owned(),
+                        Err(error) => format!("error: {error}"),
+                    };
+                    writeln!(stdout, "  [{} {}: {shown}]", call.name, call.arguments)?;
+                }
+                writeln!(stdout, "{}", outcome.reply)?;
+                history.push(ChatMessage::user(text));
+                history.push(ChatMessage::assistant(outcome.reply));
+            }
+            Err(error) => {
+                writeln!(stdout, "mnemo: {error}")?;
+                ok = false;
+            }
+        }
+        stdout.flush()?;
+        kernel.context().router().settle().await;
+    }
+    kernel.shutdown().await;
+    Ok(ok)
+}
+
+/// `mnemo remember`: stores one fact for a user through the `remember` tool.
+pub(crate) async fn remember(
+    config: Config,
+    text: &str,
+    user: &str,
+    subjects: &[String],
+    chat: Option<&str>,
+    json_output: bool,
+) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let result = kernel
+        .call_tool(
+            &scope(&kernel, user, chat, None),
+            "remember",
+            json!({"content": text, "subjects": subjects}),
+        )
+        .await;
+    kernel.settle().await;
+    kernel.shutdown().await;
+    let value = result?;
+    let saved = &value["saved"][0];
+    if json_output {
+        println!("{saved}");
+    } else {
+        println!("remembered {}", saved["id"].as_str().unwrap_or_default());
+    }
+    Ok(true)
+}
+
+/// `mnemo search`: hybrid search as the user would get it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn search(
+    config: Config,
+    query: &str,
+    user: &str,
+    chat: Option<&str>,
+    kind: Option<&str>,
+    limit: Option<usize>,
+    json_output: bool,
+) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let mut arguments = json!({"query": query});
+    if let Some(kind) = kind {
+        arguments["kind"] = json!(kind);
+    }
+    if let Some(limit) = limit {
+        arguments["limit"] = json!(limit);
+    }
+    let result = kernel
+        .call_tool(
+            &scope(&kernel, user, chat, None),
+            "search_memory",
+            arguments,
+        )
+        .await;
+    kernel.shutdown().await;
+    let hits = result?;
+    if json_output {
+        println!("{hits}");
+    } else {
+        let hits = hits.as_array().cloned().unwrap_or_default();
+        if hits.is_empty() {
+            println!("no results");
+        }
+        for hit in hits {
+            println!(
+                "{:.4}  {:<22} {:<10} {}",
+                hit["score"].as_f64().unwrap_or_default(),
+                hit["id"].as_str().unwrap_or_default(),
+                hit["kind"].as_str().unwrap_or_default(),
+                hit["content"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(true)
+}
+
+/// `mnemo forget`: soft-deletes a memory by id (kept for audit, never retrieved again).
+pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let result = service
+        .store()?
+        .soft_delete(id, kernel.context().now())
+        .await;
+    kernel.shutdown().await;
+    if result? {
+        println!("forgot {id}");
+        Ok(true)
+    } else {
+        bail!("no active memory `{id}`")
+    }
+}
+
+/// `mnemo stats`: counts over every user.
+pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let stats = service.store()?.stats(None).await;
+    kernel.shutdown().await;
+    let stats = stats?;
+    let value: Value = json!({
+        "counts": {"episode": stats.episodes, "fact": stats.facts, "reflection": stats.reflections},
+        "entities": stats.entities,
+        "pending_index": stats.pending_index,
+        "latest": stats.latest.map(|time| time.to_rfc3339()),
+    });
+    if json_output {
+        println!("{value}");
+    } else {
+        println!(
+            "episodes {}, facts {}, reflections {}, entities {}, waiting for a vector {}, newest {}",
+            stats.episodes,
+            stats.facts,
+            stats.reflections,
+            stats.entities,
+            stats.pending_index,
+            stats
+                .latest
+                .map_or_else(|| "-".to_owned(), |time| time.to_rfc3339())
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,152 @@
+//! The memory commands as a user runs them: `chat` against a local OpenAI-compatible HTTP
+//! server through a tool-calling turn, and `remember` / `search` / `forget` / `stats`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
+use serde_json::{json, Value};
+
+const CONFIG: &str =
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+
+fn mnemo(dir: &std::path::Path) -> Command {
+    let config = dir.join("config.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .env_remove("RUST_LOG")
+        .env_remove("MNEMO_LLM_BASE_URL")
+        .env_remove("MNEMO_LLM_API_KEY")
+        .env_remove("MNEMO_LLM_MODEL");
+    command
+}
+
+fn text_reply(text: &str) -> CannedAnswer {
+    CannedAnswer::json(
+        &json!({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_runs_a_tool_calling_turn_and_the_next_prompt_holds_the_fact() {
+    let server = HttpTestServer::start(vec![
+        CannedAnswer::json(&json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "remember_fact", "arguments": "{\"content\":\"Ana drinks her coffee with oat milk\"}"}}
+        ]}, "finish_reason": "tool_calls"}]})),
+        text_reply("Noted: oat milk."),
+        text_reply("With oat milk, as you told me."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = server.base_url.clone();
+    let path = dir.path().to_path_buf();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = mnemo(&path)
+            .args(["chat", "--user", "ana"])
+            .env("MNEMO_LLM_BASE_URL", &base_url)
+            .env("MNEMO_LLM_MODEL", "test-model")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                b"Remember that I take oat milk in my coffee\n/new\nHow do I take my coffee?\n",
+            )
+            .unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("[remember_fact"), "{stdout}");
+    assert!(stdout.contains("Noted: oat milk."), "{stdout}");
+    assert!(
+        stdout.contains("With oat milk, as you told me."),
+        "{stdout}"
+    );
+
+    let received = server.received();
+    assert_eq!(received.len(), 3, "three model calls");
+    let offered = received[0].body["tools"].as_array().map_or(0, Vec::len);
+    assert!(offered >= 6, "the memory tools are offered to the model, saw {offered}");
+    // The third call is the new session's first turn: its system prompt holds the stored fact.
+    let system = received[2].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(system.contains("## Relevant memory"), "{system}");
+    assert!(system.contains("oat milk"), "{system}");
+}
+
+#[test]
+fn remember_search_forget_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = mnemo(dir.path()).args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let saved: Value = serde_json::from_str(&run(&[
+        "remember",
+        "My wife Sarah loves jazz",
+        "--user",
+        "ana",
+        "--subject",
+        "my wife",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(saved["subjects"], json!(["Sarah"]));
+    run(&["remember", "Ben collects stamps", "--user", "ben"]);
+    let hits: Value =
+        serde_json::from_str(&run(&["search", "jazz", "--user", "ana", "--json"])).unwrap();
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 1);
+    for field in ["id", "kind", "content", "score"] {
+        assert!(hits[0].get(field).is_some(), "search JSON lacks {field}");
+    }
+    assert_eq!(hits[0]["content"], "My wife Sarah loves jazz");
+    let others: Value =
+        serde_json::from_str(&run(&["search", "stamps", "--user", "ana", "--json"])).unwrap();
+    assert_eq!(others, json!([]), "Ana never sees Ben's memories");
+    let stats: Value = serde_json::from_str(&run(&["stats", "--json"])).unwrap();
+    assert_eq!(stats["counts"]["fact"], 2);
+    let id = hits[0]["id"].as_str().unwrap();
+    assert!(run(&["forget", id]).contains("forgot"));
+    let output = mnemo(dir.path()).args(["forget", id]).output().unwrap();
+    assert!(!output.status.success(), "forgetting twice fails");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no active memory"));
+    let stats: Value = serde_json::from_str(&run(&["stats", "--json"])).unwrap();
+    assert_eq!(stats["counts"]["fact"], 1);
+}
+
+#[test]
+fn chat_without_a_model_says_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = mnemo(dir.path())
+        .arg("chat")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no LLM is configured"), "{stderr}");
+    assert!(stderr.contains("MNEMO_LLM_BASE_URL"), "{stderr}");
+}
