@@ -2,6 +2,7 @@
 
 mod bench;
 mod commands;
+mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +63,15 @@ enum Command {
         #[arg(long, default_value = "me")]
         user: String,
         /// The chat the conversation happens in, if any.
+        #[arg(long)]
+        chat: Option<String>,
+    },
+    /// Serve the enabled extensions' tools over the Model Context Protocol on stdio.
+    Mcp {
+        /// The user the tools act for.
+        #[arg(long, default_value = "me")]
+        user: String,
+        /// The chat the tools act in, if any.
         #[arg(long)]
         chat: Option<String>,
     },
@@ -349,6 +359,11 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             .await
         }
         Command::Forget { id } => commands::forget(load_config(&cli)?, id).await,
+        Command::Mcp { user, chat } => {
+            let kernel = commands::start(load_config(&cli)?).await?;
+            mcp::serve(kernel, user.clone(), chat.clone()).await?;
+            Ok(true)
+        }
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
         Command::Bench {
             memories,

@@ -82,7 +82,10 @@ async fn chat_runs_a_tool_calling_turn_and_the_next_prompt_holds_the_fact() {
     let received = server.received();
     assert_eq!(received.len(), 3, "three model calls");
     let offered = received[0].body["tools"].as_array().map_or(0, Vec::len);
-    assert!(offered >= 6, "the memory tools are offered to the model, saw {offered}");
+    assert!(
+        offered >= 6,
+        "the memory tools are offered to the model, saw {offered}"
+    );
     // The third call is the new session's first turn: its system prompt holds the stored fact.
     let system = received[2].body["messages"][0]["content"]
         .as_str()
