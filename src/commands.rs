@@ -241,3 +241,187 @@ pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<b
     }
     Ok(true)
 }
+
+/// `mnemo export`: every memory table row as JSONL (lossless), or a readable markdown rendering
+/// grouped by user, person and kind.
+pub(crate) async fn export(
+    config: Config,
+    format: &str,
+    user: Option<&str>,
+) -> anyhow::Result<bool> {
+    if format != "jsonl" && format != "markdown" {
+        bail!("--format must be jsonl or markdown, not `{format}`");
+    }
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let records = service.store()?.export_rows(user).await;
+    kernel.shutdown().await;
+    let records = records?;
+    let mut stdout = std::io::stdout().lock();
+    if format == "jsonl" {
+        for record in &records {
+            writeln!(stdout, "{record}")?;
+        }
+    } else {
+        write!(stdout, "{}", markdown(&records))?;
+    }
+    Ok(true)
+}
+
+/// The export as markdown: per user, the people with what is known about them, then facts,
+/// reflections and conversations by session.
+fn markdown(records: &[Value]) -> String {
+    let rows = |table: &str| -> Vec<&Value> {
+        records
+            .iter()
+            .filter(|record| record["type"] == table)
+            .map(|record| &record["row"])
+            .filter(|row| !row.get("valid_until").is_some_and(|until| !until.is_null()))
+            .collect()
+    };
+    let memories = rows("memories");
+    let entities = rows("entities");
+    let links = rows("memory_entities");
+    let mut users: Vec<String> = memories
+        .iter()
+        .map(|memory| memory["user_id"].as_str().unwrap_or("(nobody)").to_owned())
+        .collect();
+    users.sort();
+    users.dedup();
+    let text = |value: &Value| value.as_str().unwrap_or_default().replace('\n', " ");
+    let mut out = String::from("# mnemo memory export\n");
+    for user in users {
+        out.push_str(&format!("\n## {user}\n"));
+        let mine: Vec<&&Value> = memories
+            .iter()
+            .filter(|memory| memory["user_id"].as_str().unwrap_or("(nobody)") == user)
+            .collect();
+        let people: Vec<&&Value> = entities
+            .iter()
+            .filter(|entity| entity["owner_id"] == user.as_str() && entity["type"] == "person")
+            .collect();
+        if !people.is_empty() {
+            out.push_str("\n### People\n");
+            for person in people {
+                let relation = person["relation"]
+                    .as_str()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "\n#### {}{relation}\n",
+                    text(&person["canonical_name"])
+                ));
+                for link in links
+                    .iter()
+                    .filter(|link| link["entity_id"] == person["id"])
+                {
+                    if let Some(memory) = mine.iter().find(|memory| {
+                        memory["id"] == link["memory_id"] && memory["kind"] == "fact"
+                    }) {
+                        out.push_str(&format!("- {}\n", text(&memory["content"])));
+                    }
+                }
+            }
+        }
+        for (kind, title) in [("fact", "Facts"), ("reflection", "Reflections")] {
+            let of_kind: Vec<&&&Value> = mine
+                .iter()
+                .filter(|memory| memory["kind"] == kind)
+                .collect();
+            if !of_kind.is_empty() {
+                out.push_str(&format!("\n### {title}\n"));
+                for memory in of_kind {
+                    out.push_str(&format!("- {}\n", text(&memory["content"])));
+                }
+            }
+        }
+        let mut sessions: Vec<String> = mine
+            .iter()
+            .filter(|memory| memory["kind"] == "episode")
+            .filter_map(|memory| memory["session_id"].as_str().map(str::to_owned))
+            .collect();
+        sessions.sort();
+        sessions.dedup();
+        if !sessions.is_empty() {
+            out.push_str("\n### Conversations\n");
+            for session in sessions {
+                out.push_str(&format!("\n#### Session {session}\n"));
+                for memory in mine.iter().filter(|memory| {
+                    memory["kind"] == "episode" && memory["session_id"] == session.as_str()
+                }) {
+                    out.push_str(&format!(
+                        "- {}: {}\n",
+                        memory["source_role"].as_str().unwrap_or("user"),
+                        text(&memory["content"])
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `mnemo import`: conversation events (as in replay) or an export, idempotent: events by their
+/// id, export rows by their key, so an import killed half-way and run again stores everything
+/// exactly once.
+pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Result<bool> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let (mut events, mut rows, mut present, mut problems) = (0_u64, 0_u64, 0_u64, 0_u64);
+    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let number = index + 1;
+        let line = line.with_context(|| format!("{}:{number}: not UTF-8 text", path.display()))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let value: Value = match serde_json::from_str(trimmed) {
+            Ok(value) => value,
+            Err(error) => {
+                eprintln!("mnemo: {}:{number}: not JSON: {error}", path.display());
+                problems += 1;
+                continue;
+            }
+        };
+        match value["type"].as_str() {
+            Some("user_message") | Some("agent_response") => {
+                match mnemo_kernel::ConversationEvent::from_value(value) {
+                    Ok(event) => {
+                        if event.id.is_none() {
+                            eprintln!("mnemo: {}:{number}: warning: an event without an id cannot be deduplicated", path.display());
+                        }
+                        kernel.publish(event.into_event()).await?;
+                        events += 1;
+                    }
+                    Err(error) => {
+                        eprintln!("mnemo: {}:{number}: {error}", path.display());
+                        problems += 1;
+                    }
+                }
+            }
+            Some(table) => match service.store()?.import_row(table, &value["row"]).await {
+                Ok(true) => rows += 1,
+                Ok(false) => present += 1,
+                Err(error) => {
+                    eprintln!("mnemo: {}:{number}: {error}", path.display());
+                    problems += 1;
+                }
+            },
+            None => {
+                eprintln!("mnemo: {}:{number}: no `type`", path.display());
+                problems += 1;
+            }
+        }
+        if (events + rows + present) % 1_000 == 0 && events + rows + present > 0 {
+            eprintln!("mnemo: import: {} lines read", events + rows + present);
+        }
+    }
+    kernel.settle().await;
+    kernel.shutdown().await;
+    println!(
+        "imported {events} conversation events, {rows} rows ({present} already present), {problems} problems"
+    );
+    Ok(problems == 0)
+}

@@ -117,6 +117,20 @@ enum Command {
         /// The memory's id.
         id: String,
     },
+    /// Import conversation events (JSONL, as in replay) or an export; idempotent.
+    Import {
+        /// The JSONL file.
+        file: PathBuf,
+    },
+    /// Export memory: lossless JSONL (import restores it exactly) or readable markdown.
+    Export {
+        /// jsonl or markdown.
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        /// Only this user's memory.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Counts of memories by kind.
     Stats {
         /// Print JSON.
@@ -365,6 +379,10 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             Ok(true)
         }
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
+        Command::Import { file } => commands::import(load_config(&cli)?, file).await,
+        Command::Export { format, user } => {
+            commands::export(load_config(&cli)?, format, user.as_deref()).await
+        }
         Command::Bench {
             memories,
             queries,

@@ -15,7 +15,7 @@ const MAX_ID_LEN: usize = 256;
 /// One event on the bus: an envelope with ids and time, and a typed payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// Unique id; given on the wire or assigned by the router (`evt_<n>`).
+    /// Unique id; given on the wire or assigned by the router (`evt_<run>_<n>`, unique across runs).
     pub id: String,
     /// The event that caused this one, if any.
     pub parent_id: Option<String>,

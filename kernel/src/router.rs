@@ -39,6 +39,9 @@ struct RouterInner {
     next_id: AtomicU64,
     published: Mutex<HashMap<String, u64>>,
     closed: AtomicBool,
+    /// Distinguishes this run's generated event ids from every other run's, so that ids stay
+    /// unique in stores that outlive the process (import is idempotent by event id).
+    run_id: String,
 }
 
 /// Routes events to subscribers by topic.
@@ -70,6 +73,7 @@ impl Router {
                 next_id: AtomicU64::new(1),
                 published: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                run_id: run_id(),
             }),
         }
     }
@@ -98,7 +102,7 @@ impl Router {
 
     /// Publishes `event` to every subscriber of its topic and returns it with its id.
     ///
-    /// An event without an id gets `evt_<n>`. Waits while a subscriber's queue is full.
+    /// An event without an id gets `evt_<run>_<n>`, unique across runs. Waits while a subscriber's queue is full.
     ///
     /// # Errors
     /// [`PublishError::Closed`] once shutdown has begun.
@@ -108,7 +112,7 @@ impl Router {
         }
         if event.id.is_empty() {
             let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-            event.id = format!("evt_{number}");
+            event.id = format!("evt_{}_{number}", self.inner.run_id);
         }
         let targets: Vec<(String, mpsc::Sender<Event>)> = {
             let subscriptions = self
@@ -180,6 +184,19 @@ impl Router {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
     }
+}
+
+/// A short id for this router: wall-clock nanoseconds mixed with the process id and an address.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos() as u64)
+        .unwrap_or_default();
+    let local = 0_u8;
+    let mixed = nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ (std::ptr::addr_of!(local) as u64).rotate_left(17);
+    format!("{mixed:x}")
 }
 
 struct InFlightGuard<'a> {

@@ -499,35 +499,44 @@ impl MemoryService {
             }
         }
         let entities = self.fast_entities(text);
-        let id = state
-            .store
-            .insert_memory(
-                &NewMemory {
-                    kind: MemoryKind::Episode,
-                    content: text.to_owned(),
-                    session_id: Some(session_id.to_owned()),
-                    user_id: Some(user_id.to_owned()),
-                    chat_id: event.chat_id.clone(),
-                    event_time: event.at,
-                    created_at: state.ctx.now(),
-                    source_role: Some(if is_user { "user" } else { "assistant" }.to_owned()),
-                    source_ids: if event.id.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![format!("event:{}", event.id)]
-                    },
-                    tags: Vec::new(),
-                    attributes: Map::new(),
-                    decay_rate: self.config.fact_decay_rate,
-                    confidence: 1.0,
-                    memory_type: None,
-                    expires_at: None,
-                    shared: false,
-                    subject_ids: Vec::new(),
-                },
-                &entities,
-            )
-            .await?;
+        let episode = NewMemory {
+            kind: MemoryKind::Episode,
+            content: text.to_owned(),
+            session_id: Some(session_id.to_owned()),
+            user_id: Some(user_id.to_owned()),
+            chat_id: event.chat_id.clone(),
+            event_time: event.at,
+            created_at: state.ctx.now(),
+            source_role: Some(if is_user { "user" } else { "assistant" }.to_owned()),
+            source_ids: if event.id.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!("event:{}", event.id)]
+            },
+            tags: Vec::new(),
+            attributes: Map::new(),
+            decay_rate: self.config.fact_decay_rate,
+            confidence: 1.0,
+            memory_type: None,
+            expires_at: None,
+            shared: false,
+            subject_ids: Vec::new(),
+        };
+        let id = if event.id.is_empty() {
+            state.store.insert_memory(&episode, &entities).await?
+        } else {
+            match state
+                .store
+                .insert_event_once(&episode, &entities, &event.id)
+                .await?
+            {
+                Some(id) => id,
+                None => {
+                    tracing::debug!(event_id = %event.id, "event already stored; skipped");
+                    return Ok(None);
+                }
+            }
+        };
         self.index_wakeup.notify_one();
         tracing::debug!(memory_id = %id, entities = entities.len(), micros = started.elapsed().as_micros() as u64, "episode stored");
         Ok(Some(id))
