@@ -276,7 +276,7 @@ fn markdown(records: &[Value]) -> String {
             .iter()
             .filter(|record| record["type"] == table)
             .map(|record| &record["row"])
-            .filter(|row| !row.get("valid_until").is_some_and(|until| !until.is_null()))
+            .filter(|row| row.get("valid_until").is_none_or(Value::is_null))
             .collect()
     };
     let memories = rows("memories");
