@@ -425,3 +425,42 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     );
     Ok(problems == 0)
 }
+
+/// `mnemo reindex`: re-embeds memories after a model change, batch by batch, with progress.
+/// Stopped half-way, it resumes where it was when run again.
+pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let total = match service.prepare_reindex(all).await {
+        Ok(total) => total,
+        Err(error) => {
+            kernel.shutdown().await;
+            return Err(error.into());
+        }
+    };
+    let started = std::time::Instant::now();
+    let mut done: i64 = 0;
+    let mut stderr = std::io::stderr();
+    let outcome = loop {
+        match service.index_one_batch().await {
+            Ok(0) => break Ok(()),
+            Ok(taken) => {
+                done += taken as i64;
+                let _ = write!(
+                    stderr,
+                    "\rmnemo reindex: {done}/{total} memories ({:.0}/s)",
+                    done as f64 / started.elapsed().as_secs_f64().max(1e-3)
+                );
+            }
+            Err(error) => break Err(error),
+        }
+    };
+    let _ = writeln!(stderr);
+    kernel.shutdown().await;
+    outcome?;
+    println!(
+        "reindexed {done} memories in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(true)
+}

@@ -131,6 +131,12 @@ enum Command {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Re-embed memories after an embedding-model change (resumable, with progress).
+    Reindex {
+        /// Rebuild every vector even if the index matches the current model.
+        #[arg(long)]
+        all: bool,
+    },
     /// Counts of memories by kind.
     Stats {
         /// Print JSON.
@@ -380,6 +386,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
         Command::Import { file } => commands::import(load_config(&cli)?, file).await,
+        Command::Reindex { all } => commands::reindex(load_config(&cli)?, *all).await,
         Command::Export { format, user } => {
             commands::export(load_config(&cli)?, format, user.as_deref()).await
         }

@@ -975,6 +975,57 @@ impl MemoryService {
         Ok(count)
     }
 
+    /// Prepares a re-index: with `all`, or when `vec_memories` does not match the embedding
+    /// provider, rebuilds the vector table and queues every active memory; otherwise keeps what
+    /// is indexed (a re-index that was stopped resumes where it was). Returns the queue length.
+    ///
+    /// # Errors
+    /// No embedding provider is ready, or the store fails.
+    pub async fn prepare_reindex(&self, all: bool) -> Result<i64> {
+        let state = self.state()?;
+        let embedder = state.embedder.clone().ok_or_else(|| {
+            MemoryError::Invalid("the embedding extension is not enabled".to_owned())
+        })?;
+        if let EmbeddingHealth::Unavailable { reason } = embedder.health() {
+            return Err(MemoryError::Invalid(format!(
+                "embeddings are unavailable: {reason}"
+            )));
+        }
+        let status = state
+            .store
+            .ensure_vector_index(embedder.dimensions(), embedder.model_id())
+            .await?;
+        if all || matches!(status, VectorStatus::Disabled { .. }) {
+            let queued = state
+                .store
+                .reset_vector_index(embedder.dimensions(), embedder.model_id())
+                .await?;
+            tracing::info!(queued, model = %embedder.model_id(), "vector index rebuilt; memories queued");
+        }
+        *self.vector_checked.lock().await = true;
+        state.store.pending_index().await
+    }
+
+    /// Embeds one batch of the queue; returns how many memories it took off (0 when done).
+    ///
+    /// # Errors
+    /// The embedder or the store fails; the batch stays queued.
+    pub async fn index_one_batch(&self) -> Result<usize> {
+        let Some(embedder) = self.vector_embedder().await else {
+            return Err(MemoryError::Invalid(
+                "vector search is not available".to_owned(),
+            ));
+        };
+        let store = self.store()?;
+        let _one_pass = self.indexing.lock().await;
+        let batch = store.next_index_batch(self.config.index_batch_size).await?;
+        let taken = batch.len();
+        if taken > 0 {
+            self.index_batch(&embedder, store, batch).await?;
+        }
+        Ok(taken)
+    }
+
     /// The background indexer: wakes on new memories (or every few seconds) until shutdown.
     pub(crate) async fn run_indexer(self: Arc<Self>, ctx: KernelContext) {
         let shutdown = ctx.shutdown_token();

@@ -448,6 +448,49 @@ impl MemoryStore {
         Ok(status)
     }
 
+    /// Rebuilds `vec_memories` for a new provider: drops the old vectors, creates the table for
+    /// `dimensions`, records the provider, and queues every active memory for the indexer, in
+    /// one transaction. Memories themselves are untouched.
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    pub async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DROP TABLE IF EXISTS vec_memories")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&format!(
+            "CREATE VIRTUAL TABLE vec_memories USING vec0(\
+             memory_id text primary key, embedding float[{dimensions}], user_id text, kind text)"
+        ))
+        .execute(&mut *tx)
+        .await?;
+        for (key, value) in [
+            ("embedding_dimensions", dimensions.to_string()),
+            ("embedding_model", model_id.to_owned()),
+        ] {
+            sqlx::query("INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let queued = sqlx::query(
+            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE valid_until IS NULL",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        self.set_vector_status(VectorStatus::Enabled {
+            dimensions,
+            model_id: model_id.to_owned(),
+        });
+        Ok(queued)
+    }
+
     /// Inserts a memory, queues it for a vector, and links its entities, in one transaction.
     ///
     /// # Errors
