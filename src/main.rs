@@ -59,18 +59,18 @@ enum Command {
     },
     /// Talk to an agent on the configured LLM, with memory context and tools; /new starts a new session.
     Chat {
-        /// The user you are.
-        #[arg(long, default_value = "me")]
-        user: String,
+        /// The user you are; default `[kernel] default_user`.
+        #[arg(long)]
+        user: Option<String>,
         /// The chat the conversation happens in, if any.
         #[arg(long)]
         chat: Option<String>,
     },
     /// Serve the enabled extensions' tools over the Model Context Protocol on stdio.
     Mcp {
-        /// The user the tools act for.
-        #[arg(long, default_value = "me")]
-        user: String,
+        /// The user the tools act for; default `[kernel] default_user`.
+        #[arg(long)]
+        user: Option<String>,
         /// The chat the tools act in, if any.
         #[arg(long)]
         chat: Option<String>,
@@ -247,7 +247,18 @@ async fn demo(cli: &Cli) -> anyhow::Result<bool> {
     let (text, file) = config_source(cli.config.as_deref())?;
     Config::parse(&text, &file)?;
     println!("mnemo demo: replaying a short conversation through the kernel on a virtual clock.\n");
-    let replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
+    let mut replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
+    // With a real model configured ([llm] or MNEMO_LLM_*), it writes the facts and the
+    // reflection instead of the scripted replies; its words differ, so expectations inform only.
+    let real = load_config(cli)?.llm;
+    let with_real_model = real.provider == mnemo_kernel::LlmProvider::Openai;
+    if with_real_model {
+        println!(
+            "Using the configured model {} at {} instead of scripted replies.\n",
+            real.model, real.base_url
+        );
+        replayer = replayer.with_real_llm(real);
+    }
     let report = replayer.run_text(mnemo::DEMO_SCENARIO, "demo").await;
     let mut quiet = 0;
     for line in &report.log {
@@ -272,7 +283,7 @@ async fn demo(cli: &Cli) -> anyhow::Result<bool> {
     let mut summary = Summary::default();
     summary.add(&report);
     println!("\n{summary}");
-    Ok(summary.failed == 0)
+    Ok(summary.failed == 0 || with_real_model)
 }
 
 /// A job line whose report holds only zeros, or says it skipped: nothing happened.
@@ -340,7 +351,9 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Demo => demo(&cli).await,
         Command::Jobs { command } => jobs(&cli, command).await,
         Command::Chat { user, chat } => {
-            commands::chat(load_config(&cli)?, user, chat.as_deref()).await
+            let config = load_config(&cli)?;
+            let user = user.clone().unwrap_or_else(|| config.kernel.default_user.clone());
+            commands::chat(config, &user, chat.as_deref()).await
         }
         Command::Remember {
             text,
@@ -380,8 +393,12 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Forget { id } => commands::forget(load_config(&cli)?, id).await,
         Command::Mcp { user, chat } => {
-            let kernel = commands::start(load_config(&cli)?).await?;
-            mcp::serve(kernel, user.clone(), chat.clone()).await?;
+            let config = load_config(&cli)?;
+            let user = user
+                .clone()
+                .unwrap_or_else(|| config.kernel.default_user.clone());
+            let kernel = commands::start(config).await?;
+            mcp::serve(kernel, user, chat.clone()).await?;
             Ok(true)
         }
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,

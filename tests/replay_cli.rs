@@ -125,3 +125,46 @@ fn demo_runs_and_shows_what_happened() {
     }
     assert!(stdout.trim_end().ends_with(" passed, 0 failed"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_uses_a_configured_model_instead_of_scripted_replies() {
+    use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
+    let reply = |text: &str| {
+        CannedAnswer::json(
+            &serde_json::json!({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}),
+        )
+    };
+    let server = HttpTestServer::start(vec![
+        reply("{\"facts\": [{\"content\": \"Ana's wife Sarah is vegetarian\"}]}"),
+        reply("{\"facts\": []}"),
+        reply("{\"contradictions\": []}"),
+        reply("{\"facts\": []}"),
+        reply("{\"contradictions\": []}"),
+        reply("A quiet week of trip planning."),
+    ])
+    .await;
+    let base_url = server.base_url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        mnemo()
+            .arg("demo")
+            .env("MNEMO_LLM_BASE_URL", &base_url)
+            .env("MNEMO_LLM_MODEL", "local-test-model")
+            .output()
+            .expect("mnemo runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("Using the configured model local-test-model"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the scripted reply is not used"),
+        "{stdout}"
+    );
+    let received = server.received();
+    assert!(!received.is_empty(), "the demo called the configured model");
+    assert_eq!(received[0].body["model"], "local-test-model");
+}

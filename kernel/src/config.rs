@@ -78,6 +78,8 @@ pub struct KernelConfig {
     pub shutdown_grace_ms: u64,
     /// Most LLM round trips with tool calls in one agent turn.
     pub max_tool_rounds: usize,
+    /// The user `mnemo chat` and `mnemo mcp` act for when no `--user` is given.
+    pub default_user: String,
 }
 
 impl Default for KernelConfig {
@@ -88,6 +90,7 @@ impl Default for KernelConfig {
             queue_capacity: 256,
             shutdown_grace_ms: 5_000,
             max_tool_rounds: 8,
+            default_user: "me".to_owned(),
         }
     }
 }
@@ -234,6 +237,9 @@ impl Config {
         let llm: LlmConfig = section(&root, "llm", &mut problems).unwrap_or_default();
         if kernel.queue_capacity == 0 {
             problems.push("key `kernel.queue_capacity`: must be at least 1".to_owned());
+        }
+        if kernel.default_user.trim().is_empty() {
+            problems.push("key `kernel.default_user`: must not be empty".to_owned());
         }
         if kernel.max_tool_rounds == 0 {
             problems.push("key `kernel.max_tool_rounds`: must be at least 1".to_owned());

@@ -80,10 +80,13 @@ pub struct Replayer {
     registry: ExtensionRegistry,
     base_text: String,
     base_file: String,
+    real_llm: Option<mnemo_kernel::LlmConfig>,
 }
 
 struct Run<'a> {
     kernel: &'a Kernel,
+    /// A real model answers; scripted replies are skipped.
+    real_llm: bool,
     /// Tool results kept with `save_as`.
     saved: std::collections::HashMap<String, Value>,
     llm: &'a ScriptedLlm,
@@ -166,7 +169,15 @@ impl Replayer {
             registry,
             base_text: base_text.into(),
             base_file: base_file.into(),
+            real_llm: None,
         }
+    }
+
+    /// Uses this real model instead of the scripted one: `llm_reply` lines are then skipped,
+    /// and expectations about the model's words may not hold (the demo with a configured LLM).
+    pub fn with_real_llm(mut self, llm: mnemo_kernel::LlmConfig) -> Self {
+        self.real_llm = Some(llm);
+        self
     }
 
     /// Reads and replays one scenario file. Never fails: problems are failed outcomes.
@@ -248,13 +259,17 @@ impl Replayer {
             Err(err) => return fail_whole(report, "data directory", err.to_string()),
         };
         let llm = Arc::new(ScriptedLlm::new());
-        let kernel = match Kernel::builder(self.registry.clone(), config)
+        let mut builder = Kernel::builder(self.registry.clone(), config.clone())
             .virtual_clock(scenario.start)
-            .llm(llm.clone() as Arc<dyn LlmClient>)
-            .data_dir(data_dir.path())
-            .start()
-            .await
-        {
+            .data_dir(data_dir.path());
+        builder = match &self.real_llm {
+            Some(real) => match mnemo_kernel::OpenAiClient::new(real) {
+                Ok(client) => builder.llm(Arc::new(client) as Arc<dyn LlmClient>),
+                Err(err) => return fail_whole(report, "real model", err.to_string()),
+            },
+            None => builder.llm(llm.clone() as Arc<dyn LlmClient>),
+        };
+        let kernel = match builder.start().await {
             Ok(kernel) => kernel,
             Err(err) => return fail_whole(report, "start kernel", err.to_string()),
         };
@@ -265,6 +280,7 @@ impl Replayer {
         ));
         let mut run = Run {
             kernel: &kernel,
+            real_llm: self.real_llm.is_some(),
             saved: std::collections::HashMap::new(),
             llm: &llm,
             report,
@@ -423,7 +439,15 @@ impl Run<'_> {
                 let to = self.kernel.context().now() + *by;
                 self.advance(line, to).await;
             }
-            Step::LlmReply(reply) => self.llm.push(reply.clone()),
+            Step::LlmReply(reply) => {
+                if self.real_llm {
+                    self.report
+                        .log
+                        .push("(a real model answers: the scripted reply is not used)".to_owned());
+                } else {
+                    self.llm.push(reply.clone());
+                }
+            }
             Step::ToolCall {
                 tool,
                 args,
