@@ -352,7 +352,9 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Jobs { command } => jobs(&cli, command).await,
         Command::Chat { user, chat } => {
             let config = load_config(&cli)?;
-            let user = user.clone().unwrap_or_else(|| config.kernel.default_user.clone());
+            let user = user
+                .clone()
+                .unwrap_or_else(|| config.kernel.default_user.clone());
             commands::chat(config, &user, chat.as_deref()).await
         }
         Command::Remember {
