@@ -2,6 +2,7 @@
 
 mod bench;
 mod commands;
+mod eval;
 mod mcp;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,18 @@ enum Command {
     },
     /// Replay the bundled demo conversation and show what the kernel did at each step.
     Demo,
+    /// Measure retrieval quality on LoCoMo-format data: recall@k, hit@k, MRR per mode.
+    Eval {
+        /// The JSONL file (e.g. ../shared/eval/locomo.dev.jsonl).
+        #[arg(long)]
+        data: PathBuf,
+        /// Cut-offs, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 5, 10])]
+        k: Vec<usize>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure hot-path ingest and hybrid-search latency at several store sizes.
     Bench {
         /// Store sizes, comma-separated.
@@ -408,6 +421,11 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Reindex { all } => commands::reindex(load_config(&cli)?, *all).await,
         Command::Export { format, user } => {
             commands::export(load_config(&cli)?, format, user.as_deref()).await
+        }
+        Command::Eval { data, k, json } => {
+            let config = load_config(&cli)?;
+            eval::run(&config, data, k, *json).await?;
+            Ok(true)
         }
         Command::Bench {
             memories,
