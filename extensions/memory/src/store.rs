@@ -705,6 +705,7 @@ impl MemoryStore {
         let entity_ids = self
             .entities_named(request.user_id.as_deref(), names)
             .await?;
+        let entity_ids = self.specific_entities(entity_ids).await?;
         if entity_ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -725,6 +726,39 @@ impl MemoryStore {
             .build_query_as::<(String, i64)>()
             .fetch_all(&self.pool)
             .await?)
+    }
+
+    /// Leaves out entities linked to so many memories that naming them says little (a speaker
+    /// named in every turn): more than a fifth of the memories that have any entity, and more
+    /// than 50.
+    /// Like inverse document frequency, an entity matters when it is specific.
+    async fn specific_entities(&self, entity_ids: Vec<String>) -> Result<Vec<String>> {
+        if entity_ids.is_empty() {
+            return Ok(entity_ids);
+        }
+        let mut builder = QueryBuilder::new(
+            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in &entity_ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(") GROUP BY entity_id");
+        let counts: HashMap<String, i64> = builder
+            .build_query_as::<(String, i64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .collect();
+        let linked_memories: i64 =
+            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
+                .fetch_one(&self.pool)
+                .await?;
+        let limit = (linked_memories / 5).max(50);
+        Ok(entity_ids
+            .into_iter()
+            .filter(|id| counts.get(id).copied().unwrap_or(0) <= limit)
+            .collect())
     }
 
     /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
