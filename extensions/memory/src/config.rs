@@ -25,6 +25,10 @@ pub struct MemoryConfig {
     /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
     /// list always has neighbours, related or not.
     pub min_similarity: f32,
+    /// Vector search takes this many candidates per wanted neighbour by sign-bit Hamming
+    /// distance, then re-scores them with 8-bit codes of the vectors; 0 searches exactly, by
+    /// brute force over the float vectors.
+    pub vector_oversample: usize,
     /// A new fact supersedes an older one of the same owner, chat and subjects at least this
     /// similar (cosine); no LLM is involved.
     pub supersede_similarity: f32,
@@ -62,6 +66,7 @@ impl Default for MemoryConfig {
             candidates_per_list: 50,
             rrf_k: 60.0,
             min_similarity: 0.3,
+            vector_oversample: 8,
             supersede_similarity: 0.75,
             context_window: 5,
             context_messages: 5,

@@ -46,26 +46,38 @@ pub(crate) fn is_stopword(word: &str) -> bool {
     STOPWORDS.contains(&word)
 }
 
-/// The FTS5 query for `text`, or `None` when it has no words.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
+/// The words of `text` worth searching: its non-stopwords, or all its words when it has nothing
+/// else; at most `MAX_TERMS`.
+pub(crate) fn query_terms(text: &str) -> Vec<String> {
     let all = terms(text);
-    let content: Vec<&String> = all.iter().filter(|word| !is_stopword(word)).collect();
-    let chosen: Vec<&String> = if content.is_empty() {
-        all.iter().collect()
-    } else {
-        content
-    };
-    if chosen.is_empty() {
+    let content: Vec<String> = all
+        .iter()
+        .filter(|word| !is_stopword(word))
+        .cloned()
+        .collect();
+    let mut chosen = if content.is_empty() { all } else { content };
+    chosen.truncate(MAX_TERMS);
+    chosen
+}
+
+/// The FTS5 query matching any of `terms`, each quoted; `None` when there are none.
+pub(crate) fn match_any(terms: &[String]) -> Option<String> {
+    if terms.is_empty() {
         return None;
     }
     Some(
-        chosen
-            .into_iter()
-            .take(MAX_TERMS)
+        terms
+            .iter()
             .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
             .collect::<Vec<_>>()
             .join(" OR "),
     )
+}
+
+/// The FTS5 query for `text`, or `None` when it has no words.
+#[cfg(test)]
+fn fts_query(text: &str) -> Option<String> {
+    match_any(&query_terms(text))
 }
 
 #[cfg(test)]

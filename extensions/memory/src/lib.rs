@@ -19,6 +19,7 @@ mod service;
 mod store;
 mod tools;
 mod types;
+mod vector_index;
 
 use std::sync::Arc;
 

@@ -169,6 +169,7 @@ impl MemoryService {
                 busy_timeout: Duration::from_millis(self.config.busy_timeout_ms),
                 synchronous: self.config.synchronous.clone(),
                 max_connections: 4,
+                vector_oversample: self.config.vector_oversample,
             },
         )
         .await?;
@@ -315,6 +316,52 @@ impl MemoryService {
         names
     }
 
+    /// The vector list: the query's embedding, then its nearest memories; `None` when vector
+    /// search is unavailable (the reason is logged once).
+    async fn vector_list(
+        &self,
+        request: &SearchRequest,
+        candidates: usize,
+    ) -> Result<Option<Vec<String>>> {
+        let Some(embedder) = self.vector_embedder().await else {
+            let reason = self.vector_unavailable_reason().await;
+            self.warn_fallback(&reason);
+            return Ok(None);
+        };
+        let Some(vector) = self
+            .query_vector(&embedder, query_head(&request.query))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let min_similarity = request.min_similarity.unwrap_or(self.config.min_similarity);
+        Ok(Some(
+            self.store()?
+                .search_vector(request, &vector, candidates, min_similarity)
+                .await?,
+        ))
+    }
+
+    /// The entity list: memories linked to entities the query names (directly, or as a
+    /// relation of the asking user such as "my sister"), with how many each matches.
+    async fn entity_list(
+        &self,
+        request: &SearchRequest,
+        candidates: usize,
+    ) -> Result<Vec<(String, i64)>> {
+        let store = self.store()?;
+        let mut names = self.query_names(query_head(&request.query));
+        if let Some(owner) = &request.user_id {
+            for relation in crate::people::relations_in(query_head(&request.query)) {
+                if let Some(person) = store.person_by_relation(owner, &relation).await? {
+                    names.push(person.name);
+                    names.extend(person.aliases);
+                }
+            }
+        }
+        store.search_entities(request, &names, candidates).await
+    }
+
     /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
     /// Fusion, score = sum of 1 / (k + rank).
     ///
@@ -328,49 +375,40 @@ impl MemoryService {
         let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
         let candidates = self.config.candidates_per_list.max(limit);
         let mode = request.mode;
+        // The three lists run at once: the query embedding (on a blocking thread) overlaps
+        // the FTS5 and entity queries (on the pool's connections).
+        let fts = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
+                store.search_fts(request, candidates).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let vector = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
+                && !request.query.trim().is_empty()
+            {
+                self.vector_list(request, candidates).await
+            } else {
+                Ok(None)
+            }
+        };
+        let entity = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
+                self.entity_list(request, candidates).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let (fts, vector, entity) = tokio::join!(fts, vector, entity);
         let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
-        if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-            lists.push(("fts", store.search_fts(request, candidates).await?));
+        if let Some(ids) = fts? {
+            lists.push(("fts", ids));
         }
-        if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
-            && !request.query.trim().is_empty()
-        {
-            match self.vector_embedder().await {
-                Some(embedder) => {
-                    if let Some(vector) = self
-                        .query_vector(&embedder, query_head(&request.query))
-                        .await?
-                    {
-                        lists.push((
-                            "vector",
-                            store
-                                .search_vector(
-                                    request,
-                                    &vector,
-                                    candidates,
-                                    request.min_similarity.unwrap_or(self.config.min_similarity),
-                                )
-                                .await?,
-                        ));
-                    }
-                }
-                None => {
-                    let reason = self.vector_unavailable_reason().await;
-                    self.warn_fallback(&reason);
-                }
-            }
+        if let Some(ids) = vector? {
+            lists.push(("vector", ids));
         }
-        if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
-            let mut names = self.query_names(query_head(&request.query));
-            if let Some(owner) = &request.user_id {
-                for relation in crate::people::relations_in(query_head(&request.query)) {
-                    if let Some(person) = store.person_by_relation(owner, &relation).await? {
-                        names.push(person.name);
-                        names.extend(person.aliases);
-                    }
-                }
-            }
-            let mut linked = store.search_entities(request, &names, candidates).await?;
+        if let Some(mut linked) = entity? {
             // An entity list says "mentions who you asked about", not how well; among memories
             // linked to as many of the query's entities, the text and meaning lists decide.
             let best_rank = |id: &String| {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Once, RwLock};
+use std::sync::{Once, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -17,11 +17,12 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
 use crate::error::{MemoryError, Result};
-use crate::fts::fts_query;
+use crate::fts::{match_any, query_terms};
 use crate::types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, PendingSession,
     SearchRequest,
 };
+use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
 
 const MEMORY_COLUMNS: &str = "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
@@ -37,6 +38,9 @@ pub struct StoreOptions {
     pub synchronous: String,
     /// Connections in the pool (readers run in parallel with the one writer under WAL).
     pub max_connections: u32,
+    /// Vector search: candidates taken by sign-bit Hamming distance per result, then re-scored
+    /// (see [`crate::vector_index`]); 0 searches `vec_memories` exactly by brute force.
+    pub vector_oversample: usize,
 }
 
 /// Whether vector search can be used.
@@ -117,6 +121,75 @@ pub struct MemoryStore {
     /// One writer at a time inside the process; readers never wait on it (WAL).
     write_lock: tokio::sync::Mutex<()>,
     vector: RwLock<VectorStatus>,
+    /// The quantised in-memory mirror of `vec_memories` that answers KNN queries.
+    mirror: RwLock<QuantizedIndex>,
+    /// One mirror reload at a time.
+    reload_lock: tokio::sync::Mutex<()>,
+    vector_oversample: usize,
+    /// Cached document frequencies of query terms and entity-link totals (see [`TermStats`]).
+    stats: std::sync::Mutex<TermStats>,
+    /// The background WAL checkpointer; stopped on close and drop.
+    checkpointer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MemoryStore {
+    fn drop(&mut self) {
+        self.checkpointer.abort();
+    }
+}
+
+/// How often the write-ahead log is checkpointed.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Copies committed WAL frames into the database file in the background (PASSIVE: it never
+/// blocks readers or the writer), so that the log stays short without a writer doing it.
+async fn checkpoint_loop(pool: SqlitePool) {
+    let mut interval = tokio::time::interval(CHECKPOINT_EVERY);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        if pool.is_closed() {
+            break;
+        }
+        match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(&pool)
+            .await
+        {
+            Ok((_, log_frames, checkpointed)) => {
+                tracing::trace!(log_frames, checkpointed, "wal checkpoint");
+            }
+            Err(error) if pool.is_closed() => {
+                tracing::trace!(%error, "checkpointer stopped with the pool");
+                break;
+            }
+            Err(error) => tracing::warn!(%error, "wal checkpoint failed; retrying"),
+        }
+    }
+}
+
+/// How long cached corpus statistics are trusted: they steer which terms and entities are
+/// worth searching, where a few minutes' drift changes nothing.
+const STATS_TTL: Duration = Duration::from_secs(120);
+/// Most cached term frequencies; the cache starts over beyond this.
+const STATS_MAX_TERMS: usize = 20_000;
+/// A term in more than this fraction of all memories is too common to search by (like a
+/// stopword: its BM25 weight is small, and its match list is the expensive part of a query).
+const COMMON_TERM_FRACTION: f64 = 0.1;
+/// Terms this rare or rarer are always kept, whatever the store's size.
+const COMMON_TERM_FLOOR: i64 = 200;
+
+/// Corpus statistics cached between searches.
+#[derive(Debug, Default)]
+struct TermStats {
+    documents: Option<(i64, std::time::Instant)>,
+    linked_memories: Option<(i64, std::time::Instant)>,
+    frequencies: HashMap<String, (i64, std::time::Instant)>,
+}
+
+fn fresh(entry: Option<&(i64, std::time::Instant)>) -> Option<i64> {
+    entry
+        .filter(|(_, at)| at.elapsed() < STATS_TTL)
+        .map(|(value, _)| *value)
 }
 
 /// Registers sqlite-vec with every connection SQLite opens from now on.
@@ -227,6 +300,10 @@ fn blob_vector(blob: &[u8]) -> Vec<f32> {
 /// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
 /// a chat, also their own memories of that chat and the chat's shared memories; never another
 /// user's personal memories or another chat's.
+///
+/// The columns carry a unary `+` so that SQLite never drives a query by the owner or chat index:
+/// every caller has a far narrower starting point (an id list, FTS matches, entity links), and
+/// scanning all of a user's memories instead made searches grow with the store.
 fn push_scope(
     builder: &mut QueryBuilder<'_, Sqlite>,
     user_id: Option<&str>,
@@ -235,22 +312,24 @@ fn push_scope(
     match (user_id, chat_id) {
         (Some(user), Some(chat)) => {
             builder
-                .push(" AND ((m.user_id = ")
+                .push(" AND ((+m.user_id = ")
                 .push_bind(user.to_owned())
-                .push(" AND (m.chat_id IS NULL OR m.chat_id = ")
+                .push(" AND (+m.chat_id IS NULL OR +m.chat_id = ")
                 .push_bind(chat.to_owned())
-                .push(")) OR (m.shared = 1 AND m.chat_id = ")
+                .push(")) OR (m.shared = 1 AND +m.chat_id = ")
                 .push_bind(chat.to_owned())
                 .push("))");
         }
         (Some(user), None) => {
             builder
-                .push(" AND m.user_id = ")
+                .push(" AND +m.user_id = ")
                 .push_bind(user.to_owned())
-                .push(" AND m.chat_id IS NULL");
+                .push(" AND +m.chat_id IS NULL");
         }
         (None, Some(chat)) => {
-            builder.push(" AND m.chat_id = ").push_bind(chat.to_owned());
+            builder
+                .push(" AND +m.chat_id = ")
+                .push_bind(chat.to_owned());
         }
         (None, None) => {}
     }
@@ -293,7 +372,7 @@ fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest)
         builder.push("))");
     }
     if !request.kinds.is_empty() {
-        builder.push(" AND m.kind IN (");
+        builder.push(" AND +m.kind IN (");
         let mut separated = builder.separated(", ");
         for kind in &request.kinds {
             separated.push_bind(kind.as_str());
@@ -320,6 +399,30 @@ fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest)
     }
 }
 
+/// The stored `vector_generation` (0 before the first change to `vec_memories`).
+async fn vector_generation<'e, E>(executor: E) -> Result<i64>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    let value: Option<String> =
+        sqlx::query_scalar("SELECT value FROM memory_metadata WHERE key = 'vector_generation'")
+            .fetch_optional(executor)
+            .await?;
+    Ok(value.and_then(|value| value.parse().ok()).unwrap_or(0))
+}
+
+/// Moves `vector_generation` on by one inside `tx`; returns the new value.
+async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> Result<i64> {
+    let after = vector_generation(&mut **tx).await? + 1;
+    sqlx::query(
+        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES ('vector_generation', ?)",
+    )
+    .bind(after.to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(after)
+}
+
 impl MemoryStore {
     /// Opens (creating if needed) the database at `path` and migrates it.
     ///
@@ -339,23 +442,32 @@ impl MemoryStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(synchronous)
             .busy_timeout(options.busy_timeout)
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Checkpoints run in the background (see `checkpoint_loop`), never in a writer's
+            // commit, where they made one insert in a few hundred take ten times as long.
+            .pragma("wal_autocheckpoint", "0");
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .connect_with(connect)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(Self {
-            pool,
             write_lock: tokio::sync::Mutex::new(()),
             vector: RwLock::new(VectorStatus::Disabled {
                 reason: "no embedding provider".to_owned(),
             }),
+            mirror: RwLock::new(QuantizedIndex::default()),
+            reload_lock: tokio::sync::Mutex::new(()),
+            vector_oversample: options.vector_oversample,
+            stats: std::sync::Mutex::new(TermStats::default()),
+            checkpointer: tokio::spawn(checkpoint_loop(pool.clone())),
+            pool,
         })
     }
 
     /// Closes the pool, waiting for connections to finish.
     pub async fn close(&self) {
+        self.checkpointer.abort();
         self.pool.close().await;
     }
 
@@ -418,7 +530,9 @@ impl MemoryStore {
                     .execute(&mut *tx)
                     .await?;
                 }
+                bump_vector_generation(&mut tx).await?;
                 tx.commit().await?;
+                self.mirror_mut().invalidate();
                 VectorStatus::Enabled {
                     dimensions,
                     model_id: model_id.to_owned(),
@@ -483,7 +597,9 @@ impl MemoryStore {
         .execute(&mut *tx)
         .await?
         .rows_affected();
+        bump_vector_generation(&mut tx).await?;
         tx.commit().await?;
+        self.mirror_mut().invalidate();
         self.set_vector_status(VectorStatus::Enabled {
             dimensions,
             model_id: model_id.to_owned(),
@@ -622,14 +738,41 @@ impl MemoryStore {
 
     /// Ids ranked by BM25 for `request.query`, best first.
     ///
+    /// Terms found in more than a tenth of all memories are left out when rarer ones remain
+    /// (their weight is small and their match lists are what makes a query slow). FTS5 ranks
+    /// its best matches first, then the request's filters apply; only when too few pass are
+    /// all matches ranked with the filters.
+    ///
     /// # Errors
     /// The database fails (a user's query text never causes one: it is quoted term by term).
     pub async fn search_fts(&self, request: &SearchRequest, limit: usize) -> Result<Vec<String>> {
-        let Some(query) = fts_query(&request.query) else {
+        let terms = self.specific_terms(query_terms(&request.query)).await?;
+        let Some(query) = match_any(&terms) else {
             return Ok(Vec::new());
         };
+        let depth = (limit * 4).max(64);
         let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
+            "SELECT m.id FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
+             FROM memories_fts WHERE memories_fts MATCH ",
+        );
+        builder.push_bind(query.clone());
+        builder
+            .push(" ORDER BY score LIMIT ")
+            .push_bind(depth as i64);
+        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
+        push_filters(&mut builder, request);
+        builder
+            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        let ids = builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?;
+        if ids.len() >= limit {
+            return Ok(ids);
+        }
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id FROM memories_fts CROSS JOIN memories m ON m.rowid = memories_fts.rowid \
              WHERE memories_fts MATCH ",
         );
         builder.push_bind(query);
@@ -643,9 +786,76 @@ impl MemoryStore {
             .await?)
     }
 
+    /// `terms` without the common ones (see [`COMMON_TERM_FRACTION`]); when all are common,
+    /// the three rarest.
+    async fn specific_terms(&self, terms: Vec<String>) -> Result<Vec<String>> {
+        if terms.len() <= 1 {
+            return Ok(terms);
+        }
+        let documents = self.document_count().await?;
+        let common = ((documents as f64 * COMMON_TERM_FRACTION) as i64).max(COMMON_TERM_FLOOR);
+        if documents <= common {
+            return Ok(terms);
+        }
+        let mut counted = Vec::with_capacity(terms.len());
+        for term in terms {
+            let frequency = self.term_frequency(&term).await?;
+            counted.push((term, frequency));
+        }
+        if counted.iter().all(|(_, frequency)| *frequency > common) {
+            counted.sort_by_key(|(_, frequency)| *frequency);
+            counted.truncate(3);
+            return Ok(counted.into_iter().map(|(term, _)| term).collect());
+        }
+        Ok(counted
+            .into_iter()
+            .filter(|(_, frequency)| *frequency <= common)
+            .map(|(term, _)| term)
+            .collect())
+    }
+
+    fn cached_stats(&self) -> std::sync::MutexGuard<'_, TermStats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Rows in the full-text index (cached).
+    async fn document_count(&self) -> Result<i64> {
+        if let Some(count) = fresh(self.cached_stats().documents.as_ref()) {
+            return Ok(count);
+        }
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts")
+            .fetch_one(&self.pool)
+            .await?;
+        self.cached_stats().documents = Some((count, std::time::Instant::now()));
+        Ok(count)
+    }
+
+    /// Memories whose text contains `term` (cached).
+    async fn term_frequency(&self, term: &str) -> Result<i64> {
+        if let Some(count) = fresh(self.cached_stats().frequencies.get(term)) {
+            return Ok(count);
+        }
+        let Some(query) = match_any(&[term.to_owned()]) else {
+            return Ok(0);
+        };
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
+                .bind(query)
+                .fetch_one(&self.pool)
+                .await?;
+        let mut stats = self.cached_stats();
+        if stats.frequencies.len() >= STATS_MAX_TERMS {
+            stats.frequencies.clear();
+        }
+        stats
+            .frequencies
+            .insert(term.to_owned(), (count, std::time::Instant::now()));
+        Ok(count)
+    }
+
     /// Ids nearest to `vector`, best first, after the request's filters, leaving out neighbours
-    /// whose cosine similarity is below `min_similarity` (vectors are unit length, so
-    /// cosine = 1 - distance² / 2).
+    /// whose cosine similarity is below `min_similarity`. Uses the quantised mirror unless
+    /// `vector_oversample` is 0, then `vec_memories` by brute force.
     ///
     /// # Errors
     /// The database fails.
@@ -660,27 +870,25 @@ impl MemoryStore {
             return Ok(Vec::new());
         }
         // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
-        // neighbours so that post-filtering still leaves `limit`.
+        // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
+        // shared memories qualify too: the owner is then checked after.
         let k = (limit * 3).clamp(limit, 4096);
-        let mut builder = QueryBuilder::new(
-            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
-        );
-        builder.push_bind(vector_blob(vector));
-        builder.push(" AND k = ").push_bind(k as i64);
-        // In a chat, other users' shared memories qualify too: the owner is then checked after.
-        if let (Some(user_id), None) = (&request.user_id, &request.chat_id) {
-            builder.push(" AND user_id = ").push_bind(user_id.clone());
-        }
-        if let [kind] = request.kinds.as_slice() {
-            builder.push(" AND kind = ").push_bind(kind.as_str());
-        }
-        builder.push(" ORDER BY distance");
-        let nearest: Vec<String> = builder
-            .build_query_as::<(String, f64)>()
-            .fetch_all(&self.pool)
-            .await?
+        let owner = match (&request.user_id, &request.chat_id) {
+            (Some(user_id), None) => Some(user_id.as_str()),
+            _ => None,
+        };
+        let kind = match request.kinds.as_slice() {
+            [kind] => Some(kind.as_str()),
+            _ => None,
+        };
+        let nearest = if self.vector_oversample == 0 {
+            self.nearest_exact(vector, owner, kind, k).await?
+        } else {
+            self.nearest_quantized(vector, owner, kind, k).await?
+        };
+        let nearest: Vec<String> = nearest
             .into_iter()
-            .filter(|(_, distance)| 1.0 - distance * distance / 2.0 >= f64::from(min_similarity))
+            .filter(|(_, similarity)| *similarity >= min_similarity)
             .map(|(id, _)| id)
             .collect();
         let allowed = self.load_filtered(&nearest, request).await?;
@@ -691,8 +899,127 @@ impl MemoryStore {
             .collect())
     }
 
+    /// The `k` stored vectors nearest to `vector` with their cosine similarity, by brute force
+    /// over `vec_memories` (vectors are unit length, so cosine = 1 - distance² / 2).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let mut builder = QueryBuilder::new(
+            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
+        );
+        builder.push_bind(vector_blob(vector));
+        builder.push(" AND k = ").push_bind(k as i64);
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder.push(" ORDER BY distance");
+        Ok(builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
+            .collect())
+    }
+
+    /// The `k` stored vectors nearest to `vector` with their (re-scored) cosine similarity,
+    /// from the quantised mirror, reloading it first if `vec_memories` moved on.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn nearest_quantized(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        self.refresh_mirror().await?;
+        let filter = VectorFilter {
+            user_id: owner,
+            kind,
+        };
+        Ok(self
+            .mirror()
+            .search(vector, filter, k, self.vector_oversample))
+    }
+
+    /// Rows and approximate heap bytes of the quantised mirror (loading it if needed).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn mirror_size(&self) -> Result<(usize, usize)> {
+        self.refresh_mirror().await?;
+        let mirror = self.mirror();
+        Ok((mirror.len(), mirror.heap_bytes()))
+    }
+
+    fn mirror(&self) -> std::sync::RwLockReadGuard<'_, QuantizedIndex> {
+        self.mirror.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn mirror_mut(&self) -> std::sync::RwLockWriteGuard<'_, QuantizedIndex> {
+        self.mirror.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reloads the mirror from `vec_memories` when the stored generation is not the mirror's,
+    /// reading both in one snapshot.
+    async fn refresh_mirror(&self) -> Result<()> {
+        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
+            return Ok(());
+        };
+        let stored = vector_generation(&self.pool).await?;
+        if self.mirror().generation() == Some(stored) {
+            return Ok(());
+        }
+        let _reload = self.reload_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let stored = vector_generation(&mut *tx).await?;
+        if self.mirror().generation() == Some(stored) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let rows = sqlx::query("SELECT memory_id, embedding, user_id, kind FROM vec_memories")
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(VectorRow {
+                    memory_id: row.try_get("memory_id")?,
+                    vector: blob_vector(&row.try_get::<Vec<u8>, _>("embedding")?),
+                    user_id: row.try_get("user_id")?,
+                    kind: row.try_get("kind")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tx.commit().await?;
+        let count = rows.len();
+        self.mirror_mut().load(stored, dimensions, rows);
+        tracing::debug!(
+            rows = count,
+            generation = stored,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "vector mirror loaded"
+        );
+        Ok(())
+    }
+
     /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
-    /// many of those entities each is linked to; most matched entities first, then newest.
+    /// many of those entities each is linked to: memories linked to several first, then the
+    /// most recently linked mentions of each entity.
+    ///
+    /// Only the newest links are read (a few times `limit` per entity, through the link
+    /// index), so the cost does not grow with how often an entity was mentioned.
     ///
     /// # Errors
     /// The database fails.
@@ -709,23 +1036,52 @@ impl MemoryStore {
         if entity_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id, COUNT(*) FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
-             WHERE me.entity_id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for id in &entity_ids {
-            separated.push_bind(id.clone());
+        let depth = (limit * 2).max(20) as i64;
+        // (memory, entities matched, newest link)
+        let mut candidates: HashMap<String, (i64, i64)> = HashMap::new();
+        if entity_ids.len() > 1 {
+            let mut builder = QueryBuilder::new(
+                "SELECT memory_id, COUNT(*) AS matched, MAX(rowid) AS newest FROM memory_entities \
+                 WHERE entity_id IN (",
+            );
+            let mut separated = builder.separated(", ");
+            for id in &entity_ids {
+                separated.push_bind(id.clone());
+            }
+            builder
+                .push(") GROUP BY memory_id HAVING COUNT(*) > 1 ORDER BY matched DESC, newest DESC LIMIT ")
+                .push_bind(depth);
+            for (memory_id, matched, newest) in builder
+                .build_query_as::<(String, i64, i64)>()
+                .fetch_all(&self.pool)
+                .await?
+            {
+                candidates.insert(memory_id, (matched, newest));
+            }
         }
-        builder.push(")");
-        push_filters(&mut builder, request);
-        builder
-            .push(" GROUP BY m.id ORDER BY COUNT(*) DESC, m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
-        Ok(builder
-            .build_query_as::<(String, i64)>()
+        for entity_id in &entity_ids {
+            let newest: Vec<(String, i64)> = sqlx::query_as(
+                "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
+                 ORDER BY rowid DESC LIMIT ?",
+            )
+            .bind(entity_id)
+            .bind(depth)
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+            for (memory_id, link) in newest {
+                candidates.entry(memory_id).or_insert((1, link));
+            }
+        }
+        let mut ranked: Vec<(String, (i64, i64))> = candidates.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let ids: Vec<String> = ranked.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.load_filtered(&ids, request).await?;
+        Ok(ranked
+            .into_iter()
+            .filter(|(id, _)| allowed.contains_key(id))
+            .map(|(id, (matched, _))| (id, matched))
+            .take(limit)
+            .collect())
     }
 
     /// Leaves out entities linked to so many memories that naming them says little (a speaker
@@ -750,15 +1106,24 @@ impl MemoryStore {
             .await?
             .into_iter()
             .collect();
-        let linked_memories: i64 =
-            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
-                .fetch_one(&self.pool)
-                .await?;
-        let limit = (linked_memories / 5).max(50);
+        let limit = (self.linked_memory_count().await? / 5).max(50);
         Ok(entity_ids
             .into_iter()
             .filter(|id| counts.get(id).copied().unwrap_or(0) <= limit)
             .collect())
+    }
+
+    /// Memories with at least one entity link (cached).
+    async fn linked_memory_count(&self) -> Result<i64> {
+        if let Some(count) = fresh(self.cached_stats().linked_memories.as_ref()) {
+            return Ok(count);
+        }
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
+                .fetch_one(&self.pool)
+                .await?;
+        self.cached_stats().linked_memories = Some((count, std::time::Instant::now()));
+        Ok(count)
     }
 
     /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
@@ -838,6 +1203,7 @@ impl MemoryStore {
             self.drop_vector(&mut tx, id).await?;
         }
         tx.commit().await?;
+        self.mirror_mut().remove_all(&[id.to_owned()]);
         Ok(changed == 1)
     }
 
@@ -900,6 +1266,7 @@ impl MemoryStore {
         self.drop_vector(&mut tx, &old.id).await?;
         let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
         tx.commit().await?;
+        self.mirror_mut().remove_all(std::slice::from_ref(&old.id));
         Ok(new_id)
     }
 
@@ -1194,7 +1561,7 @@ impl MemoryStore {
         .fetch_one(&self.pool)
         .await?;
         let mut builder = QueryBuilder::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
+            "SELECT {MEMORY_COLUMNS} FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id \
              WHERE me.entity_id = "
         ));
         builder
@@ -1239,6 +1606,7 @@ impl MemoryStore {
         .fetch_all(&mut *tx)
         .await?;
         let mut report = DecayReport::default();
+        let mut pruned = Vec::new();
         let now_ts = ts(now);
         for row in rows {
             let id: String = row.try_get("id")?;
@@ -1270,6 +1638,7 @@ impl MemoryStore {
                     .execute(&mut *tx)
                     .await?;
                 self.drop_vector(&mut tx, &id).await?;
+                pruned.push(id);
                 report.pruned += 1;
             } else {
                 sqlx::query("UPDATE memories SET confidence = ?, decayed_at = ? WHERE id = ?")
@@ -1282,6 +1651,7 @@ impl MemoryStore {
             }
         }
         tx.commit().await?;
+        self.mirror_mut().remove_all(&pruned);
         Ok(report)
     }
 
@@ -1465,8 +1835,15 @@ impl MemoryStore {
     pub async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.pool.begin().await?;
+        let mut rows = Vec::new();
         for (item, vector) in items {
             if let Some(vector) = vector {
+                rows.push(VectorRow {
+                    memory_id: item.memory_id.clone(),
+                    user_id: item.user_id.clone(),
+                    kind: item.kind.clone(),
+                    vector: vector.clone(),
+                });
                 sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
                     .bind(&item.memory_id)
                     .execute(&mut *tx)
@@ -1486,7 +1863,13 @@ impl MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        if rows.is_empty() {
+            tx.commit().await?;
+            return Ok(());
+        }
+        let after = bump_vector_generation(&mut tx).await?;
         tx.commit().await?;
+        self.mirror_mut().apply(after - 1, after, rows);
         Ok(())
     }
 
@@ -2003,6 +2386,7 @@ impl MemoryStore {
             self.drop_vector(&mut tx, id).await?;
         }
         tx.commit().await?;
+        self.mirror_mut().remove_all(&ids);
         Ok(ids.len() as u64)
     }
 

@@ -12,6 +12,7 @@ async fn open(path: &std::path::Path) -> MemoryStore {
             busy_timeout: Duration::from_secs(5),
             synchronous: "full".into(),
             max_connections: 2,
+            vector_oversample: 8,
         },
     )
     .await
