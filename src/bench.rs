@@ -1,13 +1,20 @@
-//! `mnemo bench`: hot-path ingest and hybrid-search latency at several store sizes.
+//! `mnemo bench`: hot-path ingest and hybrid-search latency, database size and peak memory for
+//! a store of N synthetic memories.
 //!
-//! For each size N: a fresh store; N synthetic chat turns go through the memory extension's real
-//! hot path (`MemoryService::ingest`: session bookkeeping, fast NER, one transaction), each timed.
-//! The vector index is then filled with random unit vectors under the embedding model's id (a KNN
-//! costs the same whatever the vectors hold, and embedding N texts for real would take minutes),
-//! the kernel restarts with the embedding extension, and distinct queries run through hybrid
-//! search (query embedding with the real model, FTS5, KNN, entities, RRF), in several rounds,
-//! then one round per single list (FTS5, vector, entity) to show where the time goes.
+//! 1. N chat turns (one to three templated sentences naming people, places, plans and numbers;
+//!    event times spread over about a year) go through the memory extension's real hot path
+//!    (`MemoryService::ingest`: session bookkeeping, fast NER, one transaction), each timed.
+//! 2. Vectors: the first `--real-embeddings` distinct turns are embedded by the real model; every
+//!    other memory gets a mix of two of those real embeddings plus a little noise (embedding
+//!    100k texts would take about 25 minutes here). This keeps the embeddings' distribution,
+//!    which matters for the quantised vector stage.
+//! 3. Hybrid search with distinct queries (query embedding by the real model, FTS5, vector
+//!    stage, entities, RRF), several rounds; then the last round again, when every query's
+//!    vector is cached, for search without the model; then each list alone.
+//! 4. The vector stage against exact search: recall@10 and @50 of the quantised mirror's
+//!    neighbours against `vec_memories` brute force, with the time of each.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,9 +97,21 @@ impl Random {
             .replace("{d}", &(self.next() % 500 + 1).to_string())
     }
 
-    fn unit_vector(&mut self, dimensions: usize) -> Vec<f32> {
-        let mut vector: Vec<f32> = (0..dimensions)
-            .map(|_| (self.next() % 20_001) as f32 / 10_000.0 - 1.0)
+    /// A value in [-1, 1].
+    fn signed_unit(&mut self) -> f32 {
+        (self.next() % 20_001) as f32 / 10_000.0 - 1.0
+    }
+
+    /// A vector from the real model's distribution without running the model: a mix of two
+    /// real embeddings plus a little noise, normalised (keeps the embeddings' common direction
+    /// and spread, which is what makes quantised search easy or hard).
+    fn mixed_vector(&mut self, pool: &[Vec<f32>]) -> Vec<f32> {
+        let first = &pool[(self.next() % pool.len() as u64) as usize];
+        let second = &pool[(self.next() % pool.len() as u64) as usize];
+        let mut vector: Vec<f32> = first
+            .iter()
+            .zip(second)
+            .map(|(a, b)| 0.8 * a + 0.4 * b + 0.03 * self.signed_unit())
             .collect();
         let norm = vector
             .iter()
@@ -102,6 +121,18 @@ impl Random {
             .max(1e-6);
         vector.iter_mut().for_each(|value| *value /= norm);
         vector
+    }
+
+    /// A chat turn of one to three sentences.
+    fn turn(&mut self) -> String {
+        let sentences = 1 + (self.next() % 3) as usize;
+        (0..sentences)
+            .map(|_| {
+                let template = self.pick(&TEMPLATES);
+                self.fill(template)
+            })
+            .collect::<Vec<_>>()
+            .join(". ")
     }
 }
 
@@ -113,13 +144,63 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or_default()
+fn ms(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1_000_000.0).round() / 1_000.0
 }
 
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1_000.0
+/// p50, p95 and p99 of `latencies` in milliseconds.
+fn summary(latencies: &mut [Duration]) -> serde_json::Value {
+    latencies.sort();
+    json!({
+        "p50": ms(percentile(latencies, 0.5)),
+        "p95": ms(percentile(latencies, 0.95)),
+        "p99": ms(percentile(latencies, 0.99)),
+    })
+}
+
+/// The median over rounds of each percentile.
+fn median_summary(rounds: &[serde_json::Value]) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    for key in ["p50", "p95", "p99"] {
+        let mut values: Vec<f64> = rounds
+            .iter()
+            .filter_map(|round| round[key].as_f64())
+            .collect();
+        values.sort_by(f64::total_cmp);
+        object.insert(
+            key.to_owned(),
+            json!(values.get(values.len() / 2).copied().unwrap_or_default()),
+        );
+    }
+    serde_json::Value::Object(object)
+}
+
+/// Peak resident memory of this process, from /proc (0 where unavailable).
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmHWM:"))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Bytes of the database files (main file and write-ahead log) in `dir`.
+fn database_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.file_name().to_string_lossy().contains(".db"))
+                .filter_map(|entry| entry.metadata().ok())
+                .map(|metadata| metadata.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow::Result<Kernel> {
@@ -127,7 +208,12 @@ async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow
     config.set_enabled("memory", true);
     config.set_enabled("ner", true);
     config.set_enabled("embedding", with_embedding);
-    for other in ["memory_maintenance", "memory_reflection", "notes"] {
+    for other in [
+        "memory_maintenance",
+        "memory_reflection",
+        "notes",
+        "markdown_memory",
+    ] {
         config.set_enabled(other, false);
     }
     Ok(Kernel::builder(mnemo::builtin_extensions(), config)
@@ -149,171 +235,309 @@ fn service_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
         .context("the memory extension is not running")
 }
 
-/// Runs the benchmark for each size; prints a table, or JSON with `json`.
-pub(crate) async fn run(
-    base: &Config,
-    sizes: &[usize],
-    queries: usize,
-    rounds: usize,
-    json_output: bool,
-) -> anyhow::Result<()> {
-    let mut report = Vec::new();
-    for &size in sizes {
-        let dir = tempfile::tempdir().context("temporary directory")?;
-        let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ size as u64);
+/// What `mnemo bench` measures.
+pub(crate) struct BenchOptions {
+    /// Memories in the store.
+    pub memories: usize,
+    /// Distinct queries per round.
+    pub queries: usize,
+    /// Rounds of hybrid search.
+    pub rounds: usize,
+    /// Distinct texts embedded by the real model; the other memories get mixes of these.
+    pub real_embeddings: usize,
+    /// Owners the memories are spread over (each search is one owner's).
+    pub users: usize,
+    /// Keep the store in this directory instead of a temporary one (for inspection).
+    pub keep: Option<std::path::PathBuf>,
+    /// Print JSON.
+    pub json: bool,
+}
 
-        // 1. Ingest through the hot path, embedding off so that no indexer competes for the CPU.
-        let kernel = start_kernel(base, dir.path(), false).await?;
-        let service = service_of(&kernel)?;
-        let start = kernel.context().now();
-        let mut ingest = Vec::with_capacity(size);
-        let started = Instant::now();
-        for index in 0..size {
-            let session = format!("s{}", index / 40);
-            let template = random.pick(&TEMPLATES);
-            let text = random.fill(template);
-            let payload = if index % 2 == 0 {
-                EventPayload::UserMessage { text }
-            } else {
-                EventPayload::AgentResponse { text }
-            };
-            let event = Event::new(start + chrono::Duration::seconds(index as i64), payload)
-                .with_scope(Some(session), Some(format!("user{}", index % 4)), None);
-            let clock = Instant::now();
-            service.ingest(&event).await?;
-            ingest.push(clock.elapsed());
+/// Fills `vec_memories` with real embeddings of the first distinct texts and mixes of them for
+/// the rest; returns how many texts the model embedded.
+async fn fill_vectors(
+    service: &MemoryService,
+    embedder: &Arc<dyn mnemo_embedding::EmbeddingApi>,
+    texts: &[String],
+    real: usize,
+    random: &mut Random,
+) -> anyhow::Result<usize> {
+    let store = service.store()?;
+    let status = store
+        .ensure_vector_index(embedder.dimensions(), embedder.model_id())
+        .await?;
+    anyhow::ensure!(
+        matches!(status, VectorStatus::Enabled { .. }),
+        "the vector index does not match the model: {status:?}"
+    );
+    let mut distinct: Vec<String> = Vec::new();
+    for text in texts {
+        if distinct.len() >= real.max(1) {
+            break;
         }
-        let ingest_total = started.elapsed();
-        kernel.shutdown().await;
-        ingest.sort();
-
-        // 2. Random unit vectors under the real model's id, so that KNN runs at full size.
-        let kernel = start_kernel(base, dir.path(), true).await?;
-        let service = service_of(&kernel)?;
-        let embedder = kernel
-            .context()
-            .services()
-            .get::<dyn mnemo_embedding::EmbeddingApi>();
-        let vector_search = match &embedder {
-            Some(embedder) if embedder.health() == mnemo_embedding::EmbeddingHealth::Ready => {
-                let store = service.store()?;
-                let status = store
-                    .ensure_vector_index(embedder.dimensions(), embedder.model_id())
-                    .await?;
-                if let VectorStatus::Enabled { dimensions, .. } = status {
-                    loop {
-                        let batch = store.next_index_batch(2_000).await?;
-                        if batch.is_empty() {
-                            break;
-                        }
-                        let items: Vec<_> = batch
-                            .into_iter()
-                            .map(|item| (item, Some(random.unit_vector(dimensions))))
-                            .collect();
-                        store.store_vectors(&items).await?;
-                    }
-                    true
-                } else {
-                    false
-                }
-            }
-            _ => false,
-        };
-
-        // 3. Hybrid search, distinct queries, several rounds.
-        let mut round_p50 = Vec::new();
-        let mut round_p99 = Vec::new();
-        for round in 0..rounds {
-            let mut latencies = Vec::with_capacity(queries);
-            for query_index in 0..queries {
-                let template = random.pick(&QUERY_TEMPLATES);
-                let query = format!(
-                    "{} {}",
-                    random.fill(template),
-                    round * queries + query_index
-                );
-                let request = SearchRequest {
-                    query,
-                    user_id: Some(format!("user{}", query_index % 4)),
-                    limit: 10,
-                    ..SearchRequest::default()
-                };
-                let clock = Instant::now();
-                service.search(&request).await?;
-                latencies.push(clock.elapsed());
-            }
-            latencies.sort();
-            round_p50.push(ms(percentile(&latencies, 0.5)));
-            round_p99.push(ms(percentile(&latencies, 0.99)));
+        if !distinct.contains(text) {
+            distinct.push(text.clone());
         }
-        // 4. One round per single list, to see where hybrid time goes.
-        let mut per_mode = serde_json::Map::new();
-        for mode in [SearchMode::Fts, SearchMode::Vector, SearchMode::Entity] {
-            let mut latencies = Vec::with_capacity(queries);
-            for query_index in 0..queries {
-                let template = random.pick(&QUERY_TEMPLATES);
-                let query = format!("{} {}", random.fill(template), query_index);
-                let request = SearchRequest {
-                    query,
-                    user_id: Some(format!("user{}", query_index % 4)),
-                    limit: 10,
-                    mode,
-                    ..SearchRequest::default()
-                };
-                let clock = Instant::now();
-                service.search(&request).await?;
-                latencies.push(clock.elapsed());
-            }
-            latencies.sort();
-            per_mode.insert(
-                format!("{mode:?}").to_lowercase(),
-                json!(ms(percentile(&latencies, 0.5))),
-            );
-        }
-        kernel.shutdown().await;
-        let row = json!({
-            "memories": size,
-            "ingest_p50_ms": ms(percentile(&ingest, 0.5)),
-            "ingest_p99_ms": ms(percentile(&ingest, 0.99)),
-            "ingest_per_second": size as f64 / ingest_total.as_secs_f64().max(1e-9),
-            "search_p50_ms": median(&mut round_p50),
-            "search_p99_ms": median(&mut round_p99),
-            "search_rounds": rounds,
-            "queries_per_round": queries,
-            "vector_search": vector_search,
-            "single_list_p50_ms": per_mode,
-        });
-        if !json_output {
-            println!(
-                "{size:>7} memories: ingest p50 {:.2} ms p99 {:.2} ms ({:.0}/s); hybrid search p50 {:.2} ms p99 {:.2} ms (median of {rounds} rounds × {queries} queries; vector {})",
-                row["ingest_p50_ms"].as_f64().unwrap_or_default(),
-                row["ingest_p99_ms"].as_f64().unwrap_or_default(),
-                row["ingest_per_second"].as_f64().unwrap_or_default(),
-                row["search_p50_ms"].as_f64().unwrap_or_default(),
-                row["search_p99_ms"].as_f64().unwrap_or_default(),
-                if vector_search { "on" } else { "off: no embedding model" },
-            );
-            println!(
-                "         single lists p50: {}",
-                row["single_list_p50_ms"]
-                    .as_object()
-                    .map(|modes| modes
-                        .iter()
-                        .map(|(mode, value)| format!(
-                            "{mode} {:.2} ms",
-                            value.as_f64().unwrap_or_default()
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", "))
-                    .unwrap_or_default()
-            );
-        }
-        report.push(row);
     }
-    if json_output {
+    let mut real_vectors: HashMap<String, Vec<f32>> = HashMap::new();
+    for chunk in distinct.chunks(32) {
+        let vectors = embedder.embed_batch(chunk).await?;
+        real_vectors.extend(chunk.iter().cloned().zip(vectors));
+    }
+    let pool: Vec<Vec<f32>> = real_vectors.values().cloned().collect();
+    loop {
+        let batch = store.next_index_batch(2_000).await?;
+        if batch.is_empty() {
+            break;
+        }
+        let items: Vec<_> = batch
+            .into_iter()
+            .map(|item| {
+                let vector = real_vectors
+                    .get(&item.content)
+                    .cloned()
+                    .unwrap_or_else(|| random.mixed_vector(&pool));
+                (item, Some(vector))
+            })
+            .collect();
+        store.store_vectors(&items).await?;
+    }
+    Ok(distinct.len())
+}
+
+/// Times `queries` searches in `mode`; returns the latencies.
+async fn time_searches(
+    service: &MemoryService,
+    queries: &[(String, String)],
+    mode: SearchMode,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut latencies = Vec::with_capacity(queries.len());
+    for (user, query) in queries {
+        let request = SearchRequest {
+            query: query.clone(),
+            user_id: Some(user.clone()),
+            limit: 10,
+            mode,
+            ..SearchRequest::default()
+        };
+        let clock = Instant::now();
+        service.search(&request).await?;
+        latencies.push(clock.elapsed());
+    }
+    Ok(latencies)
+}
+
+/// Runs the benchmark; prints a summary, or JSON with `options.json`.
+pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+    let size = options.memories;
+    let users = options.users.max(1);
+    let temporary = tempfile::tempdir().context("temporary directory")?;
+    let dir_path = match &options.keep {
+        Some(path) => {
+            std::fs::create_dir_all(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            anyhow::ensure!(
+                std::fs::read_dir(path)?.next().is_none(),
+                "{} is not empty: bench --keep needs an empty directory",
+                path.display()
+            );
+            path.clone()
+        }
+        None => temporary.path().to_path_buf(),
+    };
+    let dir = dir_path.as_path();
+    let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ size as u64);
+
+    // 1. Ingest through the hot path, embedding off so that no indexer competes for the CPU.
+    let kernel = start_kernel(base, dir, false).await?;
+    let service = service_of(&kernel)?;
+    let start = kernel.context().now();
+    let mut texts = Vec::with_capacity(size);
+    let mut ingest = Vec::with_capacity(size);
+    let started = Instant::now();
+    // About a year of turns: one every 5 minutes.
+    for index in 0..size {
+        let session = format!("s{}", index / 40);
+        let text = random.turn();
+        let payload = if index % 2 == 0 {
+            EventPayload::UserMessage { text: text.clone() }
+        } else {
+            EventPayload::AgentResponse { text: text.clone() }
+        };
+        let at = start + chrono::Duration::seconds(300 * index as i64);
+        let event = Event::new(at, payload).with_scope(
+            Some(session),
+            Some(format!("user{}", index % users)),
+            None,
+        );
+        let clock = Instant::now();
+        service.ingest(&event).await?;
+        ingest.push(clock.elapsed());
+        texts.push(text);
+        if !options.json && index > 0 && index % 20_000 == 0 {
+            eprintln!("ingested {index} of {size}");
+        }
+    }
+    let ingest_seconds = started.elapsed().as_secs_f64();
+    kernel.shutdown().await;
+
+    // 2. Vectors: real embeddings and mixes of them.
+    let kernel = start_kernel(base, dir, true).await?;
+    let service = service_of(&kernel)?;
+    let embedder = kernel
+        .context()
+        .services()
+        .get::<dyn mnemo_embedding::EmbeddingApi>()
+        .filter(|embedder| embedder.health() == mnemo_embedding::EmbeddingHealth::Ready)
+        .context(
+            "the embedding model is not available: run scripts/fetch-model (bench measures \
+             search with vectors)",
+        )?;
+    let embedded = fill_vectors(
+        &service,
+        &embedder,
+        &texts,
+        options.real_embeddings,
+        &mut random,
+    )
+    .await?;
+    drop(texts);
+    let store = service.store()?.clone();
+    let load = Instant::now();
+    let (mirror_rows, mirror_bytes) = store.mirror_size().await?;
+    let mirror_load_ms = ms(load.elapsed());
+
+    // 3. Hybrid search, distinct queries per round; the last round again with cached vectors.
+    let mut rounds = Vec::new();
+    let mut last_round = Vec::new();
+    for round in 0..options.rounds.max(1) {
+        let queries: Vec<(String, String)> = (0..options.queries)
+            .map(|index| {
+                let template = random.pick(&QUERY_TEMPLATES);
+                (
+                    format!("user{}", index % users),
+                    format!(
+                        "{} {}",
+                        random.fill(template),
+                        round * options.queries + index
+                    ),
+                )
+            })
+            .collect();
+        let mut latencies = time_searches(&service, &queries, SearchMode::Hybrid).await?;
+        rounds.push(summary(&mut latencies));
+        last_round = queries;
+    }
+    let mut cached = time_searches(&service, &last_round, SearchMode::Hybrid).await?;
+    let mut single = serde_json::Map::new();
+    for (name, mode) in [
+        ("fts", SearchMode::Fts),
+        ("vector", SearchMode::Vector),
+        ("entity", SearchMode::Entity),
+    ] {
+        let mut latencies = time_searches(&service, &last_round, mode).await?;
+        single.insert(name.to_owned(), summary(&mut latencies)["p50"].clone());
+    }
+
+    // 4. The quantised vector stage against exact brute force, on the same cached query vectors.
+    let mut recall = [0.0_f64; 2];
+    let mut quantized_ms = Vec::new();
+    let mut exact_ms = Vec::new();
+    let sample: Vec<&(String, String)> = last_round.iter().take(50).collect();
+    for (user, query) in &sample {
+        let vector = embedder.embed(query).await?;
+        for (slot, k) in [10_usize, 50].into_iter().enumerate() {
+            let clock = Instant::now();
+            let approximate = store
+                .nearest_quantized(&vector, Some(user), None, k)
+                .await?;
+            quantized_ms.push(clock.elapsed());
+            let clock = Instant::now();
+            let exact = store.nearest_exact(&vector, Some(user), None, k).await?;
+            exact_ms.push(clock.elapsed());
+            let found = approximate
+                .iter()
+                .filter(|(id, _)| exact.iter().any(|(other, _)| other == id))
+                .count();
+            recall[slot] += found as f64 / exact.len().max(1) as f64;
+        }
+    }
+    kernel.shutdown().await;
+    let samples = sample.len().max(1) as f64;
+    let round3 = |value: f64| (value * 1_000.0).round() / 1_000.0;
+    let report = json!({
+        "memories": size,
+        "ingest_ms": summary(&mut ingest),
+        "search_ms": median_summary(&rounds),
+        "search_ms_without_embedding": summary(&mut cached),
+        "db_bytes": database_bytes(dir),
+        "rss_bytes": peak_rss_bytes(),
+        "ingest_per_second": (size as f64 / ingest_seconds.max(1e-9)).round(),
+        "users": users,
+        "rounds": options.rounds.max(1),
+        "queries_per_round": options.queries,
+        "real_embeddings": embedded,
+        "single_list_p50_ms": single,
+        "vector_stage": {
+            "oversample": service.config().vector_oversample,
+            "recall@10_vs_exact": round3(recall[0] / samples),
+            "recall@50_vs_exact": round3(recall[1] / samples),
+            "quantized_ms": summary(&mut quantized_ms),
+            "exact_ms": summary(&mut exact_ms),
+            "mirror_rows": mirror_rows,
+            "mirror_bytes": mirror_bytes,
+            "mirror_load_ms": mirror_load_ms,
+        },
+    });
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let get = |path: &[&str]| {
+            path.iter()
+                .fold(&report, |value, key| &value[*key])
+                .as_f64()
+                .unwrap_or_default()
+        };
         println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"bench": report}))?
+            "{size} memories ({users} users, {embedded} real embeddings): database {:.1} MB, peak RSS {:.0} MB",
+            get(&["db_bytes"]) / 1e6,
+            get(&["rss_bytes"]) / 1e6
+        );
+        println!(
+            "  ingest            p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  ({:.0}/s)",
+            get(&["ingest_ms", "p50"]),
+            get(&["ingest_ms", "p95"]),
+            get(&["ingest_ms", "p99"]),
+            get(&["ingest_per_second"])
+        );
+        println!(
+            "  hybrid search     p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  (median of {} rounds x {} queries, query embedding included)",
+            get(&["search_ms", "p50"]),
+            get(&["search_ms", "p95"]),
+            get(&["search_ms", "p99"]),
+            options.rounds.max(1),
+            options.queries
+        );
+        println!(
+            "  without embedding p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
+            get(&["search_ms_without_embedding", "p50"]),
+            get(&["search_ms_without_embedding", "p95"]),
+            get(&["search_ms_without_embedding", "p99"])
+        );
+        println!(
+            "  single lists p50  fts {:.2} ms, vector {:.2} ms, entity {:.2} ms",
+            get(&["single_list_p50_ms", "fts"]),
+            get(&["single_list_p50_ms", "vector"]),
+            get(&["single_list_p50_ms", "entity"])
+        );
+        println!(
+            "  vector stage      recall vs exact @10 {:.3} @50 {:.3}; quantised p50 {:.2} ms, exact p50 {:.2} ms; mirror {:.1} MB, loaded in {:.0} ms",
+            get(&["vector_stage", "recall@10_vs_exact"]),
+            get(&["vector_stage", "recall@50_vs_exact"]),
+            get(&["vector_stage", "quantized_ms", "p50"]),
+            get(&["vector_stage", "exact_ms", "p50"]),
+            get(&["vector_stage", "mirror_bytes"]) / 1e6,
+            get(&["vector_stage", "mirror_load_ms"])
         );
     }
     Ok(())

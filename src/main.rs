@@ -55,17 +55,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Measure hot-path ingest and hybrid-search latency at several store sizes.
+    /// Measure ingest and search latency, database size and peak memory for N memories.
     Bench {
-        /// Store sizes, comma-separated.
-        #[arg(long, value_delimiter = ',', default_values_t = vec![10_000usize, 100_000])]
-        memories: Vec<usize>,
+        /// Memories in the store.
+        #[arg(long, default_value_t = 10_000)]
+        memories: usize,
         /// Distinct queries per round.
         #[arg(long, default_value_t = 200)]
         queries: usize,
         /// Search rounds; the report gives the median of the rounds' percentiles.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Distinct texts embedded by the real model; other memories get mixes of their vectors.
+        #[arg(long, default_value_t = 2_000)]
+        real_embeddings: usize,
+        /// Owners the memories are spread over; each search is one owner's.
+        #[arg(long, default_value_t = 1)]
+        users: usize,
+        /// Keep the store in this (empty or new) directory instead of a temporary one.
+        #[arg(long)]
+        keep: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -431,10 +440,22 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             memories,
             queries,
             rounds,
+            real_embeddings,
+            users,
+            keep,
             json,
         } => {
             let config = load_config(&cli)?;
-            bench::run(&config, memories, *queries, (*rounds).max(1), *json).await?;
+            let options = bench::BenchOptions {
+                memories: *memories,
+                queries: *queries,
+                rounds: *rounds,
+                real_embeddings: *real_embeddings,
+                users: *users,
+                keep: keep.clone(),
+                json: *json,
+            };
+            bench::run(&config, &options).await?;
             Ok(true)
         }
     }

@@ -1,0 +1,58 @@
+//! `mnemo bench` at a small size, so that the benchmark keeps working: it builds a store with
+//! the real model, searches it, and reports figures that are internally consistent. Timings
+//! are not asserted (this machine is shared); the full-size figures live in docs/BENCHMARKS.md.
+
+use std::process::Command;
+
+#[test]
+fn bench_reports_latency_size_memory_and_vector_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "bench",
+            "--memories",
+            "1500",
+            "--queries",
+            "20",
+            "--rounds",
+            "1",
+            "--real-embeddings",
+            "150",
+            "--json",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("not JSON ({error}): {stderr}"));
+    assert_eq!(report["memories"], 1500);
+    for section in ["ingest_ms", "search_ms", "search_ms_without_embedding"] {
+        let p50 = report[section]["p50"].as_f64().unwrap();
+        let p99 = report[section]["p99"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p99 >= p50, "{section}: {report}");
+    }
+    // 1500 short turns take well over 100 KB and less than 100 MB.
+    let db_bytes = report["db_bytes"].as_u64().unwrap();
+    assert!((100_000..100_000_000).contains(&db_bytes), "{report}");
+    assert!(
+        report["rss_bytes"].as_u64().unwrap() > 10_000_000,
+        "{report}"
+    );
+    assert_eq!(report["real_embeddings"], 150);
+    let stage = &report["vector_stage"];
+    assert_eq!(stage["mirror_rows"], 1500, "every memory has a vector");
+    // The quantised stage must find most of the exact neighbours; a broken re-scoring or
+    // bit packing falls far below this.
+    let recall = stage["recall@10_vs_exact"].as_f64().unwrap();
+    assert!((0.7..=1.0).contains(&recall), "recall {recall}: {report}");
+}
