@@ -60,6 +60,9 @@ enum Command {
         /// Memories in the store.
         #[arg(long, default_value_t = 10_000)]
         memories: usize,
+        /// Ingests timed; beyond them the store is filled with `synchronous = off` (default: all).
+        #[arg(long)]
+        timed_ingest: Option<usize>,
         /// Distinct queries per round.
         #[arg(long, default_value_t = 200)]
         queries: usize,
@@ -438,6 +441,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Bench {
             memories,
+            timed_ingest,
             queries,
             rounds,
             real_embeddings,
@@ -448,6 +452,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             let config = load_config(&cli)?;
             let options = bench::BenchOptions {
                 memories: *memories,
+                timed_ingest: timed_ingest.unwrap_or(*memories),
                 queries: *queries,
                 rounds: *rounds,
                 real_embeddings: *real_embeddings,

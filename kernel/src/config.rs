@@ -344,6 +344,21 @@ impl Config {
         }
     }
 
+    /// Sets one key of `[extensions.<name>]`, adding the section (enabled) if there is none.
+    /// The value is checked when the kernel starts, like a value from the file.
+    pub fn set_extension_key(&mut self, name: &str, key: &str, value: toml::Value) {
+        if self.extension(name).is_none() {
+            self.set_enabled(name, true);
+        }
+        if let Some(section) = self
+            .extensions
+            .iter_mut()
+            .find(|section| section.name == name)
+        {
+            section.table.insert(key.to_owned(), value);
+        }
+    }
+
     /// The data directory: `[kernel] data_dir`, or the platform's data directory + `mnemo`.
     pub fn data_dir(&self) -> PathBuf {
         match &self.kernel.data_dir {

@@ -74,6 +74,31 @@ pub(crate) fn match_any(terms: &[String]) -> Option<String> {
     )
 }
 
+/// The FTS5 query matching any of `rare`, or all of `common` together (at least two of them):
+/// a memory that has only one common word is left out. `None` when that matches nothing.
+pub(crate) fn match_rare_or_all_common(rare: &[String], common: &[String]) -> Option<String> {
+    let mut parts: Vec<String> = rare.iter().map(|word| quote(word)).collect();
+    if common.len() >= 2 {
+        parts.push(format!(
+            "({})",
+            common
+                .iter()
+                .map(|word| quote(word))
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        ));
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join(" OR "))
+    }
+}
+
+fn quote(word: &str) -> String {
+    format!("\"{}\"", word.replace('"', "\"\""))
+}
+
 /// The FTS5 query for `text`, or `None` when it has no words.
 #[cfg(test)]
 fn fts_query(text: &str) -> Option<String> {
@@ -97,6 +122,20 @@ mod tests {
             fts_query("what is the boiler code").as_deref(),
             Some("\"boiler\" OR \"code\"")
         );
+    }
+
+    #[test]
+    fn rare_words_or_all_common_ones() {
+        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            match_rare_or_all_common(&words(&["zebra"]), &words(&["dana", "lis\"bon"])).as_deref(),
+            Some("\"zebra\" OR (\"dana\" AND \"lis\"\"bon\")")
+        );
+        assert_eq!(
+            match_rare_or_all_common(&words(&["zebra"]), &words(&["dana"])).as_deref(),
+            Some("\"zebra\"")
+        );
+        assert_eq!(match_rare_or_all_common(&[], &words(&["dana"])), None);
     }
 
     #[test]

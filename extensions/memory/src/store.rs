@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
 use crate::error::{MemoryError, Result};
-use crate::fts::{match_any, query_terms};
+use crate::fts::{match_any, match_rare_or_all_common, query_terms};
 use crate::types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, PendingSession,
     SearchRequest,
@@ -172,11 +172,9 @@ async fn checkpoint_loop(pool: SqlitePool) {
 const STATS_TTL: Duration = Duration::from_secs(120);
 /// Most cached term frequencies; the cache starts over beyond this.
 const STATS_MAX_TERMS: usize = 20_000;
-/// A term in more than this fraction of all memories is too common to search by (like a
-/// stopword: its BM25 weight is small, and its match list is the expensive part of a query).
-const COMMON_TERM_FRACTION: f64 = 0.1;
-/// Terms this rare or rarer are always kept, whatever the store's size.
-const COMMON_TERM_FLOOR: i64 = 200;
+/// Matches worth ranking in one query; a query matching more is narrowed first (see
+/// [`MemoryStore::search_fts`]).
+const RANK_BUDGET: i64 = 2_000;
 
 /// Corpus statistics cached between searches.
 #[derive(Debug, Default)]
@@ -738,36 +736,45 @@ impl MemoryStore {
 
     /// Ids ranked by BM25 for `request.query`, best first.
     ///
-    /// Terms found in more than a tenth of all memories are left out when rarer ones remain
-    /// (their weight is small and their match lists are what makes a query slow). FTS5 ranks
-    /// its best matches first, then the request's filters apply; only when too few pass are
-    /// all matches ranked with the filters.
+    /// Ranking costs about a microsecond per matching memory, so when the query's words
+    /// match more than twice [`RANK_BUDGET`] memories, a first pass ranks only the memories
+    /// that have a rare word (in at most `RANK_BUDGET` memories) or all the common words
+    /// together: a memory with a single common word has the least BM25 weight anyway. Only if
+    /// that finds fewer than `limit` does the plain "any word" query run.
+    ///
+    /// FTS5 ranks its best matches before the request's filters join `memories`; only when too
+    /// few pass are all matches ranked with the filters.
     ///
     /// # Errors
     /// The database fails (a user's query text never causes one: it is quoted term by term).
     pub async fn search_fts(&self, request: &SearchRequest, limit: usize) -> Result<Vec<String>> {
-        let terms = self.specific_terms(query_terms(&request.query)).await?;
-        let Some(query) = match_any(&terms) else {
+        let terms = query_terms(&request.query);
+        let Some(any_word) = match_any(&terms) else {
             return Ok(Vec::new());
         };
-        let depth = (limit * 4).max(64);
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
-             FROM memories_fts WHERE memories_fts MATCH ",
-        );
-        builder.push_bind(query.clone());
-        builder
-            .push(" ORDER BY score LIMIT ")
-            .push_bind(depth as i64);
-        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
-        push_filters(&mut builder, request);
-        builder
-            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
-        let ids = builder
-            .build_query_scalar::<String>()
-            .fetch_all(&self.pool)
-            .await?;
+        if terms.len() > 1 && self.document_count().await? > RANK_BUDGET {
+            let mut rare = Vec::new();
+            let mut common = Vec::new();
+            let mut matches = 0;
+            for term in &terms {
+                let frequency = self.term_frequency(term).await?;
+                matches += frequency;
+                if frequency <= RANK_BUDGET {
+                    rare.push(term.clone());
+                } else {
+                    common.push(term.clone());
+                }
+            }
+            if matches > 2 * RANK_BUDGET {
+                if let Some(narrow) = match_rare_or_all_common(&rare, &common) {
+                    let ids = self.ranked_fts(&narrow, request, limit).await?;
+                    if ids.len() >= limit {
+                        return Ok(ids);
+                    }
+                }
+            }
+        }
+        let ids = self.ranked_fts(&any_word, request, limit).await?;
         if ids.len() >= limit {
             return Ok(ids);
         }
@@ -775,7 +782,7 @@ impl MemoryStore {
             "SELECT m.id FROM memories_fts CROSS JOIN memories m ON m.rowid = memories_fts.rowid \
              WHERE memories_fts MATCH ",
         );
-        builder.push_bind(query);
+        builder.push_bind(any_word);
         push_filters(&mut builder, request);
         builder
             .push(" ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ")
@@ -786,32 +793,31 @@ impl MemoryStore {
             .await?)
     }
 
-    /// `terms` without the common ones (see [`COMMON_TERM_FRACTION`]); when all are common,
-    /// the three rarest.
-    async fn specific_terms(&self, terms: Vec<String>) -> Result<Vec<String>> {
-        if terms.len() <= 1 {
-            return Ok(terms);
-        }
-        let documents = self.document_count().await?;
-        let common = ((documents as f64 * COMMON_TERM_FRACTION) as i64).max(COMMON_TERM_FLOOR);
-        if documents <= common {
-            return Ok(terms);
-        }
-        let mut counted = Vec::with_capacity(terms.len());
-        for term in terms {
-            let frequency = self.term_frequency(&term).await?;
-            counted.push((term, frequency));
-        }
-        if counted.iter().all(|(_, frequency)| *frequency > common) {
-            counted.sort_by_key(|(_, frequency)| *frequency);
-            counted.truncate(3);
-            return Ok(counted.into_iter().map(|(term, _)| term).collect());
-        }
-        Ok(counted
-            .into_iter()
-            .filter(|(_, frequency)| *frequency <= common)
-            .map(|(term, _)| term)
-            .collect())
+    /// The FTS5 query's best matches (a few times `limit`), then the request's filters.
+    async fn ranked_fts(
+        &self,
+        query: &str,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let depth = (limit * 4).max(64);
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
+             FROM memories_fts WHERE memories_fts MATCH ",
+        );
+        builder.push_bind(query.to_owned());
+        builder
+            .push(" ORDER BY score LIMIT ")
+            .push_bind(depth as i64);
+        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
+        push_filters(&mut builder, request);
+        builder
+            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     fn cached_stats(&self) -> std::sync::MutexGuard<'_, TermStats> {

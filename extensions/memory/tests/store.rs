@@ -162,3 +162,146 @@ async fn soft_delete_hides_a_row_from_every_list_but_keeps_it() {
     };
     assert_eq!(store.search_fts(&with_deleted, 5).await.unwrap(), vec![id]);
 }
+
+async fn open_fast(path: &std::path::Path) -> MemoryStore {
+    MemoryStore::open(
+        path,
+        &mnemo_memory::StoreOptions {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: "off".into(),
+            max_connections: 2,
+            vector_oversample: 8,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+/// A deterministic pseudo-random unit vector.
+fn pseudo_vector(seed: u64, dims: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let values: Vec<f32> = (0..dims)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2_001) as f32 / 1_000.0 - 1.0
+        })
+        .collect();
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    values.iter().map(|v| v / norm).collect()
+}
+
+async fn index_all(store: &MemoryStore, dims: usize) {
+    loop {
+        let batch = store.next_index_batch(500).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        let items: Vec<_> = batch
+            .into_iter()
+            .map(|item| {
+                let seed: u64 = item.content.rsplit(' ').next().unwrap().parse().unwrap();
+                (item, Some(pseudo_vector(seed, dims)))
+            })
+            .collect();
+        store.store_vectors(&items).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let writer = open_fast(&path).await;
+    let reader = open_fast(&path).await;
+    for store in [&writer, &reader] {
+        store.ensure_vector_index(128, "m").await.unwrap();
+    }
+    for n in 0..300 {
+        writer
+            .insert_memory(&fact(&format!("note {n}")), &[])
+            .await
+            .unwrap();
+    }
+    index_all(&writer, 128).await;
+    // The reader (a second connection pool, as another process would have) loads what the
+    // writer stored, and its quantised answers match brute force.
+    let query = pseudo_vector(77, 128);
+    let approximate = reader
+        .nearest_quantized(&query, Some("ana"), None, 10)
+        .await
+        .unwrap();
+    let exact = reader
+        .nearest_exact(&query, Some("ana"), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(approximate[0].0, exact[0].0);
+    assert!((approximate[0].1 - 1.0).abs() < 0.01, "{approximate:?}");
+    let overlap = approximate
+        .iter()
+        .filter(|(id, _)| exact.iter().any(|(other, _)| other == id))
+        .count();
+    assert!(overlap >= 9, "{overlap} of 10 exact neighbours found");
+    // A later write by the writer moves the generation on; the reader reloads and sees it.
+    let late = writer.insert_memory(&fact("note 5000"), &[]).await.unwrap();
+    index_all(&writer, 128).await;
+    let found = reader
+        .nearest_quantized(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .await
+        .unwrap();
+    assert_eq!(found[0].0, late);
+    assert_eq!(reader.mirror_size().await.unwrap().0, 301);
+    // A forgotten memory leaves the writer's mirror at once.
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    assert!(writer.soft_delete(&late, at).await.unwrap());
+    let after = writer
+        .nearest_quantized(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .await
+        .unwrap();
+    assert_ne!(after[0].0, late);
+}
+
+#[tokio::test]
+async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_fast(&dir.path().join("memory.db")).await;
+    // 4,500 memories: "alpha" and "beta" each in most of them, "zebra" in three.
+    let mut zebras = Vec::new();
+    for n in 0..4_500 {
+        let text = match n % 1_500 {
+            0 => format!("the zebra escaped again {n}"),
+            1..=3 => format!("alpha beta together {n}"),
+            m if m % 2 == 0 => format!("alpha only {n}"),
+            _ => format!("beta only {n}"),
+        };
+        let id = store.insert_memory(&fact(&text), &[]).await.unwrap();
+        if text.contains("zebra") {
+            zebras.push(id);
+        }
+    }
+    let request = SearchRequest {
+        query: "zebra alpha beta".into(),
+        user_id: Some("ana".into()),
+        limit: 10,
+        ..SearchRequest::default()
+    };
+    let found = store.search_fts(&request, 10).await.unwrap();
+    assert_eq!(found.len(), 10);
+    for zebra in &zebras {
+        assert!(found[..3].contains(zebra), "rare word first: {found:?}");
+    }
+    // Memories with both common words outrank those with one.
+    let memories = store.load_filtered(&found, &request).await.unwrap();
+    let both = found[3..]
+        .iter()
+        .take_while(|id| memories[*id].content.contains("together"))
+        .count();
+    assert_eq!(both, 7, "{found:?}");
+    // A query of common words only still answers.
+    let common = SearchRequest {
+        query: "alpha only".into(),
+        ..request.clone()
+    };
+    assert_eq!(store.search_fts(&common, 10).await.unwrap().len(), 10);
+}
