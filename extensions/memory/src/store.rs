@@ -8,6 +8,7 @@ use std::sync::{Once, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
 use mnemo_ner::ExtractedEntity;
 use serde_json::{Map, Value};
 use sqlx::sqlite::{
@@ -995,22 +996,25 @@ impl MemoryStore {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let rows = sqlx::query("SELECT memory_id, embedding, user_id, kind FROM vec_memories")
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(VectorRow {
+        // Streamed row by row: the mirror holds a fifth of the float vectors' size, and the
+        // float vectors are never all in memory at once.
+        let mut fresh = QuantizedIndex::empty(dimensions);
+        {
+            let mut rows =
+                sqlx::query("SELECT memory_id, embedding, user_id, kind FROM vec_memories")
+                    .fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                fresh.push(VectorRow {
                     memory_id: row.try_get("memory_id")?,
                     vector: blob_vector(&row.try_get::<Vec<u8>, _>("embedding")?),
                     user_id: row.try_get("user_id")?,
                     kind: row.try_get("kind")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+                });
+            }
+        }
         tx.commit().await?;
-        let count = rows.len();
-        self.mirror_mut().load(stored, dimensions, rows);
+        let count = fresh.len();
+        *self.mirror_mut() = fresh.loaded_at(stored);
         tracing::debug!(
             rows = count,
             generation = stored,

@@ -96,17 +96,34 @@ impl QuantizedIndex {
             + self.alive.len()
     }
 
-    /// Replaces everything with `rows` at `generation`.
-    pub(crate) fn load(&mut self, generation: i64, dimensions: usize, rows: Vec<VectorRow>) {
-        *self = Self {
+    /// An empty mirror for `dimensions`-long vectors, not yet at any generation.
+    pub(crate) fn empty(dimensions: usize) -> Self {
+        Self {
             dimensions,
             words: dimensions.div_ceil(64),
             ..Self::default()
-        };
-        for row in rows {
-            self.upsert(row);
         }
+    }
+
+    /// Adds one row while loading (see [`Self::empty`] and [`Self::loaded_at`]).
+    pub(crate) fn push(&mut self, row: VectorRow) {
+        self.upsert(row);
+    }
+
+    /// Marks a freshly filled mirror as reflecting `generation`.
+    pub(crate) fn loaded_at(mut self, generation: i64) -> Self {
         self.generation = Some(generation);
+        self
+    }
+
+    /// Replaces everything with `rows` at `generation`.
+    #[cfg(test)]
+    fn load(&mut self, generation: i64, dimensions: usize, rows: Vec<VectorRow>) {
+        let mut fresh = Self::empty(dimensions);
+        for row in rows {
+            fresh.push(row);
+        }
+        *self = fresh.loaded_at(generation);
     }
 
     /// Forgets everything; the next search reloads.
