@@ -35,7 +35,9 @@ pub use api::MemoryApi;
 pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
 pub use service::{FactInput, MemoryService};
-pub use store::{IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus};
+pub use store::{
+    IndexItem, MemoryStore, NewMemory, Person, StoreOptions, StoredTurn, VectorStatus,
+};
 pub use types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
     SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,

@@ -508,34 +508,6 @@ impl MemoryService {
         };
         self.check_content("text", text)?;
         let is_user = event.topic() == mnemo_kernel::TOPIC_USER_MESSAGE;
-        if is_user
-            && state
-                .store
-                .ensure_session(
-                    session_id,
-                    Some(user_id),
-                    event.chat_id.as_deref(),
-                    event.at,
-                )
-                .await?
-        {
-            let pending = state
-                .store
-                .pending_consolidations(Some(session_id), Some(user_id))
-                .await?;
-            for session in pending {
-                let completed = SessionCompleted {
-                    session_id: session.session_id,
-                    user_id: session.user_id,
-                };
-                let announcement = Event::new(state.ctx.now(), completed.into_payload())
-                    .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
-                    .with_parent(event.id.clone());
-                if let Err(error) = state.ctx.publish(announcement).await {
-                    tracing::warn!(%error, "could not announce a completed session");
-                }
-            }
-        }
         let entities = self.fast_entities(text);
         let episode = NewMemory {
             kind: MemoryKind::Episode,
@@ -560,21 +532,34 @@ impl MemoryService {
             shared: false,
             subject_ids: Vec::new(),
         };
-        let id = if event.id.is_empty() {
-            state.store.insert_memory(&episode, &entities).await?
-        } else {
-            match state
+        let event_id = (!event.id.is_empty()).then_some(event.id.as_str());
+        let stored = state
+            .store
+            .insert_turn(&episode, &entities, event_id, is_user)
+            .await?;
+        let Some(id) = stored.memory_id else {
+            tracing::debug!(event_id = %event.id, "event already stored; skipped");
+            return Ok(None);
+        };
+        if stored.new_session {
+            // The user moved to a new session: earlier ones are ready for consolidation.
+            let pending = state
                 .store
-                .insert_event_once(&episode, &entities, &event.id)
-                .await?
-            {
-                Some(id) => id,
-                None => {
-                    tracing::debug!(event_id = %event.id, "event already stored; skipped");
-                    return Ok(None);
+                .pending_consolidations(Some(session_id), Some(user_id))
+                .await?;
+            for session in pending {
+                let completed = SessionCompleted {
+                    session_id: session.session_id,
+                    user_id: session.user_id,
+                };
+                let announcement = Event::new(state.ctx.now(), completed.into_payload())
+                    .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
+                    .with_parent(event.id.clone());
+                if let Err(error) = state.ctx.publish(announcement).await {
+                    tracing::warn!(%error, "could not announce a completed session");
                 }
             }
-        };
+        }
         self.index_wakeup.notify_one();
         tracing::debug!(memory_id = %id, entities = entities.len(), micros = started.elapsed().as_micros() as u64, "episode stored");
         Ok(Some(id))

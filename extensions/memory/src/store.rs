@@ -115,6 +115,15 @@ pub struct IndexItem {
     pub active: bool,
 }
 
+/// What [`MemoryStore::insert_turn`] stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredTurn {
+    /// The new memory; `None` when the event was stored before.
+    pub memory_id: Option<String>,
+    /// True when this turn opened its session.
+    pub new_session: bool,
+}
+
 /// The SQLite store.
 #[derive(Debug)]
 pub struct MemoryStore {
@@ -622,35 +631,60 @@ impl MemoryStore {
         Ok(id)
     }
 
-    /// Inserts an episode for a conversation event once: a second event with the same wire id
-    /// changes nothing and returns `None`.
+    /// Stores a conversation turn on the hot path, in one transaction (one fsync): the memory
+    /// with its entity links and index-queue row; the event id, so that a replayed event is
+    /// stored once (`None` memory id then); and, with `record_session`, the session's
+    /// consolidation row (`new_session` is true when this turn opened it).
     ///
     /// # Errors
     /// The database fails; nothing is written then.
-    pub async fn insert_event_once(
+    pub async fn insert_turn(
         &self,
         memory: &NewMemory,
         entities: &[ExtractedEntity],
-        event_id: &str,
-    ) -> Result<Option<String>> {
+        event_id: Option<&str>,
+        record_session: bool,
+    ) -> Result<StoredTurn> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.pool.begin().await?;
-        let known: Option<String> =
-            sqlx::query_scalar("SELECT memory_id FROM ingested_events WHERE event_id = ?")
-                .bind(event_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if known.is_some() {
-            return Ok(None);
+        if let Some(event_id) = event_id {
+            let known: Option<String> =
+                sqlx::query_scalar("SELECT memory_id FROM ingested_events WHERE event_id = ?")
+                    .bind(event_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if known.is_some() {
+                return Ok(StoredTurn::default());
+            }
+        }
+        let mut new_session = false;
+        if let (true, Some(session_id)) = (record_session, memory.session_id.as_deref()) {
+            new_session = sqlx::query(
+                "INSERT OR IGNORE INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at) \
+                 VALUES (?, ?, ?, ?)",
+            )
+            .bind(session_id)
+            .bind(&memory.user_id)
+            .bind(&memory.chat_id)
+            .bind(ts(memory.event_time))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
         }
         let id = insert_in_tx(&mut tx, memory, entities).await?;
-        sqlx::query("INSERT INTO ingested_events (event_id, memory_id) VALUES (?, ?)")
-            .bind(event_id)
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
+        if let Some(event_id) = event_id {
+            sqlx::query("INSERT INTO ingested_events (event_id, memory_id) VALUES (?, ?)")
+                .bind(event_id)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(Some(id))
+        Ok(StoredTurn {
+            memory_id: Some(id),
+            new_session,
+        })
     }
 
     /// Links more entities to an existing memory; returns how many links it now has.
@@ -1332,32 +1366,6 @@ impl MemoryStore {
         .await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    /// Registers a session on first sight; true if it was new.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn ensure_session(
-        &self,
-        session_id: &str,
-        user_id: Option<&str>,
-        chat_id: Option<&str>,
-        at: DateTime<Utc>,
-    ) -> Result<bool> {
-        let _write = self.write_lock.lock().await;
-        let inserted = sqlx::query(
-            "INSERT OR IGNORE INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at) \
-             VALUES (?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(user_id)
-        .bind(chat_id)
-        .bind(ts(at))
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(inserted == 1)
     }
 
     /// Sessions not consolidated yet, oldest first, except `exclude`; only `user_id`'s if given.
