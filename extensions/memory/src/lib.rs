@@ -36,8 +36,9 @@ pub use error::{MemoryError, Result};
 pub use service::{FactInput, MemoryService};
 pub use store::{IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus};
 pub use types::{
-    DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
-    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,
+    PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted,
+    SkippedFact,
 };
 
 /// The config key, folder and extension name.

@@ -21,8 +21,8 @@ use crate::store::{
     content_hash, IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus,
 };
 use crate::types::{
-    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+    CandidateList, DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession,
+    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
 };
 
 /// Most names tried against the entity table for one query.
@@ -315,22 +315,25 @@ impl MemoryService {
         names
     }
 
-    /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
-    /// Fusion, score = sum of 1 / (k + rank).
+    /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three),
+    /// each at most `depth` long, with each list's own scores. [`Self::search`] fuses them; the
+    /// evaluation reads them to study fusion.
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.
-    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+    pub async fn candidate_lists(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<Vec<CandidateList>> {
         let store = self.store()?.clone();
-        let mut owned = request.clone();
-        owned.at.get_or_insert(self.now()?);
-        let request = &owned;
-        let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
-        let candidates = self.config.candidates_per_list.max(limit);
         let mode = request.mode;
-        let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+        let mut lists: Vec<CandidateList> = Vec::new();
         if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-            lists.push(("fts", store.search_fts(request, candidates).await?));
+            lists.push(CandidateList {
+                name: "fts",
+                hits: store.search_fts(request, depth).await?,
+            });
         }
         if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
             && !request.query.trim().is_empty()
@@ -341,17 +344,21 @@ impl MemoryService {
                         .query_vector(&embedder, query_head(&request.query))
                         .await?
                     {
-                        lists.push((
-                            "vector",
-                            store
-                                .search_vector(
-                                    request,
-                                    &vector,
-                                    candidates,
-                                    request.min_similarity.unwrap_or(self.config.min_similarity),
-                                )
-                                .await?,
-                        ));
+                        let nearest = store
+                            .search_vector(
+                                request,
+                                &vector,
+                                depth,
+                                request.min_similarity.unwrap_or(self.config.min_similarity),
+                            )
+                            .await?;
+                        lists.push(CandidateList {
+                            name: "vector",
+                            hits: nearest
+                                .into_iter()
+                                .map(|(id, similarity)| (id, f64::from(similarity)))
+                                .collect(),
+                        });
                     }
                 }
                 None => {
@@ -370,27 +377,49 @@ impl MemoryService {
                     }
                 }
             }
-            let mut linked = store.search_entities(request, &names, candidates).await?;
+            let mut linked = store.search_entities(request, &names, depth).await?;
             // An entity list says "mentions who you asked about", not how well; among memories
             // linked to as many of the query's entities, the text and meaning lists decide.
             let best_rank = |id: &String| {
                 lists
                     .iter()
-                    .filter_map(|(_, ids)| ids.iter().position(|other| other == id))
+                    .filter_map(|list| list.hits.iter().position(|(other, _)| other == id))
                     .min()
                     .unwrap_or(usize::MAX)
             };
             linked.sort_by_cached_key(|(id, matched)| (std::cmp::Reverse(*matched), best_rank(id)));
-            lists.push(("entity", linked.into_iter().map(|(id, _)| id).collect()));
+            lists.push(CandidateList {
+                name: "entity",
+                hits: linked
+                    .into_iter()
+                    .map(|(id, matched)| (id, matched as f64))
+                    .collect(),
+            });
         }
+        Ok(lists)
+    }
+
+    /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
+    /// Fusion, score = sum of 1 / (k + rank).
+    ///
+    /// # Errors
+    /// The store fails. Query text never causes an error.
+    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let store = self.store()?.clone();
+        let mut owned = request.clone();
+        owned.at.get_or_insert(self.now()?);
+        let request = &owned;
+        let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
+        let candidates = self.config.candidates_per_list.max(limit);
+        let lists = self.candidate_lists(request, candidates).await?;
         let k = self.config.rrf_k;
         let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
-        for (list, ids) in &lists {
-            for (index, id) in ids.iter().enumerate() {
+        for list in &lists {
+            for (index, (id, _)) in list.hits.iter().enumerate() {
                 let rank = index + 1;
                 let entry = fused.entry(id.clone()).or_insert((0.0, Vec::new()));
                 entry.0 += 1.0 / (k + rank as f64);
-                entry.1.push(((*list).to_owned(), rank));
+                entry.1.push((list.name.to_owned(), rank));
             }
         }
         let ids: Vec<String> = fused.keys().cloned().collect();
@@ -629,9 +658,12 @@ impl MemoryService {
             at: Some(self.now()?),
             ..SearchRequest::default()
         };
-        let similar = store
+        let similar: Vec<String> = store
             .search_vector(&request, &vector, 10, self.config.supersede_similarity)
-            .await?;
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let candidates = store.load_filtered(&similar, &request).await?;
         let old: Vec<String> = similar
             .into_iter()

@@ -620,17 +620,22 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Ids ranked by BM25 for `request.query`, best first.
+    /// Ids ranked by BM25 for `request.query`, best first, each with its BM25 relevance
+    /// (FTS5's `bm25()` negated, so higher is better and every match is above 0).
     ///
     /// # Errors
     /// The database fails (a user's query text never causes one: it is quoted term by term).
-    pub async fn search_fts(&self, request: &SearchRequest, limit: usize) -> Result<Vec<String>> {
+    pub async fn search_fts(
+        &self,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
         let Some(query) = fts_query(&request.query) else {
             return Ok(Vec::new());
         };
         let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
-             WHERE memories_fts MATCH ",
+            "SELECT m.id, -bm25(memories_fts) FROM memories_fts JOIN memories m \
+             ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
         builder.push_bind(query);
         push_filters(&mut builder, request);
@@ -638,14 +643,14 @@ impl MemoryStore {
             .push(" ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
         Ok(builder
-            .build_query_scalar::<String>()
+            .build_query_as::<(String, f64)>()
             .fetch_all(&self.pool)
             .await?)
     }
 
-    /// Ids nearest to `vector`, best first, after the request's filters, leaving out neighbours
-    /// whose cosine similarity is below `min_similarity` (vectors are unit length, so
-    /// cosine = 1 - distance² / 2).
+    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
+    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`
+    /// (vectors are unit length, so cosine = 1 - distance² / 2).
     ///
     /// # Errors
     /// The database fails.
@@ -655,7 +660,7 @@ impl MemoryStore {
         vector: &[f32],
         limit: usize,
         min_similarity: f32,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<(String, f32)>> {
         if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
             return Ok(Vec::new());
         }
@@ -675,18 +680,19 @@ impl MemoryStore {
             builder.push(" AND kind = ").push_bind(kind.as_str());
         }
         builder.push(" ORDER BY distance");
-        let nearest: Vec<String> = builder
+        let nearest: Vec<(String, f32)> = builder
             .build_query_as::<(String, f64)>()
             .fetch_all(&self.pool)
             .await?
             .into_iter()
-            .filter(|(_, distance)| 1.0 - distance * distance / 2.0 >= f64::from(min_similarity))
-            .map(|(id, _)| id)
+            .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
+            .filter(|(_, similarity)| *similarity >= min_similarity)
             .collect();
-        let allowed = self.load_filtered(&nearest, request).await?;
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.load_filtered(&ids, request).await?;
         Ok(nearest
             .into_iter()
-            .filter(|id| allowed.contains_key(id))
+            .filter(|(id, _)| allowed.contains_key(id))
             .take(limit)
             .collect())
     }
@@ -1124,7 +1130,12 @@ impl MemoryStore {
             limit,
             ..SearchRequest::default()
         };
-        let ids = self.search_fts(&request, limit).await?;
+        let ids: Vec<String> = self
+            .search_fts(&request, limit)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let mut found = self.load_filtered(&ids, &request).await?;
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }

@@ -182,6 +182,18 @@ pub struct SearchHit {
     pub ranks: Vec<(String, usize)>,
 }
 
+/// One ranked list that hybrid search fuses, as [`crate::MemoryService::candidate_lists`]
+/// returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateList {
+    /// `fts`, `vector` or `entity`.
+    pub name: &'static str,
+    /// Memory ids, best first, each with the list's own score: BM25 relevance (fts, higher is
+    /// better), cosine similarity (vector), or how many of the query's entities it is linked to
+    /// (entity).
+    pub hits: Vec<(String, f64)>,
+}
+
 /// A fact to save in a batch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewFact {
