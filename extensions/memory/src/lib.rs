@@ -14,6 +14,7 @@ mod config;
 mod context;
 mod error;
 mod fts;
+mod fusion;
 mod people;
 mod service;
 mod store;

@@ -17,6 +17,7 @@ use crate::api::MemoryApi;
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::fts::{is_stopword, terms};
+use crate::fusion::{fuse, spread_to_neighbours, Fusion};
 use crate::store::{
     content_hash, IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus,
 };
@@ -399,8 +400,9 @@ impl MemoryService {
         Ok(lists)
     }
 
-    /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
-    /// Fusion, score = sum of 1 / (k + rank).
+    /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
+    /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
+    /// listed episode inherit a share of its neighbouring turns' relevance.
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.
@@ -412,14 +414,36 @@ impl MemoryService {
         let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
         let candidates = self.config.candidates_per_list.max(limit);
         let lists = self.candidate_lists(request, candidates).await?;
-        let k = self.config.rrf_k;
-        let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
-        for list in &lists {
-            for (index, (id, _)) in list.hits.iter().enumerate() {
-                let rank = index + 1;
-                let entry = fused.entry(id.clone()).or_insert((0.0, Vec::new()));
-                entry.0 += 1.0 / (k + rank as f64);
-                entry.1.push((list.name.to_owned(), rank));
+        // A single list keeps its own order (1 / (k + rank) is monotonic); hybrid fuses.
+        let fusion = if request.mode == SearchMode::Hybrid && self.config.fusion == "scores" {
+            Fusion::Scores {
+                vector_weight: self.config.vector_weight,
+                entity_weight: self.config.entity_weight,
+                similarity_floor: f64::from(
+                    request.min_similarity.unwrap_or(self.config.min_similarity),
+                ),
+            }
+        } else {
+            Fusion::Rrf {
+                k: self.config.rrf_k,
+            }
+        };
+        let mut fused = fuse(&lists, fusion);
+        let (before, after) = (
+            self.config.previous_turn_weight,
+            self.config.next_turn_weight,
+        );
+        if request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0) {
+            let listed: Vec<String> = fused.keys().cloned().collect();
+            let neighbours = store.neighbouring_turns(&listed).await?;
+            let relevance: HashMap<String, f64> = fused
+                .iter()
+                .map(|(id, (score, _))| (id.clone(), *score))
+                .collect();
+            for (id, score) in spread_to_neighbours(&relevance, &neighbours, before, after) {
+                if let Some(entry) = fused.get_mut(&id) {
+                    entry.0 = score;
+                }
             }
         }
         let ids: Vec<String> = fused.keys().cloned().collect();

@@ -697,6 +697,42 @@ impl MemoryStore {
             .collect())
     }
 
+    /// For each of `ids` that is an episode with a session: (id, the episode just before it,
+    /// the episode just after it) in that session, by event time. Neighbours are not filtered:
+    /// load them with [`Self::load_filtered`].
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn neighbouring_turns(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id, \
+             (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
+              AND p.kind = 'episode' AND (p.event_time < m.event_time \
+              OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
+              ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1), \
+             (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
+              AND n.kind = 'episode' AND (n.event_time > m.event_time \
+              OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
+              ORDER BY n.event_time, n.rowid LIMIT 1) \
+             FROM memories m WHERE m.kind = 'episode' AND m.session_id IS NOT NULL AND m.id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        Ok(builder
+            .build_query_as::<(String, Option<String>, Option<String>)>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
     /// many of those entities each is linked to; most matched entities first, then newest.
     ///

@@ -176,7 +176,7 @@ pub struct SearchRequest {
 pub struct SearchHit {
     /// The memory.
     pub memory: Memory,
-    /// Fused score (RRF) or the single list's rank score.
+    /// Fused score (weighted normalised scores, or RRF), or the single list's rank score.
     pub score: f64,
     /// Rank (1-based) in each list that returned it: `fts`, `vector`, `entity`.
     pub ranks: Vec<(String, usize)>,
