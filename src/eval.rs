@@ -177,7 +177,7 @@ pub(crate) async fn run(
     let max_k = ks.iter().copied().max().unwrap_or(10).max(10);
     let mut overall: HashMap<&str, Totals> = HashMap::new();
     let mut by_category: BTreeMap<String, HashMap<&str, Totals>> = BTreeMap::new();
-    let (mut skipped, mut cases) = (0_usize, 0_usize);
+    let (mut skipped, mut cases, mut refused_turns) = (0_usize, 0_usize, 0_usize);
     for (index, line) in lines.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -237,9 +237,18 @@ pub(crate) async fn run(
                     Some("eval".to_owned()),
                     None,
                 );
-                if let Some(memory_id) = service.ingest(&event).await? {
-                    session_of.insert(turn_id.clone(), session_id.clone());
-                    turn_of.insert(memory_id, turn_id);
+                // A turn the memory refuses (longer than max_content_chars) is left out and
+                // counted, as a user's memory would leave it out; the case still runs.
+                match service.ingest(&event).await {
+                    Ok(Some(memory_id)) => {
+                        session_of.insert(turn_id.clone(), session_id.clone());
+                        turn_of.insert(memory_id, turn_id);
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%turn_id, %error, "eval: turn not stored");
+                        refused_turns += 1;
+                    }
                 }
             }
         }
@@ -365,6 +374,7 @@ pub(crate) async fn run(
     let report = json!({
         "questions": questions,
         "skipped_without_evidence": skipped,
+        "turns_refused": refused_turns,
         "cases": cases,
         "modes": modes,
         "categories": categories,
@@ -375,7 +385,10 @@ pub(crate) async fn run(
     if json_output {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{questions} questions in {cases} cases ({skipped} without evidence skipped)");
+        println!(
+            "{questions} questions in {cases} cases ({skipped} without evidence skipped, \
+             {refused_turns} turns refused by the store)"
+        );
         for (name, _) in MODES {
             println!("{name:<7} {}", report["modes"][name]);
         }
