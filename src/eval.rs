@@ -5,9 +5,18 @@
 //! indexer finishes; then each question with evidence is searched in every mode (fts, vector,
 //! entity, hybrid) and scored at turn level: evidence recall@k, hit@k and MRR (within the
 //! largest k), overall and per category. Questions without evidence are skipped and counted.
+//!
+//! LongMemEval cases (`source` starting with `longmemeval`) are scored at session level, as the
+//! data's README asks: the ranked turns are mapped to their sessions (first occurrence kept) and
+//! recall@k, recall_all@k (every evidence session in the top k), hit@k (recall_any) and nDCG@10
+//! are computed against `evidence_session_ids`. A `.gz` file is read through `gunzip -c`.
+//!
+//! `--dump FILE` also writes, per question, the candidate lists hybrid search fuses (fts with
+//! BM25 relevance, vector with cosine, entity with matched entities), mapped to turn ids (the
+//! evidence is session ids at session level), for studying fusion offline.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
+use std::io::{BufRead, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -24,25 +33,42 @@ const MODES: [(&str, SearchMode); 4] = [
     ("hybrid", SearchMode::Hybrid),
 ];
 
+/// Results of one search mode over a set of questions.
 #[derive(Default, Clone)]
 struct Totals {
     questions: usize,
     recall: BTreeMap<usize, f64>,
+    recall_all: BTreeMap<usize, f64>,
     hit: BTreeMap<usize, f64>,
     reciprocal_rank: f64,
+    ndcg10: f64,
 }
 
 impl Totals {
+    /// Scores one ranking (turn or session ids, best first, no duplicates) against `evidence`.
     fn add(&mut self, ks: &[usize], ranked: &[String], evidence: &[String]) {
         self.questions += 1;
         for &k in ks {
             let top: Vec<&String> = ranked.iter().take(k).collect();
             let found = evidence.iter().filter(|id| top.contains(id)).count();
             *self.recall.entry(k).or_default() += found as f64 / evidence.len() as f64;
+            *self.recall_all.entry(k).or_default() += f64::from(u8::from(found == evidence.len()));
             *self.hit.entry(k).or_default() += f64::from(u8::from(found > 0));
         }
         if let Some(rank) = ranked.iter().position(|id| evidence.contains(id)) {
             self.reciprocal_rank += 1.0 / (rank + 1) as f64;
+        }
+        let gain = |position: usize| 1.0 / ((position + 2) as f64).log2();
+        let dcg: f64 = ranked
+            .iter()
+            .take(10)
+            .enumerate()
+            .filter(|(_, id)| evidence.contains(id))
+            .map(|(position, _)| gain(position))
+            .sum();
+        let ideal: f64 = (0..evidence.len().min(10)).map(gain).sum();
+        if ideal > 0.0 {
+            self.ndcg10 += dcg / ideal;
         }
     }
 
@@ -52,10 +78,14 @@ impl Totals {
         for (k, value) in &self.recall {
             object.insert(format!("recall@{k}"), json!(round(value / n)));
         }
+        for (k, value) in &self.recall_all {
+            object.insert(format!("recall_all@{k}"), json!(round(value / n)));
+        }
         for (k, value) in &self.hit {
             object.insert(format!("hit@{k}"), json!(round(value / n)));
         }
         object.insert("mrr".to_owned(), json!(round(self.reciprocal_rank / n)));
+        object.insert("ndcg@10".to_owned(), json!(round(self.ndcg10 / n)));
         object.insert("questions".to_owned(), json!(self.questions));
         Value::Object(object)
     }
@@ -96,20 +126,59 @@ async fn start_kernel(
         .await?)
 }
 
-/// Runs the evaluation; prints a table, or JSON with `json_output`.
+/// The data file's lines; a `.gz` file is decompressed by `gunzip -c` (no gzip crate needed).
+fn open_lines(data: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    if data.extension().is_some_and(|extension| extension == "gz") {
+        let child = std::process::Command::new("gunzip")
+            .arg("-c")
+            .arg(data)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot run gunzip -c {}", data.display()))?;
+        let stdout = child
+            .stdout
+            .with_context(|| format!("gunzip -c {} gave no output", data.display()))?;
+        return Ok(Box::new(std::io::BufReader::new(stdout)));
+    }
+    let file =
+        std::fs::File::open(data).with_context(|| format!("cannot open {}", data.display()))?;
+    Ok(Box::new(std::io::BufReader::new(file)))
+}
+
+/// `items` without repeats, first occurrence kept, in order.
+fn first_occurrences(items: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|item| seen.insert(item.clone()))
+        .collect()
+}
+
+/// Depth of the candidate lists written by `--dump`.
+const DUMP_DEPTH: usize = 100;
+
+/// Runs the evaluation; prints a table, or JSON with `json_output`. With `dump`, also writes
+/// each question's candidate lists there (JSONL).
 pub(crate) async fn run(
     base: &Config,
     data: &Path,
     ks: &[usize],
     json_output: bool,
+    dump: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let file =
-        std::fs::File::open(data).with_context(|| format!("cannot open {}", data.display()))?;
+    let lines = open_lines(data)?;
+    let mut dump = match dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
     let max_k = ks.iter().copied().max().unwrap_or(10).max(10);
     let mut overall: HashMap<&str, Totals> = HashMap::new();
     let mut by_category: BTreeMap<String, HashMap<&str, Totals>> = BTreeMap::new();
-    let (mut skipped, mut cases) = (0_usize, 0_usize);
-    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+    let (mut skipped, mut cases, mut refused_turns) = (0_usize, 0_usize, 0_usize);
+    for (index, line) in lines.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
@@ -117,6 +186,9 @@ pub(crate) async fn run(
         let case: Value = serde_json::from_str(&line)
             .with_context(|| format!("{}:{}: not JSON", data.display(), index + 1))?;
         let sessions = case["sessions"].as_array().cloned().unwrap_or_default();
+        let session_level = case["source"]
+            .as_str()
+            .is_some_and(|source| source.starts_with("longmemeval"));
         let start = sessions
             .iter()
             .filter_map(|session| session["date_iso"].as_str().and_then(parse_date))
@@ -129,7 +201,9 @@ pub(crate) async fn run(
             .services()
             .get::<MemoryService>()
             .context("the memory extension did not start")?;
+        // Memory id -> turn id, and turn id -> session id (the unit scored at session level).
         let mut turn_of: HashMap<String, String> = HashMap::new();
+        let mut session_of: HashMap<String, String> = HashMap::new();
         for session in &sessions {
             let session_id = session["session_id"]
                 .as_str()
@@ -163,14 +237,29 @@ pub(crate) async fn run(
                     Some("eval".to_owned()),
                     None,
                 );
-                if let Some(memory_id) = service.ingest(&event).await? {
-                    turn_of.insert(memory_id, turn_id);
+                // A turn the memory refuses (longer than max_content_chars) is left out and
+                // counted, as a user's memory would leave it out; the case still runs.
+                match service.ingest(&event).await {
+                    Ok(Some(memory_id)) => {
+                        session_of.insert(turn_id.clone(), session_id.clone());
+                        turn_of.insert(memory_id, turn_id);
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%turn_id, %error, "eval: turn not stored");
+                        refused_turns += 1;
+                    }
                 }
             }
         }
         kernel.settle().await;
         for question in case["questions"].as_array().into_iter().flatten() {
-            let evidence: Vec<String> = question["evidence_turn_ids"]
+            let evidence_key = if session_level {
+                "evidence_session_ids"
+            } else {
+                "evidence_turn_ids"
+            };
+            let evidence: Vec<String> = question[evidence_key]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -185,21 +274,62 @@ pub(crate) async fn run(
                 .as_str()
                 .unwrap_or("unknown")
                 .to_owned();
+            let query = question["question"].as_str().unwrap_or_default().to_owned();
+            // Sessions repeat among ranked turns: ask for more turns to fill the top k.
+            let limit = if session_level { max_k * 5 } else { max_k };
+            if let Some(out) = dump.as_mut() {
+                let lists = service
+                    .candidate_lists(
+                        &SearchRequest {
+                            query: query.clone(),
+                            user_id: Some("eval".to_owned()),
+                            kinds: vec![MemoryKind::Episode],
+                            mode: SearchMode::Hybrid,
+                            ..SearchRequest::default()
+                        },
+                        DUMP_DEPTH,
+                    )
+                    .await?;
+                let lists: Map<String, Value> = lists
+                    .into_iter()
+                    .map(|list| {
+                        let hits: Vec<Value> = list
+                            .hits
+                            .iter()
+                            .filter_map(|(id, score)| {
+                                turn_of.get(id).map(|unit| json!([unit, round(*score)]))
+                            })
+                            .collect();
+                        (list.name.to_owned(), Value::Array(hits))
+                    })
+                    .collect();
+                let record = json!({
+                    "case": case["id"],
+                    "qid": question["qid"],
+                    "category": category,
+                    "question": query,
+                    "evidence": evidence,
+                    "lists": lists,
+                });
+                writeln!(out, "{record}")?;
+            }
             for (name, mode) in MODES {
                 let hits = service
                     .search(&SearchRequest {
-                        query: question["question"].as_str().unwrap_or_default().to_owned(),
+                        query: query.clone(),
                         user_id: Some("eval".to_owned()),
                         kinds: vec![MemoryKind::Episode],
-                        limit: max_k,
+                        limit,
                         mode,
                         ..SearchRequest::default()
                     })
                     .await?;
-                let ranked: Vec<String> = hits
-                    .iter()
-                    .filter_map(|hit| turn_of.get(&hit.memory.id).cloned())
-                    .collect();
+                let turns = hits.iter().filter_map(|hit| turn_of.get(&hit.memory.id));
+                let ranked = if session_level {
+                    first_occurrences(turns.filter_map(|turn| session_of.get(turn).cloned()))
+                } else {
+                    first_occurrences(turns.cloned())
+                };
                 overall.entry(name).or_default().add(ks, &ranked, &evidence);
                 by_category
                     .entry(category.clone())
@@ -244,14 +374,21 @@ pub(crate) async fn run(
     let report = json!({
         "questions": questions,
         "skipped_without_evidence": skipped,
+        "turns_refused": refused_turns,
         "cases": cases,
         "modes": modes,
         "categories": categories,
     });
+    if let Some(mut out) = dump {
+        out.flush()?;
+    }
     if json_output {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{questions} questions in {cases} cases ({skipped} without evidence skipped)");
+        println!(
+            "{questions} questions in {cases} cases ({skipped} without evidence skipped, \
+             {refused_turns} turns refused by the store)"
+        );
         for (name, _) in MODES {
             println!("{name:<7} {}", report["modes"][name]);
         }

@@ -54,6 +54,10 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Also write each question's candidate lists (fts, vector, entity, with their scores)
+        /// to this JSONL file.
+        #[arg(long)]
+        dump: Option<PathBuf>,
     },
     /// Measure ingest and search latency, database size and peak memory for N memories.
     Bench {
@@ -434,9 +438,14 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Export { format, user } => {
             commands::export(load_config(&cli)?, format, user.as_deref()).await
         }
-        Command::Eval { data, k, json } => {
+        Command::Eval {
+            data,
+            k,
+            json,
+            dump,
+        } => {
             let config = load_config(&cli)?;
-            eval::run(&config, data, k, *json).await?;
+            eval::run(&config, data, k, *json, dump.as_deref()).await?;
             Ok(true)
         }
         Command::Bench {

@@ -20,8 +20,20 @@ pub struct MemoryConfig {
     pub max_search_limit: usize,
     /// Candidates taken from each list (FTS5, vector, entity) before fusion.
     pub candidates_per_list: usize,
-    /// The RRF constant k in score = sum of 1 / (k + rank).
+    /// How hybrid search fuses its lists: `scores` (a weighted sum of BM25 and cosine scores,
+    /// each normalised by the query's best match) or `rrf` (Reciprocal Rank Fusion, ranks only).
+    pub fusion: String,
+    /// Score fusion: the vector list's share (0 to 1); the text (BM25) list gets the rest.
+    pub vector_weight: f64,
+    /// Score fusion: added for memories linked to the query's entities, times the share matched.
+    pub entity_weight: f64,
+    /// The RRF constant k in score = sum of 1 / (k + rank) (`fusion = "rrf"`).
     pub rrf_k: f64,
+    /// Hybrid search: an episode also gets this share of the relevance of the turn just before
+    /// it in its session (an answer follows its question); 0 = off.
+    pub previous_turn_weight: f64,
+    /// Hybrid search: an episode also gets this share of the relevance of the turn just after it.
+    pub next_turn_weight: f64,
     /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
     /// list always has neighbours, related or not.
     pub min_similarity: f32,
@@ -64,7 +76,12 @@ impl Default for MemoryConfig {
             search_limit: 10,
             max_search_limit: 50,
             candidates_per_list: 50,
+            fusion: "scores".to_owned(),
+            vector_weight: 0.3,
+            entity_weight: 0.1,
             rrf_k: 60.0,
+            previous_turn_weight: 0.3,
+            next_turn_weight: 0.1,
             min_similarity: 0.3,
             vector_oversample: 8,
             supersede_similarity: 0.75,
@@ -118,6 +135,19 @@ impl MemoryConfig {
             "must be at least 1",
         );
         need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        need(
+            ["scores", "rrf"].contains(&self.fusion.as_str()),
+            "fusion",
+            "must be scores or rrf",
+        );
+        for (key, value) in [
+            ("vector_weight", self.vector_weight),
+            ("entity_weight", self.entity_weight),
+            ("previous_turn_weight", self.previous_turn_weight),
+            ("next_turn_weight", self.next_turn_weight),
+        ] {
+            need((0.0..=1.0).contains(&value), key, "must be between 0 and 1");
+        }
         need(
             (-1.0..=1.0).contains(&self.supersede_similarity),
             "supersede_similarity",

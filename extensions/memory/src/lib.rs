@@ -14,6 +14,7 @@ mod config;
 mod context;
 mod error;
 mod fts;
+mod fusion;
 mod people;
 mod service;
 mod store;
@@ -39,8 +40,9 @@ pub use store::{
     IndexItem, MemoryStore, NewMemory, Person, StoreOptions, StoredTurn, VectorStatus,
 };
 pub use types::{
-    DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact, PendingSession,
-    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,
+    PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted,
+    SkippedFact,
 };
 
 /// The config key, folder and extension name.

@@ -17,12 +17,13 @@ use crate::api::MemoryApi;
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::fts::{is_stopword, terms};
+use crate::fusion::{fuse, spread_to_neighbours, Fusion};
 use crate::store::{
     content_hash, IndexItem, MemoryStore, NewMemory, Person, StoreOptions, VectorStatus,
 };
 use crate::types::{
-    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+    CandidateList, DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession,
+    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
 };
 
 /// Most names tried against the entity table for one query.
@@ -316,13 +317,13 @@ impl MemoryService {
         names
     }
 
-    /// The vector list: the query's embedding, then its nearest memories; `None` when vector
-    /// search is unavailable (the reason is logged once).
+    /// The vector list: the query's embedding, then its nearest memories with their cosine
+    /// similarity; `None` when vector search is unavailable (the reason is logged once).
     async fn vector_list(
         &self,
         request: &SearchRequest,
-        candidates: usize,
-    ) -> Result<Option<Vec<String>>> {
+        depth: usize,
+    ) -> Result<Option<Vec<(String, f64)>>> {
         let Some(embedder) = self.vector_embedder().await else {
             let reason = self.vector_unavailable_reason().await;
             self.warn_fallback(&reason);
@@ -335,10 +336,15 @@ impl MemoryService {
             return Ok(None);
         };
         let min_similarity = request.min_similarity.unwrap_or(self.config.min_similarity);
+        let nearest = self
+            .store()?
+            .search_vector(request, &vector, depth, min_similarity)
+            .await?;
         Ok(Some(
-            self.store()?
-                .search_vector(request, &vector, candidates, min_similarity)
-                .await?,
+            nearest
+                .into_iter()
+                .map(|(id, similarity)| (id, f64::from(similarity)))
+                .collect(),
         ))
     }
 
@@ -347,7 +353,7 @@ impl MemoryService {
     async fn entity_list(
         &self,
         request: &SearchRequest,
-        candidates: usize,
+        depth: usize,
     ) -> Result<Vec<(String, i64)>> {
         let store = self.store()?;
         let mut names = self.query_names(query_head(&request.query));
@@ -359,11 +365,83 @@ impl MemoryService {
                 }
             }
         }
-        store.search_entities(request, &names, candidates).await
+        store.search_entities(request, &names, depth).await
     }
 
-    /// Searches with the request's mode and filters; hybrid fuses the lists by Reciprocal Rank
-    /// Fusion, score = sum of 1 / (k + rank).
+    /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three),
+    /// each at most `depth` long, with each list's own scores. [`Self::search`] fuses them; the
+    /// evaluation reads them to study fusion.
+    ///
+    /// # Errors
+    /// The store fails. Query text never causes an error.
+    pub async fn candidate_lists(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<Vec<CandidateList>> {
+        let store = self.store()?.clone();
+        let mode = request.mode;
+        // The three lists run at once: the query embedding (on a blocking thread) overlaps
+        // the FTS5 and entity queries (on the pool's connections).
+        let fts = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
+                store.search_fts(request, depth).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let vector = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
+                && !request.query.trim().is_empty()
+            {
+                self.vector_list(request, depth).await
+            } else {
+                Ok(None)
+            }
+        };
+        let entity = async {
+            if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
+                self.entity_list(request, depth).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let (fts, vector, entity) = tokio::join!(fts, vector, entity);
+        let mut lists: Vec<CandidateList> = Vec::new();
+        if let Some(hits) = fts? {
+            lists.push(CandidateList { name: "fts", hits });
+        }
+        if let Some(hits) = vector? {
+            lists.push(CandidateList {
+                name: "vector",
+                hits,
+            });
+        }
+        if let Some(mut linked) = entity? {
+            // An entity list says "mentions who you asked about", not how well; among memories
+            // linked to as many of the query's entities, the text and meaning lists decide.
+            let best_rank = |id: &String| {
+                lists
+                    .iter()
+                    .filter_map(|list| list.hits.iter().position(|(other, _)| other == id))
+                    .min()
+                    .unwrap_or(usize::MAX)
+            };
+            linked.sort_by_cached_key(|(id, matched)| (std::cmp::Reverse(*matched), best_rank(id)));
+            lists.push(CandidateList {
+                name: "entity",
+                hits: linked
+                    .into_iter()
+                    .map(|(id, matched)| (id, matched as f64))
+                    .collect(),
+            });
+        }
+        Ok(lists)
+    }
+
+    /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
+    /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
+    /// listed episode inherit a share of its neighbouring turns' relevance.
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.
@@ -374,61 +452,37 @@ impl MemoryService {
         let request = &owned;
         let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
         let candidates = self.config.candidates_per_list.max(limit);
-        let mode = request.mode;
-        // The three lists run at once: the query embedding (on a blocking thread) overlaps
-        // the FTS5 and entity queries (on the pool's connections).
-        let fts = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-                store.search_fts(request, candidates).await.map(Some)
-            } else {
-                Ok(None)
+        let lists = self.candidate_lists(request, candidates).await?;
+        // A single list keeps its own order (1 / (k + rank) is monotonic); hybrid fuses.
+        let fusion = if request.mode == SearchMode::Hybrid && self.config.fusion == "scores" {
+            Fusion::Scores {
+                vector_weight: self.config.vector_weight,
+                entity_weight: self.config.entity_weight,
+                similarity_floor: f64::from(
+                    request.min_similarity.unwrap_or(self.config.min_similarity),
+                ),
+            }
+        } else {
+            Fusion::Rrf {
+                k: self.config.rrf_k,
             }
         };
-        let vector = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
-                && !request.query.trim().is_empty()
-            {
-                self.vector_list(request, candidates).await
-            } else {
-                Ok(None)
-            }
-        };
-        let entity = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
-                self.entity_list(request, candidates).await.map(Some)
-            } else {
-                Ok(None)
-            }
-        };
-        let (fts, vector, entity) = tokio::join!(fts, vector, entity);
-        let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
-        if let Some(ids) = fts? {
-            lists.push(("fts", ids));
-        }
-        if let Some(ids) = vector? {
-            lists.push(("vector", ids));
-        }
-        if let Some(mut linked) = entity? {
-            // An entity list says "mentions who you asked about", not how well; among memories
-            // linked to as many of the query's entities, the text and meaning lists decide.
-            let best_rank = |id: &String| {
-                lists
-                    .iter()
-                    .filter_map(|(_, ids)| ids.iter().position(|other| other == id))
-                    .min()
-                    .unwrap_or(usize::MAX)
-            };
-            linked.sort_by_cached_key(|(id, matched)| (std::cmp::Reverse(*matched), best_rank(id)));
-            lists.push(("entity", linked.into_iter().map(|(id, _)| id).collect()));
-        }
-        let k = self.config.rrf_k;
-        let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
-        for (list, ids) in &lists {
-            for (index, id) in ids.iter().enumerate() {
-                let rank = index + 1;
-                let entry = fused.entry(id.clone()).or_insert((0.0, Vec::new()));
-                entry.0 += 1.0 / (k + rank as f64);
-                entry.1.push(((*list).to_owned(), rank));
+        let mut fused = fuse(&lists, fusion);
+        let (before, after) = (
+            self.config.previous_turn_weight,
+            self.config.next_turn_weight,
+        );
+        if request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0) {
+            let listed: Vec<String> = fused.keys().cloned().collect();
+            let neighbours = store.neighbouring_turns(&listed).await?;
+            let relevance: HashMap<String, f64> = fused
+                .iter()
+                .map(|(id, (score, _))| (id.clone(), *score))
+                .collect();
+            for (id, score) in spread_to_neighbours(&relevance, &neighbours, before, after) {
+                if let Some(entry) = fused.get_mut(&id) {
+                    entry.0 = score;
+                }
             }
         }
         let ids: Vec<String> = fused.keys().cloned().collect();
@@ -652,9 +706,12 @@ impl MemoryService {
             at: Some(self.now()?),
             ..SearchRequest::default()
         };
-        let similar = store
+        let similar: Vec<String> = store
             .search_vector(&request, &vector, 10, self.config.supersede_similarity)
-            .await?;
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let candidates = store.load_filtered(&similar, &request).await?;
         let old: Vec<String> = similar
             .into_iter()

@@ -769,7 +769,8 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Ids ranked by BM25 for `request.query`, best first.
+    /// Ids ranked by BM25 for `request.query`, best first, each with its BM25 relevance
+    /// (FTS5's `bm25()` negated, so higher is better and every match is above 0).
     ///
     /// Ranking costs about a microsecond per matching memory, so when the query's words
     /// match more than twice [`RANK_BUDGET`] memories, a first pass ranks only the memories
@@ -782,7 +783,11 @@ impl MemoryStore {
     ///
     /// # Errors
     /// The database fails (a user's query text never causes one: it is quoted term by term).
-    pub async fn search_fts(&self, request: &SearchRequest, limit: usize) -> Result<Vec<String>> {
+    pub async fn search_fts(
+        &self,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
         let terms = query_terms(&request.query);
         let Some(any_word) = match_any(&terms) else {
             return Ok(Vec::new());
@@ -814,8 +819,8 @@ impl MemoryStore {
             return Ok(ids);
         }
         let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM memories_fts CROSS JOIN memories m ON m.rowid = memories_fts.rowid \
-             WHERE memories_fts MATCH ",
+            "SELECT m.id, -bm25(memories_fts) FROM memories_fts CROSS JOIN memories m \
+             ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
         builder.push_bind(any_word);
         push_filters(&mut builder, request);
@@ -823,7 +828,7 @@ impl MemoryStore {
             .push(" ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
         Ok(builder
-            .build_query_scalar::<String>()
+            .build_query_as::<(String, f64)>()
             .fetch_all(&self.pool)
             .await?)
     }
@@ -834,10 +839,10 @@ impl MemoryStore {
         query: &str,
         request: &SearchRequest,
         limit: usize,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<(String, f64)>> {
         let depth = (limit * 4).max(64);
         let mut builder = QueryBuilder::new(
-            "SELECT m.id FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
+            "SELECT m.id, -best.score FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
              FROM memories_fts WHERE memories_fts MATCH ",
         );
         builder.push_bind(query.to_owned());
@@ -850,7 +855,7 @@ impl MemoryStore {
             .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
         Ok(builder
-            .build_query_scalar::<String>()
+            .build_query_as::<(String, f64)>()
             .fetch_all(&self.pool)
             .await?)
     }
@@ -894,9 +899,9 @@ impl MemoryStore {
         Ok(count)
     }
 
-    /// Ids nearest to `vector`, best first, after the request's filters, leaving out neighbours
-    /// whose cosine similarity is below `min_similarity`. Uses the quantised mirror unless
-    /// `vector_oversample` is 0, then `vec_memories` by brute force.
+    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
+    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`. Uses
+    /// the quantised mirror unless `vector_oversample` is 0, then `vec_memories` by brute force.
     ///
     /// # Errors
     /// The database fails.
@@ -906,7 +911,7 @@ impl MemoryStore {
         vector: &[f32],
         limit: usize,
         min_similarity: f32,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<(String, f32)>> {
         if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
             return Ok(Vec::new());
         }
@@ -927,15 +932,15 @@ impl MemoryStore {
         } else {
             self.nearest_quantized(vector, owner, kind, k).await?
         };
-        let nearest: Vec<String> = nearest
+        let nearest: Vec<(String, f32)> = nearest
             .into_iter()
             .filter(|(_, similarity)| *similarity >= min_similarity)
-            .map(|(id, _)| id)
             .collect();
-        let allowed = self.load_filtered(&nearest, request).await?;
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.load_filtered(&ids, request).await?;
         Ok(nearest
             .into_iter()
-            .filter(|id| allowed.contains_key(id))
+            .filter(|(id, _)| allowed.contains_key(id))
             .take(limit)
             .collect())
     }
@@ -1056,6 +1061,42 @@ impl MemoryStore {
             "vector mirror loaded"
         );
         Ok(())
+    }
+
+    /// For each of `ids` that is an episode with a session: (id, the episode just before it,
+    /// the episode just after it) in that session, by event time. Neighbours are not filtered:
+    /// load them with [`Self::load_filtered`].
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn neighbouring_turns(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id, \
+             (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
+              AND p.kind = 'episode' AND (p.event_time < m.event_time \
+              OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
+              ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1), \
+             (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
+              AND n.kind = 'episode' AND (n.event_time > m.event_time \
+              OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
+              ORDER BY n.event_time, n.rowid LIMIT 1) \
+             FROM memories m WHERE +m.kind = 'episode' AND m.session_id IS NOT NULL AND m.id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        Ok(builder
+            .build_query_as::<(String, Option<String>, Option<String>)>()
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
@@ -1509,7 +1550,12 @@ impl MemoryStore {
             limit,
             ..SearchRequest::default()
         };
-        let ids = self.search_fts(&request, limit).await?;
+        let ids: Vec<String> = self
+            .search_fts(&request, limit)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let mut found = self.load_filtered(&ids, &request).await?;
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }

@@ -176,10 +176,22 @@ pub struct SearchRequest {
 pub struct SearchHit {
     /// The memory.
     pub memory: Memory,
-    /// Fused score (RRF) or the single list's rank score.
+    /// Fused score (weighted normalised scores, or RRF), or the single list's rank score.
     pub score: f64,
     /// Rank (1-based) in each list that returned it: `fts`, `vector`, `entity`.
     pub ranks: Vec<(String, usize)>,
+}
+
+/// One ranked list that hybrid search fuses, as [`crate::MemoryService::candidate_lists`]
+/// returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateList {
+    /// `fts`, `vector` or `entity`.
+    pub name: &'static str,
+    /// Memory ids, best first, each with the list's own score: BM25 relevance (fts, higher is
+    /// better), cosine similarity (vector), or how many of the query's entities it is linked to
+    /// (entity).
+    pub hits: Vec<(String, f64)>,
 }
 
 /// A fact to save in a batch.

@@ -76,6 +76,7 @@ async fn a_dimension_or_model_change_disables_vectors_and_keeps_everything() {
             .search_vector(&request, &[0.9, 0.1, 0.0, 0.0], 5, -1.0)
             .await
             .unwrap();
+        let found: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
         assert_eq!(found, vec![id]);
         // Another owner never sees it.
         let other = SearchRequest {
@@ -160,7 +161,14 @@ async fn soft_delete_hides_a_row_from_every_list_but_keeps_it() {
         include_deleted: true,
         ..request
     };
-    assert_eq!(store.search_fts(&with_deleted, 5).await.unwrap(), vec![id]);
+    let found: Vec<String> = store
+        .search_fts(&with_deleted, 5)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found, vec![id]);
 }
 
 async fn open_fast(path: &std::path::Path) -> MemoryStore {
@@ -286,7 +294,13 @@ async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
         limit: 10,
         ..SearchRequest::default()
     };
-    let found = store.search_fts(&request, 10).await.unwrap();
+    let found: Vec<String> = store
+        .search_fts(&request, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(found.len(), 10);
     for zebra in &zebras {
         assert!(found[..3].contains(zebra), "rare word first: {found:?}");

@@ -1,0 +1,227 @@
+//! Fusing hybrid search's candidate lists into one relevance score per memory.
+//!
+//! Two fusions are offered. Reciprocal Rank Fusion adds 1 / (k + rank) over the lists: it needs
+//! no scores, but it trusts every list equally, so a weak list (a small embedding model's nearest
+//! neighbours, which always exist) drags strong keyword hits down. Score fusion (the default) is a
+//! weighted sum of each list's scores normalised per query from the list's natural zero: BM25
+//! relevance as a share of the best match's, cosine similarity as the share of the best match's
+//! margin over `min_similarity`. The two become comparable, a clear winner in one list stays a
+//! clear winner, near-ties stay near-ties (min-max scaling would stretch them to 0 and 1), and the
+//! vector list's share is a weight.
+//!
+//! Conversations add one more signal: a turn answering a question rarely repeats the question's
+//! words, but follows the turn that does. [`spread_to_neighbours`] gives every listed episode a
+//! share of the relevance of the turns just before and after it in its session.
+
+use std::collections::HashMap;
+
+use crate::types::CandidateList;
+
+/// How hybrid search fuses its lists (`fusion` in `[extensions.memory]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Fusion {
+    /// Reciprocal Rank Fusion with this k.
+    Rrf { k: f64 },
+    /// Weighted sum of normalised scores.
+    Scores {
+        /// Share of the vector list; the text (BM25) list gets the rest.
+        vector_weight: f64,
+        /// Added for linked entities, scaled by the share of the query's entities matched.
+        entity_weight: f64,
+        /// The cosine similarity that counts as unrelated (the vector list's cut-off).
+        similarity_floor: f64,
+    },
+}
+
+/// `hits`' scores as shares of the best one's margin over `floor` (all 1 when the best is at
+/// or below the floor).
+fn share_of_best(hits: &[(String, f64)], floor: f64) -> impl Iterator<Item = (&String, f64)> {
+    let best = hits
+        .iter()
+        .map(|(_, score)| *score)
+        .fold(f64::NEG_INFINITY, f64::max);
+    hits.iter().map(move |(id, score)| {
+        let share = if best > floor {
+            ((score - floor) / (best - floor)).max(0.0)
+        } else {
+            1.0
+        };
+        (id, share)
+    })
+}
+
+/// Every listed memory's fused relevance, and its 1-based rank in each list that returned it.
+pub(crate) fn fuse(
+    lists: &[CandidateList],
+    fusion: Fusion,
+) -> HashMap<String, (f64, Vec<(String, usize)>)> {
+    let mut fused: HashMap<String, (f64, Vec<(String, usize)>)> = HashMap::new();
+    for list in lists {
+        let contributions: Vec<(&String, f64)> = match fusion {
+            Fusion::Rrf { k } => list
+                .hits
+                .iter()
+                .enumerate()
+                .map(|(index, (id, _))| (id, 1.0 / (k + (index + 1) as f64)))
+                .collect(),
+            Fusion::Scores {
+                vector_weight,
+                entity_weight,
+                similarity_floor,
+            } => match list.name {
+                "vector" => share_of_best(&list.hits, similarity_floor)
+                    .map(|(id, score)| (id, vector_weight * score))
+                    .collect(),
+                "entity" => {
+                    // Entity counts are not spread like scores: 1 of 1 entity matched is full.
+                    let most = list
+                        .hits
+                        .iter()
+                        .map(|(_, matched)| *matched)
+                        .fold(1.0, f64::max);
+                    list.hits
+                        .iter()
+                        .map(|(id, matched)| (id, entity_weight * matched / most))
+                        .collect()
+                }
+                _ => share_of_best(&list.hits, 0.0)
+                    .map(|(id, score)| (id, (1.0 - vector_weight) * score))
+                    .collect(),
+            },
+        };
+        for (index, (id, contribution)) in contributions.into_iter().enumerate() {
+            let entry = fused.entry(id.clone()).or_insert((0.0, Vec::new()));
+            entry.0 += contribution;
+            entry.1.push((list.name.to_owned(), index + 1));
+        }
+    }
+    fused
+}
+
+/// Relevance after each listed episode takes `before` times the relevance of the turn just
+/// before it in its session and `after` times that of the turn just after it. `neighbours`
+/// holds, for listed memories, (id, previous turn, next turn). Only listed memories are
+/// re-scored: a turn that matched nothing is not made a result by its neighbour.
+pub(crate) fn spread_to_neighbours(
+    relevance: &HashMap<String, f64>,
+    neighbours: &[(String, Option<String>, Option<String>)],
+    before: f64,
+    after: f64,
+) -> HashMap<String, f64> {
+    let mut spread = relevance.clone();
+    for (id, previous, next) in neighbours {
+        let Some(score) = spread.get_mut(id) else {
+            continue;
+        };
+        let inherited = |neighbour: &Option<String>| {
+            neighbour
+                .as_ref()
+                .and_then(|neighbour| relevance.get(neighbour))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        *score += before * inherited(previous) + after * inherited(next);
+    }
+    spread
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(name: &'static str, hits: &[(&str, f64)]) -> CandidateList {
+        CandidateList {
+            name,
+            hits: hits.iter().map(|(id, s)| ((*id).to_owned(), *s)).collect(),
+        }
+    }
+
+    fn order(fused: &HashMap<String, f64>) -> Vec<String> {
+        let mut ids: Vec<(&String, &f64)> = fused.iter().collect();
+        ids.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+        ids.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    fn scores(fused: HashMap<String, (f64, Vec<(String, usize)>)>) -> HashMap<String, f64> {
+        fused.into_iter().map(|(id, (s, _))| (id, s)).collect()
+    }
+
+    #[test]
+    fn a_weak_vector_list_does_not_bury_a_clear_text_winner() {
+        let lists = [
+            list("fts", &[("a", 9.0), ("b", 1.2), ("c", 1.0)]),
+            list("vector", &[("c", 0.42), ("b", 0.41), ("a", 0.40)]),
+        ];
+        let rrf = scores(fuse(&lists, Fusion::Rrf { k: 60.0 }));
+        let weighted = scores(fuse(
+            &lists,
+            Fusion::Scores {
+                vector_weight: 0.3,
+                entity_weight: 0.1,
+                similarity_floor: 0.3,
+            },
+        ));
+        // By ranks alone, a (1st and 3rd) ties c (3rd and 1st).
+        assert!((rrf["a"] - rrf["c"]).abs() < 1e-12);
+        assert_eq!(order(&weighted)[0], "a");
+    }
+
+    #[test]
+    fn ranks_are_kept_per_list() {
+        let lists = [
+            list("fts", &[("a", 2.0), ("b", 1.0)]),
+            list("entity", &[("b", 1.0)]),
+        ];
+        let fused = fuse(
+            &lists,
+            Fusion::Scores {
+                vector_weight: 0.3,
+                entity_weight: 0.1,
+                similarity_floor: 0.3,
+            },
+        );
+        assert_eq!(
+            fused["b"].1,
+            vec![("fts".to_owned(), 2), ("entity".to_owned(), 1)]
+        );
+        // Half the best BM25 (0.7 x 0.5), plus the only entity match counting fully (0.1).
+        assert!((fused["b"].0 - 0.45).abs() < 1e-12);
+    }
+
+    #[test]
+    fn near_ties_stay_near_ties() {
+        let lists = [list("fts", &[("red", 2.0), ("blue", 1.96)])];
+        let fused = scores(fuse(
+            &lists,
+            Fusion::Scores {
+                vector_weight: 0.3,
+                entity_weight: 0.1,
+                similarity_floor: 0.3,
+            },
+        ));
+        assert!(fused["red"] - fused["blue"] < 0.02);
+    }
+
+    #[test]
+    fn a_listed_turn_inherits_a_share_of_its_neighbours() {
+        let relevance: HashMap<String, f64> = [
+            ("question".to_owned(), 1.0),
+            ("answer".to_owned(), 0.2),
+            ("other".to_owned(), 0.4),
+        ]
+        .into();
+        let neighbours = vec![
+            (
+                "question".to_owned(),
+                Some("greeting".to_owned()),
+                Some("answer".to_owned()),
+            ),
+            ("answer".to_owned(), Some("question".to_owned()), None),
+        ];
+        let spread = spread_to_neighbours(&relevance, &neighbours, 0.3, 0.1);
+        assert!((spread["answer"] - 0.5).abs() < 1e-12);
+        assert!((spread["question"] - 1.02).abs() < 1e-12);
+        assert!(!spread.contains_key("greeting"), "not listed, not a result");
+        assert_eq!(order(&spread), ["question", "answer", "other"]);
+    }
+}
