@@ -3,7 +3,9 @@
 //!
 //! 1. N chat turns (one to three templated sentences naming people, places, plans and numbers;
 //!    event times spread over about a year) go through the memory extension's real hot path
-//!    (`MemoryService::ingest`: session bookkeeping, fast NER, one transaction), each timed.
+//!    (`MemoryService::ingest`: session bookkeeping, fast NER, one transaction). The last
+//!    `--timed-ingest` of them (default: all) are timed with the configured durability; the
+//!    ones before are written with `synchronous = off`, so that large stores build in minutes.
 //! 2. Vectors: the first `--real-embeddings` distinct turns are embedded by the real model; every
 //!    other memory gets a mix of two of those real embeddings plus a little noise (embedding
 //!    100k texts would take about 25 minutes here). This keeps the embeddings' distribution,
@@ -239,8 +241,8 @@ fn service_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
 pub(crate) struct BenchOptions {
     /// Memories in the store.
     pub memories: usize,
-    /// Ingests timed (the first ones); the rest are written through the same hot path with
-    /// `synchronous = off`, to build large stores in minutes rather than hours.
+    /// Ingests timed: the last ones, on a store already holding the rest, which are written
+    /// through the same hot path with `synchronous = off` to build large stores in minutes.
     pub timed_ingest: usize,
     /// Distinct queries per round.
     pub queries: usize,
@@ -352,23 +354,26 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
     let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ size as u64);
 
     // 1. Ingest through the hot path, embedding off so that no indexer competes for the CPU.
+    //    The last `timed` ingests are timed, with the configured durability, on a store that
+    //    already holds the others (written with synchronous = off to save time).
     let timed = options.timed_ingest.clamp(1, size.max(1));
-    let mut kernel = start_kernel(base, dir, false).await?;
+    let untimed = size - timed;
+    let mut fast = base.clone();
+    if untimed > 0 {
+        fast.set_extension_key("memory", "synchronous", "off".into());
+    }
+    let mut kernel = start_kernel(&fast, dir, false).await?;
     let mut service = service_of(&kernel)?;
     let start = kernel.context().now();
     let mut texts = Vec::with_capacity(size);
-    let mut ingest = Vec::with_capacity(size);
-    let started = Instant::now();
-    // About a year of turns: one every 5 minutes.
-    let mut ingest_seconds = 0.0;
+    let mut ingest = Vec::with_capacity(timed);
+    let mut started = Instant::now();
     for index in 0..size {
-        if index == timed {
-            ingest_seconds = started.elapsed().as_secs_f64();
+        if index == untimed && untimed > 0 {
             kernel.shutdown().await;
-            let mut fast = base.clone();
-            fast.set_extension_key("memory", "synchronous", "off".into());
-            kernel = start_kernel(&fast, dir, false).await?;
+            kernel = start_kernel(base, dir, false).await?;
             service = service_of(&kernel)?;
+            started = Instant::now();
         }
         let session = format!("s{}", index / 40);
         let text = random.turn();
@@ -377,6 +382,7 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
         } else {
             EventPayload::AgentResponse { text: text.clone() }
         };
+        // About a year of turns at 100k: one every 5 minutes.
         let at = start + chrono::Duration::seconds(300 * index as i64);
         let event = Event::new(at, payload).with_scope(
             Some(session),
@@ -385,7 +391,7 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
         );
         let clock = Instant::now();
         service.ingest(&event).await?;
-        if index < timed {
+        if index >= untimed {
             ingest.push(clock.elapsed());
         }
         texts.push(text);
@@ -393,9 +399,7 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
             eprintln!("ingested {index} of {size}");
         }
     }
-    if timed >= size {
-        ingest_seconds = started.elapsed().as_secs_f64();
-    }
+    let ingest_seconds = started.elapsed().as_secs_f64();
     kernel.shutdown().await;
 
     // 2. Vectors: real embeddings and mixes of them.

@@ -64,7 +64,7 @@ enum Command {
         /// Memories in the store.
         #[arg(long, default_value_t = 10_000)]
         memories: usize,
-        /// Ingests timed; beyond them the store is filled with `synchronous = off` (default: all).
+        /// Ingests timed, the last ones; the store is filled before them with `synchronous = off` (default: all).
         #[arg(long)]
         timed_ingest: Option<usize>,
         /// Distinct queries per round.

@@ -1065,7 +1065,8 @@ impl MemoryStore {
 
     /// For each of `ids` that is an episode with a session: (id, the episode just before it,
     /// the episode just after it) in that session, by event time. Neighbours are not filtered:
-    /// load them with [`Self::load_filtered`].
+    /// load them with [`Self::load_filtered`]. The `+` on `kind` keeps SQLite on the session
+    /// index: through the kind index this took 1.2 s for 150 ids at 100k memories.
     ///
     /// # Errors
     /// The database fails.
@@ -1079,11 +1080,11 @@ impl MemoryStore {
         let mut builder = QueryBuilder::new(
             "SELECT m.id, \
              (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
-              AND p.kind = 'episode' AND (p.event_time < m.event_time \
+              AND +p.kind = 'episode' AND (p.event_time < m.event_time \
               OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
               ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1), \
              (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
-              AND n.kind = 'episode' AND (n.event_time > m.event_time \
+              AND +n.kind = 'episode' AND (n.event_time > m.event_time \
               OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
               ORDER BY n.event_time, n.rowid LIMIT 1) \
              FROM memories m WHERE +m.kind = 'episode' AND m.session_id IS NOT NULL AND m.id IN (",
