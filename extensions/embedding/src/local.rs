@@ -69,6 +69,9 @@ struct Inner {
     batch_size: usize,
     model_id: String,
     state: OnceLock<Result<Arc<LoadedModel>, String>>,
+    /// One thread for single texts (a search's query): on two cores, splitting a ten-token
+    /// forward pass over both made it slower, and the search's other lists need the other core.
+    single: OnceLock<Option<rayon::ThreadPool>>,
 }
 
 /// The local embedding provider. Creating it does no I/O: the model loads on
@@ -109,6 +112,7 @@ impl LocalEmbedder {
                 batch_size: batch_size.max(1),
                 model_id,
                 state: OnceLock::new(),
+                single: OnceLock::new(),
             }),
         }
     }
@@ -171,6 +175,20 @@ impl Inner {
     }
 
     fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        if let [text] = texts {
+            let single = self.single.get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .thread_name(|_| "mnemo-embed-query".to_owned())
+                    .build()
+                    .map_err(|err| tracing::warn!("no single-thread pool for queries: {err}"))
+                    .ok()
+            });
+            if let Some(pool) = single {
+                let model = self.model().map_err(EmbeddingError::Unavailable)?;
+                return pool.install(|| model.embed_chunk(vec![text.as_str()]));
+            }
+        }
         let model = self.model().map_err(EmbeddingError::Unavailable)?;
         // Similar lengths share a forward pass, so that little padding is computed.
         let mut order: Vec<usize> = (0..texts.len()).collect();
