@@ -254,6 +254,8 @@ pub(crate) struct BenchOptions {
     pub users: usize,
     /// Keep the store in this directory instead of a temporary one (for inspection).
     pub keep: Option<std::path::PathBuf>,
+    /// Measure search on this store, made earlier by `keep`, instead of building one.
+    pub reuse: Option<std::path::PathBuf>,
     /// Print JSON.
     pub json: bool,
 }
@@ -332,27 +334,26 @@ async fn time_searches(
     Ok(latencies)
 }
 
-/// Runs the benchmark; prints a summary, or JSON with `options.json`.
-pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+/// What building the store measured.
+#[derive(Default)]
+struct Built {
+    /// The timed ingests' latencies.
+    ingest: Vec<Duration>,
+    /// Wall time of the timed ingests.
+    ingest_seconds: f64,
+    /// Texts embedded by the real model.
+    embedded: usize,
+}
+
+/// Steps 1 and 2: ingests `options.memories` turns into `dir` and fills their vectors.
+async fn build_store(
+    base: &Config,
+    dir: &Path,
+    options: &BenchOptions,
+    random: &mut Random,
+) -> anyhow::Result<Built> {
     let size = options.memories;
     let users = options.users.max(1);
-    let temporary = tempfile::tempdir().context("temporary directory")?;
-    let dir_path = match &options.keep {
-        Some(path) => {
-            std::fs::create_dir_all(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            anyhow::ensure!(
-                std::fs::read_dir(path)?.next().is_none(),
-                "{} is not empty: bench --keep needs an empty directory",
-                path.display()
-            );
-            path.clone()
-        }
-        None => temporary.path().to_path_buf(),
-    };
-    let dir = dir_path.as_path();
-    let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ size as u64);
-
     // 1. Ingest through the hot path, embedding off so that no indexer competes for the CPU.
     //    The last `timed` ingests are timed, with the configured durability, on a store that
     //    already holds the others (written with synchronous = off to save time).
@@ -414,16 +415,76 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
             "the embedding model is not available: run scripts/fetch-model (bench measures \
              search with vectors)",
         )?;
-    let embedded = fill_vectors(
-        &service,
-        &embedder,
-        &texts,
-        options.real_embeddings,
-        &mut random,
-    )
-    .await?;
-    drop(texts);
+    let embedded =
+        fill_vectors(&service, &embedder, &texts, options.real_embeddings, random).await?;
+    kernel.shutdown().await;
+    Ok(Built {
+        ingest,
+        ingest_seconds,
+        embedded,
+    })
+}
+
+/// Runs the benchmark; prints a summary, or JSON with `options.json`.
+pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+    let users = options.users.max(1);
+    let temporary = tempfile::tempdir().context("temporary directory")?;
+    let dir_path = match (&options.reuse, &options.keep) {
+        (Some(path), _) => {
+            anyhow::ensure!(
+                path.join("memory.db").is_file(),
+                "{} holds no memory.db: bench --reuse needs a store made by bench --keep",
+                path.display()
+            );
+            path.clone()
+        }
+        (None, Some(path)) => {
+            std::fs::create_dir_all(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            anyhow::ensure!(
+                std::fs::read_dir(path)?.next().is_none(),
+                "{} is not empty: bench --keep needs an empty directory",
+                path.display()
+            );
+            path.clone()
+        }
+        (None, None) => temporary.path().to_path_buf(),
+    };
+    let dir = dir_path.as_path();
+    let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ options.memories as u64);
+
+    let mut built = match &options.reuse {
+        Some(_) => Built::default(),
+        None => build_store(base, dir, options, &mut random).await?,
+    };
+
+    let kernel = start_kernel(base, dir, true).await?;
+    let service = service_of(&kernel)?;
+    let embedder = kernel
+        .context()
+        .services()
+        .get::<dyn mnemo_embedding::EmbeddingApi>()
+        .filter(|embedder| embedder.health() == mnemo_embedding::EmbeddingHealth::Ready)
+        .context(
+            "the embedding model is not available: run scripts/fetch-model (bench measures \
+             search with vectors)",
+        )?;
+    let size = if options.reuse.is_some() {
+        let stats = service.store()?.stats(None).await?;
+        anyhow::ensure!(
+            stats.pending_index == 0,
+            "{}: {} memories have no vector; reuse a store that `bench --keep` finished",
+            dir.display(),
+            stats.pending_index
+        );
+        usize::try_from(stats.episodes).unwrap_or_default()
+    } else {
+        options.memories
+    };
     let store = service.store()?.clone();
+    store
+        .ensure_vector_index(embedder.dimensions(), embedder.model_id())
+        .await?;
     let load = Instant::now();
     let (mirror_rows, mirror_bytes) = store.mirror_size().await?;
     let mirror_load_ms = ms(load.elapsed());
@@ -494,17 +555,17 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
     let round3 = |value: f64| (value * 1_000.0).round() / 1_000.0;
     let report = json!({
         "memories": size,
-        "ingest_ms": summary(&mut ingest),
+        "ingest_ms": summary(&mut built.ingest),
         "search_ms": median_summary(&rounds),
         "search_ms_without_embedding": summary(&mut cached),
         "db_bytes": database_bytes(dir),
         "rss_bytes": peak_rss_bytes(),
-        "ingest_per_second": (ingest.len() as f64 / ingest_seconds.max(1e-9)).round(),
-        "timed_ingests": ingest.len(),
+        "ingest_per_second": (built.ingest.len() as f64 / built.ingest_seconds.max(1e-9)).round(),
+        "timed_ingests": built.ingest.len(),
         "users": users,
         "rounds": options.rounds.max(1),
         "queries_per_round": options.queries,
-        "real_embeddings": embedded,
+        "real_embeddings": built.embedded,
         "single_list_p50_ms": single,
         "vector_stage": {
             "oversample": service.config().vector_oversample,
@@ -528,7 +589,8 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
                 .unwrap_or_default()
         };
         println!(
-            "{size} memories ({users} users, {embedded} real embeddings): database {:.1} MB, peak RSS {:.0} MB",
+            "{size} memories ({users} users, {} real embeddings): database {:.1} MB, peak RSS {:.0} MB",
+            built.embedded,
             get(&["db_bytes"]) / 1e6,
             get(&["rss_bytes"]) / 1e6
         );
