@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -91,6 +91,35 @@ pub struct MemoryService {
     fallback_warned: AtomicBool,
     index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
+    /// Recent query vectors: a search never writes to the database.
+    query_vectors: Mutex<QueryVectorCache>,
+}
+
+/// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
+/// text hash; the oldest goes first.
+#[derive(Default)]
+struct QueryVectorCache {
+    vectors: HashMap<(String, String), Vec<f32>>,
+    order: std::collections::VecDeque<(String, String)>,
+}
+
+impl QueryVectorCache {
+    const CAPACITY: usize = 512;
+
+    fn get(&self, key: &(String, String)) -> Option<Vec<f32>> {
+        self.vectors.get(key).cloned()
+    }
+
+    fn insert(&mut self, key: (String, String), vector: Vec<f32>) {
+        if self.vectors.insert(key.clone(), vector).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.vectors.remove(&oldest);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for MemoryService {
@@ -120,6 +149,13 @@ fn jaccard(a: &std::collections::HashSet<String>, b: &std::collections::HashSet<
     a.intersection(b).count() as f64 / union as f64
 }
 
+/// Hybrid search re-ranks by neighbouring turns only the best `limit × NEIGHBOUR_POOL`
+/// candidates.
+const NEIGHBOUR_POOL: usize = 8;
+
+/// A search candidate being ranked: id, score, event time, and its rank in each list.
+type Ranked = (String, f64, i64, Vec<(String, usize)>);
+
 impl MemoryService {
     /// A service with `config`; it opens its store in [`MemoryService::open`].
     pub fn new(config: MemoryConfig) -> Self {
@@ -131,6 +167,7 @@ impl MemoryService {
             fallback_warned: AtomicBool::new(false),
             index_wakeup: tokio::sync::Notify::new(),
             indexing: tokio::sync::Mutex::new(()),
+            query_vectors: Mutex::new(QueryVectorCache::default()),
         }
     }
 
@@ -273,26 +310,27 @@ impl MemoryService {
         embedder: &Arc<dyn EmbeddingApi>,
         query: &str,
     ) -> Result<Option<Vec<f32>>> {
-        let store = self.store()?;
-        let hash = content_hash(query);
-        let cached = store
-            .cached_vectors(std::slice::from_ref(&hash), embedder.model_id())
-            .await?;
-        if let Some(vector) = cached.get(&hash) {
-            return Ok(Some(vector.clone()));
+        let key = (embedder.model_id().to_owned(), content_hash(query));
+        let recent = self
+            .query_vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key);
+        if let Some(vector) = recent {
+            return Ok(Some(vector));
         }
-        match embedder.embed(query).await {
-            Ok(vector) => {
-                store
-                    .cache_vectors(&[(hash, vector.clone())], embedder.model_id(), self.now()?)
-                    .await?;
-                Ok(Some(vector))
-            }
+        let vector = match embedder.embed(query).await {
+            Ok(vector) => vector,
             Err(error) => {
                 self.warn_fallback(&error.to_string());
-                Ok(None)
+                return Ok(None);
             }
-        }
+        };
+        self.query_vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, vector.clone());
+        Ok(Some(vector))
     }
 
     /// Names in a query to look up in the entity table: what NER finds, and word n-grams.
@@ -467,49 +505,72 @@ impl MemoryService {
                 k: self.config.rrf_k,
             }
         };
-        let mut fused = fuse(&lists, fusion);
+        let fused = fuse(&lists, fusion);
         let (before, after) = (
             self.config.previous_turn_weight,
             self.config.next_turn_weight,
         );
-        if request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0) {
-            let listed: Vec<String> = fused.keys().cloned().collect();
-            let neighbours = store.neighbouring_turns(&listed).await?;
+        let spread = request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0);
+        let ids: Vec<String> = fused.keys().cloned().collect();
+        let keys = store.rank_keys(&ids, request, false).await?;
+        // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
+        // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
+        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
+        let weight = |id: &String| {
+            keys.get(id)
+                .map(|key| (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0))
+        };
+        let order = |ranked: &mut Vec<Ranked>| {
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+        };
+        let mut ranked: Vec<Ranked> = fused
+            .iter()
+            .filter_map(|(id, (score, ranks))| {
+                let key = keys.get(id)?;
+                Some((
+                    id.clone(),
+                    score * weight(id)?,
+                    key.event_time,
+                    ranks.clone(),
+                ))
+            })
+            .collect();
+        order(&mut ranked);
+        if spread {
+            // Neighbouring turns re-rank the head of the list: only a candidate already near
+            // the top can be lifted into the results by its neighbours' relevance.
+            ranked.truncate(limit * NEIGHBOUR_POOL);
+            let head: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
+            let with_neighbours = store.rank_keys(&head, request, true).await?;
+            let neighbours: Vec<(String, Option<String>, Option<String>)> = with_neighbours
+                .into_iter()
+                .map(|(id, key)| (id, key.previous, key.next))
+                .collect();
             let relevance: HashMap<String, f64> = fused
                 .iter()
                 .map(|(id, (score, _))| (id.clone(), *score))
                 .collect();
-            for (id, score) in spread_to_neighbours(&relevance, &neighbours, before, after) {
-                if let Some(entry) = fused.get_mut(&id) {
-                    entry.0 = score;
+            let spread = spread_to_neighbours(&relevance, &neighbours, before, after);
+            for entry in &mut ranked {
+                if let (Some(score), Some(weight)) = (spread.get(&entry.0), weight(&entry.0)) {
+                    entry.1 = score * weight;
                 }
             }
+            order(&mut ranked);
         }
-        let ids: Vec<String> = fused.keys().cloned().collect();
-        let mut memories = store.load_filtered(&ids, request).await?;
-        // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
-        // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
-        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
-        let mut hits: Vec<SearchHit> = fused
+        ranked.truncate(limit);
+        let top: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
+        let mut memories = store.load_filtered(&top, request).await?;
+        let hits: Vec<SearchHit> = ranked
             .into_iter()
-            .filter_map(|(id, (score, ranks))| {
-                memories.remove(&id).map(|memory| {
-                    let weight = (0.5 + memory.confidence.clamp(0.0, 1.0)).min(1.0);
-                    SearchHit {
-                        score: score * weight,
-                        memory,
-                        ranks,
-                    }
+            .filter_map(|(id, score, _, ranks)| {
+                memories.remove(&id).map(|memory| SearchHit {
+                    score,
+                    memory,
+                    ranks,
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.memory.event_time.cmp(&a.memory.event_time))
-                .then(a.memory.id.cmp(&b.memory.id))
-        });
-        hits.truncate(limit);
         if request.touch && !hits.is_empty() {
             let ids: Vec<String> = hits.iter().map(|hit| hit.memory.id.clone()).collect();
             store.touch(&ids, self.now()?).await?;
@@ -595,23 +656,17 @@ impl MemoryService {
             tracing::debug!(event_id = %event.id, "event already stored; skipped");
             return Ok(None);
         };
-        if stored.new_session {
-            // The user moved to a new session: earlier ones are ready for consolidation.
-            let pending = state
-                .store
-                .pending_consolidations(Some(session_id), Some(user_id))
-                .await?;
-            for session in pending {
-                let completed = SessionCompleted {
-                    session_id: session.session_id,
-                    user_id: session.user_id,
-                };
-                let announcement = Event::new(state.ctx.now(), completed.into_payload())
-                    .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
-                    .with_parent(event.id.clone());
-                if let Err(error) = state.ctx.publish(announcement).await {
-                    tracing::warn!(%error, "could not announce a completed session");
-                }
+        // The user moved to a new session: the ones it closed are ready for consolidation.
+        for session_id in stored.closed_sessions {
+            let completed = SessionCompleted {
+                session_id,
+                user_id: Some(user_id.to_owned()),
+            };
+            let announcement = Event::new(state.ctx.now(), completed.into_payload())
+                .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
+                .with_parent(event.id.clone());
+            if let Err(error) = state.ctx.publish(announcement).await {
+                tracing::warn!(%error, "could not announce a completed session");
             }
         }
         self.index_wakeup.notify_one();

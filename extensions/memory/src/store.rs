@@ -122,6 +122,9 @@ pub struct StoredTurn {
     pub memory_id: Option<String>,
     /// True when this turn opened its session.
     pub new_session: bool,
+    /// The user's other open sessions, which this turn closed by opening a new one and which
+    /// still wait for consolidation: each is reported once, by the turn that closed it.
+    pub closed_sessions: Vec<String>,
 }
 
 /// The SQLite store.
@@ -185,6 +188,47 @@ const STATS_MAX_TERMS: usize = 20_000;
 /// Matches worth ranking in one query; a query matching more is narrowed first (see
 /// [`MemoryStore::search_fts`]).
 const RANK_BUDGET: i64 = 2_000;
+/// The newest links of an entity read when looking for memories that also name another of
+/// the query's entities (see [`MemoryStore::search_entities`]).
+const CO_MENTION_SCAN: i64 = 4_096;
+
+/// Closes the user's open sessions other than `session_id`; returns those not consolidated yet.
+async fn close_other_sessions(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    memory: &NewMemory,
+    session_id: &str,
+) -> Result<Vec<String>> {
+    let closed: Vec<(String, Option<i64>)> = sqlx::query_as(
+        "UPDATE sessions_consolidations SET closed_at = ? \
+         WHERE user_id IS ? AND closed_at IS NULL AND session_id != ? \
+         RETURNING session_id, consolidated_at",
+    )
+    .bind(ts(memory.created_at))
+    .bind(&memory.user_id)
+    .bind(session_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut pending: Vec<String> = closed
+        .into_iter()
+        .filter(|(_, consolidated_at)| consolidated_at.is_none())
+        .map(|(id, _)| id)
+        .collect();
+    pending.sort();
+    Ok(pending)
+}
+
+/// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankKey {
+    /// The memory's confidence.
+    pub confidence: f64,
+    /// Its event time, in seconds.
+    pub event_time: i64,
+    /// The turn before it in its session (episodes only, when asked for).
+    pub previous: Option<String>,
+    /// The turn after it in its session (episodes only, when asked for).
+    pub next: Option<String>,
+}
 
 /// Corpus statistics cached between searches.
 #[derive(Debug, Default)]
@@ -192,6 +236,8 @@ struct TermStats {
     documents: Option<(i64, std::time::Instant)>,
     linked_memories: Option<(i64, std::time::Instant)>,
     frequencies: HashMap<String, (i64, std::time::Instant)>,
+    /// Memories linked to each entity, by entity id.
+    entity_links: HashMap<String, (i64, std::time::Instant)>,
 }
 
 fn fresh(entry: Option<&(i64, std::time::Instant)>) -> Option<i64> {
@@ -453,7 +499,10 @@ impl MemoryStore {
             .foreign_keys(true)
             // Checkpoints run in the background (see `checkpoint_loop`), never in a writer's
             // commit, where they made one insert in a few hundred take ten times as long.
-            .pragma("wal_autocheckpoint", "0");
+            .pragma("wal_autocheckpoint", "0")
+            // 32 MB of page cache per connection (SQLite's default is 2 MB): at 100k memories
+            // the FTS and index pages a search reads then stay in the process.
+            .pragma("cache_size", "-32768");
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .connect_with(connect)
@@ -634,7 +683,8 @@ impl MemoryStore {
     /// Stores a conversation turn on the hot path, in one transaction (one fsync): the memory
     /// with its entity links and index-queue row; the event id, so that a replayed event is
     /// stored once (`None` memory id then); and, with `record_session`, the session's
-    /// consolidation row (`new_session` is true when this turn opened it).
+    /// consolidation row (`new_session` is true when this turn opened it, and the user's other
+    /// open sessions are closed then).
     ///
     /// # Errors
     /// The database fails; nothing is written then.
@@ -658,6 +708,7 @@ impl MemoryStore {
             }
         }
         let mut new_session = false;
+        let mut closed_sessions = Vec::new();
         if let (true, Some(session_id)) = (record_session, memory.session_id.as_deref()) {
             new_session = sqlx::query(
                 "INSERT OR IGNORE INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at) \
@@ -671,6 +722,9 @@ impl MemoryStore {
             .await?
             .rows_affected()
                 == 1;
+            if new_session {
+                closed_sessions = close_other_sessions(&mut tx, memory, session_id).await?;
+            }
         }
         let id = insert_in_tx(&mut tx, memory, entities).await?;
         if let Some(event_id) = event_id {
@@ -684,6 +738,7 @@ impl MemoryStore {
         Ok(StoredTurn {
             memory_id: Some(id),
             new_session,
+            closed_sessions,
         })
     }
 
@@ -767,6 +822,66 @@ impl MemoryStore {
         rows.iter()
             .map(|row| memory_from_row(row).map(|memory| (memory.id.clone(), memory)))
             .collect()
+    }
+
+    /// Which of `ids` pass the request's filters, with what ranking needs and without reading
+    /// their text: confidence, event time and, with `neighbours`, an episode's previous and
+    /// next turn in its session.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn rank_keys(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+        neighbours: bool,
+    ) -> Result<HashMap<String, RankKey>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
+        if neighbours {
+            // The session index finds each turn's neighbours (`+kind` keeps SQLite on it).
+            builder.push(
+                "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
+                 (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
+                  AND +p.kind = 'episode' AND (p.event_time < m.event_time \
+                  OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
+                  ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1) END, \
+                 CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
+                 (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
+                  AND +n.kind = 'episode' AND (n.event_time > m.event_time \
+                  OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
+                  ORDER BY n.event_time, n.rowid LIMIT 1) END",
+            );
+        } else {
+            builder.push("NULL, NULL");
+        }
+        builder.push(" FROM memories m WHERE m.id IN (");
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        push_filters(&mut builder, request);
+        type Row = (String, f64, i64, Option<String>, Option<String>);
+        Ok(builder
+            .build_query_as::<Row>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|(id, confidence, event_time, previous, next)| {
+                (
+                    id,
+                    RankKey {
+                        confidence,
+                        event_time,
+                        previous,
+                        next,
+                    },
+                )
+            })
+            .collect())
     }
 
     /// Ids ranked by BM25 for `request.query`, best first, each with its BM25 relevance
@@ -937,7 +1052,7 @@ impl MemoryStore {
             .filter(|(_, similarity)| *similarity >= min_similarity)
             .collect();
         let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.load_filtered(&ids, request).await?;
+        let allowed = self.rank_keys(&ids, request, false).await?;
         Ok(nearest
             .into_iter()
             .filter(|(id, _)| allowed.contains_key(id))
@@ -1063,43 +1178,6 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// For each of `ids` that is an episode with a session: (id, the episode just before it,
-    /// the episode just after it) in that session, by event time. Neighbours are not filtered:
-    /// load them with [`Self::load_filtered`]. The `+` on `kind` keeps SQLite on the session
-    /// index: through the kind index this took 1.2 s for 150 ids at 100k memories.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn neighbouring_turns(
-        &self,
-        ids: &[String],
-    ) -> Result<Vec<(String, Option<String>, Option<String>)>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id, \
-             (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
-              AND +p.kind = 'episode' AND (p.event_time < m.event_time \
-              OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
-              ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1), \
-             (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
-              AND +n.kind = 'episode' AND (n.event_time > m.event_time \
-              OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
-              ORDER BY n.event_time, n.rowid LIMIT 1) \
-             FROM memories m WHERE +m.kind = 'episode' AND m.session_id IS NOT NULL AND m.id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        Ok(builder
-            .build_query_as::<(String, Option<String>, Option<String>)>()
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
     /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
     /// many of those entities each is linked to: memories linked to several first, then the
     /// most recently linked mentions of each entity.
@@ -1125,24 +1203,51 @@ impl MemoryStore {
         let depth = (limit * 2).max(20) as i64;
         // (memory, entities matched, newest link)
         let mut candidates: HashMap<String, (i64, i64)> = HashMap::new();
-        if entity_ids.len() > 1 {
-            let mut builder = QueryBuilder::new(
-                "SELECT memory_id, COUNT(*) AS matched, MAX(rowid) AS newest FROM memory_entities \
-                 WHERE entity_id IN (",
-            );
-            let mut separated = builder.separated(", ");
-            for id in &entity_ids {
-                separated.push_bind(id.clone());
+        // Co-mentions: each entity but the last (rarest first) walks its newest links and counts
+        // the later entities each linked memory names too. A memory's rarest entity finds it
+        // with the full count; the walk stops after `limit` co-mentions (they fill the list) or
+        // CO_MENTION_SCAN links, so its cost does not grow with the store.
+        for (index, driver) in entity_ids.iter().enumerate() {
+            let others = &entity_ids[index + 1..];
+            if others.is_empty() {
+                break;
             }
+            let push_others = |builder: &mut QueryBuilder<'_, Sqlite>| {
+                let mut separated = builder.separated(", ");
+                for other in others {
+                    separated.push_bind(other.clone());
+                }
+            };
+            let mut builder = QueryBuilder::new(
+                "SELECT a.memory_id, a.rowid, 1 + (SELECT COUNT(*) FROM memory_entities b \
+                 WHERE b.memory_id = a.memory_id AND b.entity_id IN (",
+            );
+            push_others(&mut builder);
             builder
-                .push(") GROUP BY memory_id HAVING COUNT(*) > 1 ORDER BY matched DESC, newest DESC LIMIT ")
-                .push_bind(depth);
-            for (memory_id, matched, newest) in builder
+                .push(")) FROM memory_entities a WHERE a.entity_id = ")
+                .push_bind(driver.clone())
+                .push(
+                    " AND a.rowid >= COALESCE((SELECT rowid FROM memory_entities \
+                     WHERE entity_id = ",
+                )
+                .push_bind(driver.clone())
+                .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
+                .push_bind(CO_MENTION_SCAN - 1)
+                .push(
+                    "), 0) AND EXISTS (SELECT 1 FROM memory_entities c \
+                     WHERE c.memory_id = a.memory_id AND c.entity_id IN (",
+                );
+            push_others(&mut builder);
+            builder
+                .push(")) ORDER BY a.rowid DESC LIMIT ")
+                .push_bind(limit as i64);
+            for (memory_id, link, matched) in builder
                 .build_query_as::<(String, i64, i64)>()
                 .fetch_all(&self.pool)
                 .await?
             {
-                candidates.insert(memory_id, (matched, newest));
+                let entry = candidates.entry(memory_id).or_insert((matched, link));
+                entry.0 = entry.0.max(matched);
             }
         }
         for entity_id in &entity_ids {
@@ -1161,7 +1266,7 @@ impl MemoryStore {
         let mut ranked: Vec<(String, (i64, i64))> = candidates.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let ids: Vec<String> = ranked.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.load_filtered(&ids, request).await?;
+        let allowed = self.rank_keys(&ids, request, false).await?;
         Ok(ranked
             .into_iter()
             .filter(|(id, _)| allowed.contains_key(id))
@@ -1172,31 +1277,60 @@ impl MemoryStore {
 
     /// Leaves out entities linked to so many memories that naming them says little (a speaker
     /// named in every turn): more than a fifth of the memories that have any entity, and more
-    /// than 50.
-    /// Like inverse document frequency, an entity matters when it is specific.
+    /// than 50. Like inverse document frequency, an entity matters when it is specific.
+    /// Returns each kept entity once, the rarest first; link counts are cached.
     async fn specific_entities(&self, entity_ids: Vec<String>) -> Result<Vec<String>> {
         if entity_ids.is_empty() {
             return Ok(entity_ids);
         }
-        let mut builder = QueryBuilder::new(
-            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for id in &entity_ids {
-            separated.push_bind(id.clone());
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        let mut missing = Vec::new();
+        {
+            let stats = self.cached_stats();
+            for id in &entity_ids {
+                match fresh(stats.entity_links.get(id)) {
+                    Some(count) => {
+                        counts.insert(id.clone(), count);
+                    }
+                    None => missing.push(id.clone()),
+                }
+            }
         }
-        builder.push(") GROUP BY entity_id");
-        let counts: HashMap<String, i64> = builder
-            .build_query_as::<(String, i64)>()
-            .fetch_all(&self.pool)
-            .await?
-            .into_iter()
-            .collect();
+        if !missing.is_empty() {
+            let mut builder = QueryBuilder::new(
+                "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
+            );
+            let mut separated = builder.separated(", ");
+            for id in &missing {
+                separated.push_bind(id.clone());
+            }
+            builder.push(") GROUP BY entity_id");
+            let found: HashMap<String, i64> = builder
+                .build_query_as::<(String, i64)>()
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .collect();
+            let now = std::time::Instant::now();
+            let mut stats = self.cached_stats();
+            if stats.entity_links.len() >= STATS_MAX_TERMS {
+                stats.entity_links.clear();
+            }
+            for id in missing {
+                let count = found.get(&id).copied().unwrap_or(0);
+                stats.entity_links.insert(id.clone(), (count, now));
+                counts.insert(id, count);
+            }
+        }
         let limit = (self.linked_memory_count().await? / 5).max(50);
-        Ok(entity_ids
+        let mut seen = std::collections::HashSet::new();
+        let mut specific: Vec<String> = entity_ids
             .into_iter()
             .filter(|id| counts.get(id).copied().unwrap_or(0) <= limit)
-            .collect())
+            .filter(|id| seen.insert(id.clone()))
+            .collect();
+        specific.sort_by_key(|id| counts.get(id).copied().unwrap_or(0));
+        Ok(specific)
     }
 
     /// Memories with at least one entity link (cached).

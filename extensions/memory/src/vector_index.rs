@@ -262,33 +262,65 @@ impl QuantizedIndex {
         };
         let query_bits = sign_bits(query, self.words);
         let words = self.words;
-        let mut scored: Vec<(u32, u32)> = Vec::new();
-        for (position, row_bits) in self.bits.chunks_exact(words).enumerate() {
-            if !self.alive[position]
-                || owner.is_some_and(|owner| self.owners[position] != owner)
-                || kind.is_some_and(|kind| self.kinds[position] != kind)
-            {
-                continue;
-            }
-            let distance: u32 = row_bits
-                .iter()
-                .zip(&query_bits)
-                .map(|(a, b)| (a ^ b).count_ones())
-                .sum();
-            scored.push((distance, position as u32));
-        }
-        let shortlist = k.saturating_mul(oversample.max(1)).min(scored.len());
+        // Hamming distance of every eligible row (u16::MAX for the others), with a histogram of
+        // the distances: the shortlist is every row below the distance where the histogram
+        // reaches `k × oversample`, plus enough rows at that distance. No sort of all rows.
+        let ineligible = u16::MAX;
+        let mut histogram = vec![0_usize; words * 64 + 1];
+        let distances: Vec<u16> = self
+            .bits
+            .chunks_exact(words)
+            .enumerate()
+            .map(|(position, row_bits)| {
+                if !self.alive[position]
+                    || owner.is_some_and(|owner| self.owners[position] != owner)
+                    || kind.is_some_and(|kind| self.kinds[position] != kind)
+                {
+                    return ineligible;
+                }
+                let distance: u32 = row_bits
+                    .iter()
+                    .zip(&query_bits)
+                    .map(|(a, b)| (a ^ b).count_ones())
+                    .sum();
+                histogram[distance as usize] += 1;
+                distance as u16
+            })
+            .collect();
+        let eligible: usize = histogram.iter().sum();
+        let shortlist = k.saturating_mul(oversample.max(1)).min(eligible);
         if shortlist == 0 {
             return Vec::new();
         }
-        if shortlist < scored.len() {
-            scored.select_nth_unstable(shortlist - 1);
-            scored.truncate(shortlist);
+        let mut below = 0;
+        let mut cutoff = 0;
+        for (distance, count) in histogram.iter().enumerate() {
+            if below + count >= shortlist {
+                cutoff = distance;
+                break;
+            }
+            below += count;
         }
+        let mut at_cutoff = shortlist - below;
+        let scored: Vec<u32> = distances
+            .iter()
+            .enumerate()
+            .filter_map(|(position, &distance)| {
+                let distance = usize::from(distance);
+                if distance < cutoff {
+                    Some(position as u32)
+                } else if distance == cutoff && at_cutoff > 0 {
+                    at_cutoff -= 1;
+                    Some(position as u32)
+                } else {
+                    None
+                }
+            })
+            .collect();
         let dims = self.dimensions;
         let mut rescored: Vec<(f32, usize)> = scored
             .into_iter()
-            .map(|(_, position)| {
+            .map(|position| {
                 let position = position as usize;
                 let codes = &self.codes[position * dims..(position + 1) * dims];
                 let dot: f32 = codes

@@ -319,3 +319,58 @@ async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
     };
     assert_eq!(store.search_fts(&common, 10).await.unwrap().len(), 10);
 }
+
+/// A turn that opens a session closes its user's other open sessions and reports each once;
+/// a consolidated session is not reported, and another user's sessions stay open.
+#[tokio::test]
+async fn a_new_session_reports_each_closed_session_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    let turn = |user: &str, session: &str| {
+        let mut memory = fact("hello there");
+        memory.kind = MemoryKind::Episode;
+        memory.user_id = Some(user.into());
+        memory.session_id = Some(session.into());
+        memory
+    };
+    let first = store
+        .insert_turn(&turn("ana", "s1"), &[], Some("e1"), true)
+        .await
+        .unwrap();
+    assert!(first.new_session);
+    assert!(first.closed_sessions.is_empty());
+    store
+        .insert_turn(&turn("bo", "b1"), &[], Some("e2"), true)
+        .await
+        .unwrap();
+    let second = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
+        .await
+        .unwrap();
+    assert_eq!(second.closed_sessions, vec!["s1".to_owned()]);
+    let same = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
+        .await
+        .unwrap();
+    assert!(!same.new_session);
+    assert!(same.closed_sessions.is_empty());
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    store.mark_session_consolidated("s2", at).await.unwrap();
+    let third = store
+        .insert_turn(&turn("ana", "s3"), &[], Some("e5"), true)
+        .await
+        .unwrap();
+    assert!(
+        third.closed_sessions.is_empty(),
+        "s1 was reported before and s2 is consolidated: {:?}",
+        third.closed_sessions
+    );
+    let bo = store
+        .insert_turn(&turn("bo", "b2"), &[], Some("e6"), true)
+        .await
+        .unwrap();
+    assert_eq!(bo.closed_sessions, vec!["b1".to_owned()]);
+    // Closed is not consolidated: the scheduled job still finds s1 pending.
+    let pending = store.pending_consolidations(None, None).await.unwrap();
+    assert!(pending.iter().any(|session| session.session_id == "s1"));
+}
