@@ -292,6 +292,10 @@ async fn fill_vectors(
         real_vectors.extend(chunk.iter().cloned().zip(vectors));
     }
     let pool: Vec<Vec<f32>> = real_vectors.values().cloned().collect();
+    anyhow::ensure!(
+        !pool.is_empty(),
+        "no text to embed: the store holds no memories"
+    );
     loop {
         let batch = store.next_index_batch(2_000).await?;
         if batch.is_empty() {
@@ -470,14 +474,23 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
              search with vectors)",
         )?;
     let size = if options.reuse.is_some() {
-        let stats = service.store()?.stats(None).await?;
-        anyhow::ensure!(
-            stats.pending_index == 0,
-            "{}: {} memories have no vector; reuse a store that `bench --keep` finished",
-            dir.display(),
-            stats.pending_index
-        );
-        usize::try_from(stats.episodes).unwrap_or_default()
+        let store = service.store()?;
+        if store.stats(None).await?.pending_index > 0 {
+            // A store whose build stopped before its vectors: fill them as step 2 would.
+            let head = store
+                .next_index_batch(options.real_embeddings.max(1) * 2)
+                .await?;
+            let texts: Vec<String> = head.into_iter().map(|item| item.content).collect();
+            built.embedded = fill_vectors(
+                &service,
+                &embedder,
+                &texts,
+                options.real_embeddings,
+                &mut random,
+            )
+            .await?;
+        }
+        usize::try_from(store.stats(None).await?.episodes).unwrap_or_default()
     } else {
         options.memories
     };
@@ -594,13 +607,17 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
             get(&["db_bytes"]) / 1e6,
             get(&["rss_bytes"]) / 1e6
         );
-        println!(
-            "  ingest            p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  ({:.0}/s)",
-            get(&["ingest_ms", "p50"]),
-            get(&["ingest_ms", "p95"]),
-            get(&["ingest_ms", "p99"]),
-            get(&["ingest_per_second"])
-        );
+        if built.ingest.is_empty() {
+            println!("  ingest            not measured (--reuse)");
+        } else {
+            println!(
+                "  ingest            p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  ({:.0}/s)",
+                get(&["ingest_ms", "p50"]),
+                get(&["ingest_ms", "p95"]),
+                get(&["ingest_ms", "p99"]),
+                get(&["ingest_per_second"])
+            );
+        }
         println!(
             "  hybrid search     p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  (median of {} rounds x {} queries, query embedding included)",
             get(&["search_ms", "p50"]),

@@ -82,7 +82,7 @@ enum Command {
         /// Keep the store in this (empty or new) directory instead of a temporary one.
         #[arg(long)]
         keep: Option<PathBuf>,
-        /// Measure search only, on a store an earlier `--keep` run left (no ingest figures).
+        /// Measure search only, on a store an earlier `--keep` run left (no ingest figures); vectors it lacks are filled first.
         #[arg(long, conflicts_with = "keep")]
         reuse: Option<PathBuf>,
         /// Print JSON.
