@@ -237,6 +237,19 @@ fn service_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
         .context("the memory extension is not running")
 }
 
+/// The kernel's embedding provider, once its model is ready.
+fn embedder_of(kernel: &Kernel) -> anyhow::Result<Arc<dyn mnemo_embedding::EmbeddingApi>> {
+    kernel
+        .context()
+        .services()
+        .get::<dyn mnemo_embedding::EmbeddingApi>()
+        .filter(|embedder| embedder.health() == mnemo_embedding::EmbeddingHealth::Ready)
+        .context(
+            "the embedding model is not available: run scripts/fetch-model (bench measures \
+             search with vectors)",
+        )
+}
+
 /// What `mnemo bench` measures.
 pub(crate) struct BenchOptions {
     /// Memories in the store.
@@ -410,15 +423,7 @@ async fn build_store(
     // 2. Vectors: real embeddings and mixes of them.
     let kernel = start_kernel(base, dir, true).await?;
     let service = service_of(&kernel)?;
-    let embedder = kernel
-        .context()
-        .services()
-        .get::<dyn mnemo_embedding::EmbeddingApi>()
-        .filter(|embedder| embedder.health() == mnemo_embedding::EmbeddingHealth::Ready)
-        .context(
-            "the embedding model is not available: run scripts/fetch-model (bench measures \
-             search with vectors)",
-        )?;
+    let embedder = embedder_of(&kernel)?;
     let embedded =
         fill_vectors(&service, &embedder, &texts, options.real_embeddings, random).await?;
     kernel.shutdown().await;
@@ -464,15 +469,7 @@ pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result
 
     let kernel = start_kernel(base, dir, true).await?;
     let service = service_of(&kernel)?;
-    let embedder = kernel
-        .context()
-        .services()
-        .get::<dyn mnemo_embedding::EmbeddingApi>()
-        .filter(|embedder| embedder.health() == mnemo_embedding::EmbeddingHealth::Ready)
-        .context(
-            "the embedding model is not available: run scripts/fetch-model (bench measures \
-             search with vectors)",
-        )?;
+    let embedder = embedder_of(&kernel)?;
     let size = if options.reuse.is_some() {
         let store = service.store()?;
         if store.stats(None).await?.pending_index > 0 {
