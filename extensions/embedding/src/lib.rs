@@ -27,6 +27,7 @@ mod api;
 mod config;
 mod local;
 mod remote;
+mod single;
 
 pub use api::*;
 pub use config::{

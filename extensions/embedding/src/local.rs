@@ -15,6 +15,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 use crate::config::{expand_tilde, EmbeddingConfig, DEFAULT_MODEL_DIR};
+use crate::single::SingleTextBert;
 
 /// The model configuration file in the model directory.
 pub const CONFIG_FILE: &str = "config.json";
@@ -58,6 +59,9 @@ pub enum ModelLoadError {
 /// A loaded model: weights, tokenizer and output size.
 struct LoadedModel {
     bert: BertModel,
+    /// The same weights laid out for one text at a time (a search's query); `None` on CPUs
+    /// without AVX2/FMA/F16C, where single texts go through candle too.
+    single: Option<SingleTextBert>,
     tokenizer: Tokenizer,
     dimensions: usize,
 }
@@ -176,6 +180,17 @@ impl Inner {
 
     fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         if let [text] = texts {
+            let model = self.model().map_err(EmbeddingError::Unavailable)?;
+            if let Some(single) = &model.single {
+                let encoding = model
+                    .tokenizer
+                    .encode(text.as_str(), true)
+                    .map_err(|err| failed("tokenizer", err))?;
+                let vector = single
+                    .embed(encoding.get_ids(), encoding.get_type_ids())
+                    .map_err(|err| failed("inference", err))?;
+                return Ok(vec![vector]);
+            }
             let single = self.single.get_or_init(|| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(1)
@@ -185,7 +200,6 @@ impl Inner {
                     .ok()
             });
             if let Some(pool) = single {
-                let model = self.model().map_err(EmbeddingError::Unavailable)?;
                 return pool.install(|| model.embed_chunk(vec![text.as_str()]));
             }
         }
@@ -269,10 +283,18 @@ fn load_model(dir: &Path, max_seq_len: usize) -> Result<LoadedModel, ModelLoadEr
         .map_err(|err| invalid(&tokenizer_path, err.to_string()))?;
 
     let weights = mmap_weights(&weights_path).map_err(|err| invalid(&weights_path, err))?;
+    let single = SingleTextBert::load(&weights, &bert_config).unwrap_or_else(|reason| {
+        tracing::warn!(
+            weights = %weights_path.display(),
+            "single texts will use the batch path: {reason}"
+        );
+        None
+    });
     let bert = BertModel::load(weights, &bert_config)
         .map_err(|err| invalid(&weights_path, format!("not a BERT model: {err}")))?;
     Ok(LoadedModel {
         bert,
+        single,
         tokenizer,
         dimensions: bert_config.hidden_size,
     })

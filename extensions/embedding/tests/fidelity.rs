@@ -113,6 +113,8 @@ async fn batch_and_single_give_the_same_vectors() {
     let batch = embedder.embed_batch(&sentences).await.expect("embed_batch");
     assert_eq!(batch.len(), sentences.len());
     for (sentence, from_batch) in sentences.iter().zip(&batch) {
+        // A single text takes the half-precision path on CPUs with AVX2 (see `single.rs`),
+        // a batch candle's f32 one: they agree to a few parts in 10⁵.
         let single = embedder.embed(sentence).await.expect("embed");
         let max_diff = single
             .iter()
@@ -120,8 +122,8 @@ async fn batch_and_single_give_the_same_vectors() {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0_f32, f32::max);
         assert!(
-            max_diff < 1e-5,
-            "{sentence:?}: batch and single differ by {max_diff}"
+            max_diff < 2e-4 && cosine(&single, from_batch) > 0.99999,
+            "{sentence:?}: batch and single differ by up to {max_diff}"
         );
     }
 
