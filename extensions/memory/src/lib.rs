@@ -37,7 +37,8 @@ pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
 pub use service::{FactInput, MemoryService};
 pub use store::{
-    IndexItem, MemoryStore, NewMemory, Person, RankKey, StoreOptions, StoredTurn, VectorStatus,
+    IndexItem, IntegrityReport, MemoryStore, NewMemory, Person, RankKey, StoreOptions, StoredTurn,
+    VectorStatus,
 };
 pub use types::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,

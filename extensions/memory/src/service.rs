@@ -961,23 +961,39 @@ impl MemoryService {
         self.store()?.context_value(owner, key, self.now()?).await
     }
 
-    /// Forgets (soft-deletes) one of the owner's memories.
+    /// Forgets one of the owner's memories for good: row, full-text entry, vector, entity
+    /// links and cached vector (see [`MemoryStore::purge`]). Decay and corrections soft-delete
+    /// instead, so that what they hide stays recoverable.
     ///
     /// # Errors
-    /// [`MemoryError::NotFound`] when it is not an active memory of the owner.
+    /// [`MemoryError::NotFound`] when it is not a memory of the owner.
     pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
         let store = self.store()?;
         match store.get(memory_id).await? {
-            Some(memory)
-                if memory.user_id.as_deref() == Some(owner) && memory.valid_until.is_none() =>
-            {
-                store.soft_delete(memory_id, self.now()?).await?;
+            Some(memory) if memory.user_id.as_deref() == Some(owner) => {
+                store.purge(&[memory_id.to_owned()]).await?;
+                tracing::info!(memory_id, "memory forgotten");
                 Ok(())
             }
             _ => Err(MemoryError::NotFound(format!(
                 "no memory `{memory_id}` of yours to forget"
             ))),
         }
+    }
+
+    /// Removes everything stored about `user_id` (see [`MemoryStore::erase_user`]) and forgets
+    /// the recent query vectors, whoever asked them. Returns how many memories were removed.
+    ///
+    /// # Errors
+    /// The store fails; nothing is removed then.
+    pub async fn erase_user(&self, user_id: &str) -> Result<u64> {
+        let removed = self.store()?.erase_user(user_id).await?;
+        *self
+            .query_vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = QueryVectorCache::default();
+        tracing::info!(user_id, removed, "user erased");
+        Ok(removed)
     }
 
     /// Soft-deletes expired memories now; returns how many.

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Once, PoisonError, RwLock};
+use std::sync::{Arc, Once, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -115,6 +115,63 @@ pub struct IndexItem {
     pub active: bool,
 }
 
+/// What [`MemoryStore::check_integrity`] found. Consistent when [`Self::problems`] is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IntegrityReport {
+    /// `PRAGMA integrity_check`'s findings; empty when it says `ok`.
+    pub database: Vec<String>,
+    /// The full-text index disagrees with `memories` (FTS5 `integrity-check`): why.
+    pub full_text: Option<String>,
+    /// Rows of `memories` (active or not).
+    pub memories: i64,
+    /// Active memories (not soft-deleted).
+    pub active: i64,
+    /// Vectors in `vec_memories`; `None` when no vector index exists.
+    pub vectors: Option<i64>,
+    /// Vectors whose memory is gone or soft-deleted.
+    pub orphan_vectors: i64,
+    /// Active memories with neither a vector nor a place in the indexer's queue: lost from
+    /// semantic search.
+    pub unindexed: i64,
+    /// Active memories waiting in the indexer's queue (not a fault: the indexer catches up).
+    pub queued: i64,
+    /// Recorded event ids whose memory row is missing.
+    pub dangling_events: i64,
+}
+
+impl IntegrityReport {
+    /// What is wrong, one line each; empty when the store is consistent.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .database
+            .iter()
+            .map(|finding| format!("database: {finding}"))
+            .collect();
+        if let Some(reason) = &self.full_text {
+            problems.push(format!("full-text index: {reason}"));
+        }
+        if self.orphan_vectors > 0 {
+            problems.push(format!(
+                "{} vectors belong to no active memory",
+                self.orphan_vectors
+            ));
+        }
+        if self.unindexed > 0 {
+            problems.push(format!(
+                "{} active memories have no vector and are not queued for one",
+                self.unindexed
+            ));
+        }
+        if self.dangling_events > 0 {
+            problems.push(format!(
+                "{} recorded events point at no memory",
+                self.dangling_events
+            ));
+        }
+        problems
+    }
+}
+
 /// What [`MemoryStore::insert_turn`] stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredTurn {
@@ -131,8 +188,9 @@ pub struct StoredTurn {
 #[derive(Debug)]
 pub struct MemoryStore {
     pool: SqlitePool,
-    /// One writer at a time inside the process; readers never wait on it (WAL).
-    write_lock: tokio::sync::Mutex<()>,
+    /// One writer at a time inside the process; readers never wait on it (WAL). Shared with
+    /// the checkpointer, which holds it while it truncates the log.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
     vector: RwLock<VectorStatus>,
     /// The quantised in-memory mirror of `vec_memories` that answers KNN queries.
     mirror: RwLock<QuantizedIndex>,
@@ -154,9 +212,21 @@ impl Drop for MemoryStore {
 /// How often the write-ahead log is checkpointed.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
+/// Log frames (pages; 4 KB each by default, so 64 MB) past which the checkpointer truncates
+/// the log. Also the size SQLite trims the log file to when it restarts it (`journal_size_limit`).
+const WAL_TRUNCATE_FRAMES: i64 = 16_384;
+
 /// Copies committed WAL frames into the database file in the background (PASSIVE: it never
 /// blocks readers or the writer), so that the log stays short without a writer doing it.
-async fn checkpoint_loop(pool: SqlitePool) {
+///
+/// Under a writer that never pauses, passive checkpoints never catch the log's end, so SQLite
+/// never restarts the log and it grows without bound (400 MB in a 100k-memory bench; at a
+/// million memories, closing the store then took longer than the next open waits). Past
+/// [`WAL_TRUNCATE_FRAMES`] the checkpointer therefore takes the store's write lock, so that
+/// writers queue in the process instead of spinning on SQLITE_BUSY, and runs a TRUNCATE
+/// checkpoint: it copies the few frames left, waits for the readers still on the log (short
+/// searches) and empties the log file.
+async fn checkpoint_loop(pool: SqlitePool, write_lock: Arc<tokio::sync::Mutex<()>>) {
     let mut interval = tokio::time::interval(CHECKPOINT_EVERY);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -164,20 +234,41 @@ async fn checkpoint_loop(pool: SqlitePool) {
         if pool.is_closed() {
             break;
         }
-        match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
-            .fetch_one(&pool)
-            .await
-        {
-            Ok((_, log_frames, checkpointed)) => {
-                tracing::trace!(log_frames, checkpointed, "wal checkpoint");
-            }
+        let log_frames = match checkpoint(&pool, "PASSIVE").await {
+            Ok(log_frames) => log_frames,
             Err(error) if pool.is_closed() => {
                 tracing::trace!(%error, "checkpointer stopped with the pool");
                 break;
             }
-            Err(error) => tracing::warn!(%error, "wal checkpoint failed; retrying"),
+            Err(error) => {
+                tracing::warn!(%error, "wal checkpoint failed; retrying");
+                continue;
+            }
+        };
+        if log_frames > WAL_TRUNCATE_FRAMES {
+            let started = std::time::Instant::now();
+            let _write = write_lock.lock().await;
+            match checkpoint(&pool, "TRUNCATE").await {
+                Ok(_) => tracing::debug!(
+                    log_frames,
+                    micros = started.elapsed().as_micros() as u64,
+                    "wal truncated"
+                ),
+                Err(_) if pool.is_closed() => break,
+                Err(error) => tracing::warn!(%error, log_frames, "wal truncation failed; retrying"),
+            }
         }
     }
+}
+
+/// Runs `PRAGMA wal_checkpoint(mode)` and returns the log's length in frames before it.
+async fn checkpoint(pool: &SqlitePool, mode: &str) -> std::result::Result<i64, sqlx::Error> {
+    let (busy, log_frames, checkpointed) =
+        sqlx::query_as::<_, (i64, i64, i64)>(&format!("PRAGMA wal_checkpoint({mode})"))
+            .fetch_one(pool)
+            .await?;
+    tracing::trace!(mode, busy, log_frames, checkpointed, "wal checkpoint");
+    Ok(log_frames)
 }
 
 /// How long cached corpus statistics are trusted: they steer which terms and entities are
@@ -500,6 +591,11 @@ impl MemoryStore {
             // Checkpoints run in the background (see `checkpoint_loop`), never in a writer's
             // commit, where they made one insert in a few hundred take ten times as long.
             .pragma("wal_autocheckpoint", "0")
+            // A restarted log is trimmed to this size (bytes) instead of keeping its peak.
+            .pragma(
+                "journal_size_limit",
+                (WAL_TRUNCATE_FRAMES * 4096).to_string(),
+            )
             // 32 MB of page cache per connection (SQLite's default is 2 MB): at 100k memories
             // the FTS and index pages a search reads then stay in the process.
             .pragma("cache_size", "-32768");
@@ -508,8 +604,10 @@ impl MemoryStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
+        let write_lock = Arc::new(tokio::sync::Mutex::new(()));
         Ok(Self {
-            write_lock: tokio::sync::Mutex::new(()),
+            checkpointer: tokio::spawn(checkpoint_loop(pool.clone(), Arc::clone(&write_lock))),
+            write_lock,
             vector: RwLock::new(VectorStatus::Disabled {
                 reason: "no embedding provider".to_owned(),
             }),
@@ -517,15 +615,102 @@ impl MemoryStore {
             reload_lock: tokio::sync::Mutex::new(()),
             vector_oversample: options.vector_oversample,
             stats: std::sync::Mutex::new(TermStats::default()),
-            checkpointer: tokio::spawn(checkpoint_loop(pool.clone())),
             pool,
         })
     }
 
-    /// Closes the pool, waiting for connections to finish.
+    /// Waits for the writer in progress, empties the write-ahead log into the database file
+    /// and closes the pool, waiting for connections to finish. The next open then finds a
+    /// short log, whatever was written before.
     pub async fn close(&self) {
         self.checkpointer.abort();
+        let _write = self.write_lock.lock().await;
+        if let Err(error) = checkpoint(&self.pool, "TRUNCATE").await {
+            tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+        }
         self.pool.close().await;
+    }
+
+    /// Checks the database file, the full-text index against `memories`, and the vector index
+    /// and indexer queue against the active memories. Holds the write lock (the FTS5 check is
+    /// a write statement that changes nothing), so writers wait for it: seconds at 100k
+    /// memories.
+    ///
+    /// # Errors
+    /// The database cannot be read at all.
+    pub async fn check_integrity(&self) -> Result<IntegrityReport> {
+        let _write = self.write_lock.lock().await;
+        let mut connection = self.pool.acquire().await?;
+        let database: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_all(&mut *connection)
+            .await?
+            .into_iter()
+            .filter(|finding: &String| finding != "ok")
+            .collect();
+        // With rank 1, FTS5 also compares the index with the content table.
+        let full_text = sqlx::query(
+            "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)",
+        )
+        .execute(&mut *connection)
+        .await
+        .err()
+        .map(|error| error.to_string());
+        let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+        let memories = count("SELECT COUNT(*) FROM memories")
+            .fetch_one(&mut *connection)
+            .await?;
+        let active = count("SELECT COUNT(*) FROM memories WHERE valid_until IS NULL")
+            .fetch_one(&mut *connection)
+            .await?;
+        let has_vectors: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vec_memories'",
+        )
+        .fetch_optional(&mut *connection)
+        .await?;
+        let queued = count(
+            "SELECT COUNT(*) FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
+             WHERE m.valid_until IS NULL",
+        )
+        .fetch_one(&mut *connection)
+        .await?;
+        let (vectors, orphan_vectors, unindexed) = if has_vectors.is_some() {
+            let vectors = count("SELECT COUNT(*) FROM vec_memories")
+                .fetch_one(&mut *connection)
+                .await?;
+            let orphans = count(
+                "SELECT COUNT(*) FROM vec_memories v WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)",
+            )
+            .fetch_one(&mut *connection)
+            .await?;
+            let unindexed = count(
+                "SELECT COUNT(*) FROM memories m WHERE m.valid_until IS NULL \
+                 AND NOT EXISTS (SELECT 1 FROM vec_memories v WHERE v.memory_id = m.id) \
+                 AND NOT EXISTS (SELECT 1 FROM embedding_queue q WHERE q.memory_id = m.id)",
+            )
+            .fetch_one(&mut *connection)
+            .await?;
+            (Some(vectors), orphans, unindexed)
+        } else {
+            (None, 0, 0)
+        };
+        let dangling_events = count(
+            "SELECT COUNT(*) FROM ingested_events e WHERE NOT EXISTS \
+             (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
+        )
+        .fetch_one(&mut *connection)
+        .await?;
+        Ok(IntegrityReport {
+            database,
+            full_text,
+            memories,
+            active,
+            vectors,
+            orphan_vectors,
+            unindexed,
+            queued,
+            dangling_events,
+        })
     }
 
     /// The current vector status.
@@ -1425,6 +1610,101 @@ impl MemoryStore {
         tx.commit().await?;
         self.mirror_mut().remove_all(&[id.to_owned()]);
         Ok(changed == 1)
+    }
+
+    /// Removes memories for good, in one transaction: the rows (and through the trigger their
+    /// full-text entries), their vectors, queue entries, entity links and the embedding cache's
+    /// vectors of their texts. The event ids they were stored from stay recorded (ids, no
+    /// content), so replaying the same events does not bring a forgotten memory back. Returns
+    /// how many rows were removed; unknown ids are skipped.
+    ///
+    /// # Errors
+    /// The database fails; nothing is removed then.
+    pub async fn purge(&self, ids: &[String]) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let removed = self.purge_in_tx(&mut tx, ids).await?;
+        tx.commit().await?;
+        self.mirror_mut().remove_all(ids);
+        *self.cached_stats() = TermStats::default();
+        Ok(removed)
+    }
+
+    async fn purge_in_tx(&self, tx: &mut Transaction<'_, Sqlite>, ids: &[String]) -> Result<u64> {
+        let vectors = self.vector_table_exists(tx).await?;
+        let mut removed = 0;
+        for id in ids {
+            let content: Option<String> =
+                sqlx::query_scalar("SELECT content FROM memories WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+            let Some(content) = content else { continue };
+            for statement in [
+                "DELETE FROM memory_entities WHERE memory_id = ?",
+                "DELETE FROM embedding_queue WHERE memory_id = ?",
+            ] {
+                sqlx::query(statement).bind(id).execute(&mut **tx).await?;
+            }
+            if vectors {
+                sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            // Another memory with the same text only loses a cached vector: it is re-embedded
+            // if it is ever indexed again.
+            sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ?")
+                .bind(content_hash(&content))
+                .execute(&mut **tx)
+                .await?;
+            removed += sqlx::query("DELETE FROM memories WHERE id = ?")
+                .bind(id)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected();
+        }
+        if vectors && removed > 0 {
+            bump_vector_generation(tx).await?;
+        }
+        Ok(removed)
+    }
+
+    /// Removes everything stored about `user_id`, in one transaction: every memory they own
+    /// (active or soft-deleted, in any chat, as [`Self::purge`] does), the event ids they were
+    /// stored from, their entities and people, and their sessions' consolidation records.
+    /// Returns how many memories were removed.
+    ///
+    /// # Errors
+    /// The database fails; nothing is removed then.
+    pub async fn erase_user(&self, user_id: &str) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM memories WHERE user_id = ?")
+            .bind(user_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        for chunk in ids.chunks(500) {
+            let mut builder = QueryBuilder::new("DELETE FROM ingested_events WHERE memory_id IN (");
+            let mut separated = builder.separated(", ");
+            for id in chunk {
+                separated.push_bind(id);
+            }
+            separated.push_unseparated(")");
+            builder.build().execute(&mut *tx).await?;
+        }
+        let removed = self.purge_in_tx(&mut tx, &ids).await?;
+        for statement in [
+            "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = ?)",
+            "DELETE FROM entities WHERE owner_id = ?",
+            "DELETE FROM sessions_consolidations WHERE user_id = ?",
+        ] {
+            sqlx::query(statement).bind(user_id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        self.mirror_mut().remove_all(&ids);
+        *self.cached_stats() = TermStats::default();
+        Ok(removed)
     }
 
     async fn drop_vector(&self, tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<()> {

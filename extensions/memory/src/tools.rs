@@ -170,7 +170,7 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "forget_memory".to_owned(),
-            description: "Forget one of the user's memories (kept for audit, never shown again).".to_owned(),
+            description: "Forget one of the user's memories for good: it is removed from the store and every index.".to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {"memory_id": id},

@@ -374,3 +374,170 @@ async fn a_new_session_reports_each_closed_session_once() {
     let pending = store.pending_consolidations(None, None).await.unwrap();
     assert!(pending.iter().any(|session| session.session_id == "s1"));
 }
+
+fn hex_sha256(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn person(name: &str, text: &str) -> mnemo_ner::ExtractedEntity {
+    let start = text.find(name).unwrap();
+    mnemo_ner::ExtractedEntity {
+        surface: name.into(),
+        canonical: name.into(),
+        entity_type: mnemo_ner::EntityType::Person,
+        start,
+        end: start + name.len(),
+        confidence: 1.0,
+        relation: None,
+        provider: "test".into(),
+    }
+}
+
+/// Rows anywhere in the store that still hold `needle` or point at `id`.
+async fn traces(path: &std::path::Path, id: &str, needle: &str) -> Vec<String> {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    for (what, sql, bind) in [
+        (
+            "memories row",
+            "SELECT COUNT(*) FROM memories WHERE id = ?",
+            id,
+        ),
+        (
+            "memories text",
+            "SELECT COUNT(*) FROM memories WHERE content LIKE '%' || ? || '%'",
+            needle,
+        ),
+        (
+            "full-text entry",
+            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?",
+            needle,
+        ),
+        (
+            "entity link",
+            "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?",
+            id,
+        ),
+        (
+            "queue entry",
+            "SELECT COUNT(*) FROM embedding_queue WHERE memory_id = ?",
+            id,
+        ),
+        (
+            "vector",
+            "SELECT COUNT(*) FROM vec_memories WHERE memory_id = ?",
+            id,
+        ),
+    ] {
+        let count: i64 = sqlx::query_scalar(sql)
+            .bind(bind)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if count > 0 {
+            found.push(format!("{what}: {count}"));
+        }
+    }
+    pool.close().await;
+    found
+}
+
+#[tokio::test]
+async fn purge_removes_a_memory_everywhere_and_erase_removes_a_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let store = open(&path).await;
+    store.ensure_vector_index(4, "model-a").await.unwrap();
+    let secret = "flamingo passport is with Sarah 4417";
+    let mut ana_secret = fact(secret);
+    ana_secret.kind = MemoryKind::Episode;
+    let secret_id = store
+        .insert_memory(&ana_secret, &[person("Sarah", secret)])
+        .await
+        .unwrap();
+    let kept_text = "Sarah likes the blue tram 12";
+    let kept_id = store
+        .insert_memory(&fact(kept_text), &[person("Sarah", kept_text)])
+        .await
+        .unwrap();
+    let mut ben = fact("ben keeps a flamingo mug 99");
+    ben.user_id = Some("ben".into());
+    let ben_id = store.insert_memory(&ben, &[]).await.unwrap();
+    index_all(&store, 4).await;
+    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    store
+        .cache_vectors(
+            &[(hex_sha256(secret), vec![1.0, 0.0, 0.0, 0.0])],
+            "model-a",
+            at,
+        )
+        .await
+        .unwrap();
+    assert!(!traces(&path, &secret_id, "passport").await.is_empty());
+
+    // One memory: gone from every table and index, the others untouched.
+    assert_eq!(
+        store.purge(std::slice::from_ref(&secret_id)).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        traces(&path, &secret_id, "passport").await,
+        Vec::<String>::new()
+    );
+    assert!(store
+        .cached_vectors(&[hex_sha256(secret)], "model-a")
+        .await
+        .unwrap()
+        .is_empty());
+    let request = SearchRequest {
+        query: "flamingo passport".into(),
+        user_id: Some("ana".into()),
+        limit: 10,
+        ..SearchRequest::default()
+    };
+    assert!(store.search_fts(&request, 10).await.unwrap().is_empty());
+    let nearest = store
+        .search_vector(&request, &[1.0, 0.0, 0.0, 0.0], 10, -1.0)
+        .await
+        .unwrap();
+    assert!(
+        nearest.iter().all(|(id, _)| id != &secret_id),
+        "{nearest:?}"
+    );
+    assert!(store.get(&kept_id).await.unwrap().is_some());
+    assert_eq!(
+        store.purge(std::slice::from_ref(&secret_id)).await.unwrap(),
+        0,
+        "already gone"
+    );
+    let report = store.check_integrity().await.unwrap();
+    assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
+
+    // The whole user: nothing of ana is left, ben is untouched.
+    assert_eq!(store.erase_user("ana").await.unwrap(), 1);
+    assert!(store.get(&kept_id).await.unwrap().is_none());
+    assert_eq!(traces(&path, &kept_id, "tram").await, Vec::<String>::new());
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT COUNT(*) FROM memories WHERE user_id = 'ana'",
+        "SELECT COUNT(*) FROM entities WHERE owner_id = 'ana'",
+        "SELECT COUNT(*) FROM sessions_consolidations WHERE user_id = 'ana'",
+        "SELECT COUNT(*) FROM vec_memories WHERE user_id = 'ana'",
+    ] {
+        let count: i64 = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+        assert_eq!(count, 0, "{sql}");
+    }
+    pool.close().await;
+    assert!(store.get(&ben_id).await.unwrap().is_some());
+    let report = store.check_integrity().await.unwrap();
+    assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
+    assert_eq!((report.active, report.vectors), (1, Some(1)));
+}
