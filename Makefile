@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: demo test setup fmt lint unit
+.PHONY: demo test setup fmt lint unit stress
 
 demo: setup
 	$(CARGO) run --quiet --locked -- demo
@@ -21,3 +21,7 @@ lint:
 
 unit:
 	$(CARGO) test --workspace --locked
+
+# The crash-safety loop at length: 200 SIGKILLs instead of the 20 `make test` runs.
+stress: setup
+	MNEMO_CRASH_KILLS=200 $(CARGO) test --locked --test crash_ingest -- --nocapture

@@ -194,21 +194,64 @@ pub(crate) async fn search(
     Ok(true)
 }
 
-/// `mnemo forget`: soft-deletes a memory by id (kept for audit, never retrieved again).
+/// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
 pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
-    let result = service
-        .store()?
-        .soft_delete(id, kernel.context().now())
-        .await;
+    let result = service.store()?.purge(&[id.to_owned()]).await;
     kernel.shutdown().await;
-    if result? {
-        println!("forgot {id}");
+    if result? == 1 {
+        println!(
+            "forgot {id}: removed with its full-text entry, vector, entity links and cached vector"
+        );
         Ok(true)
     } else {
-        bail!("no active memory `{id}`")
+        bail!("no memory `{id}`")
     }
+}
+
+/// `mnemo forget-user`: removes everything stored about one user.
+pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let result = service.erase_user(user).await;
+    kernel.shutdown().await;
+    let removed = result?;
+    println!("erased user {user}: {removed} memories, with their entities, people, sessions and recorded events");
+    Ok(true)
+}
+
+/// `mnemo check`: the store's integrity report (database file, full-text index, vector index
+/// and queue, recorded events); fails when anything is inconsistent.
+pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<bool> {
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let report = service.store()?.check_integrity().await;
+    kernel.shutdown().await;
+    let report = report?;
+    let problems = report.problems();
+    if json_output {
+        let mut value = serde_json::to_value(&report)?;
+        value["problems"] = json!(problems);
+        println!("{value}");
+    } else {
+        println!(
+            "{} memories ({} active), {} vectors, {} queued for the indexer",
+            report.memories,
+            report.active,
+            report
+                .vectors
+                .map_or_else(|| "no".to_owned(), |count| count.to_string()),
+            report.queued
+        );
+        for problem in &problems {
+            println!("problem: {problem}");
+        }
+        if problems.is_empty() {
+            println!("ok");
+        }
+    }
+    Ok(problems.is_empty())
 }
 
 /// `mnemo stats`: counts over every user.
@@ -423,6 +466,79 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     println!(
         "imported {events} conversation events, {rows} rows ({present} already present), {problems} problems"
     );
+    Ok(problems == 0)
+}
+
+/// `mnemo ingest`: stores the conversation events read from standard input (JSONL in the wire
+/// format, one event per line, each with an `id`) and prints `{"ack": ID, "memory_id": ..}` on
+/// standard output once an event is committed to disk; `memory_id` is null when the event was
+/// already stored (events are deduplicated by id, so a producer that resends what it has no
+/// acknowledgement for stores each event exactly once). Each stored event is then published
+/// to the other extensions, as `import` does. A bad line gets `{"error": ..., "line": N}`, is
+/// not stored, and the command goes on; it ends with a failure status if any line was bad.
+pub(crate) async fn ingest(config: Config) -> anyhow::Result<bool> {
+    use tokio::io::AsyncBufReadExt;
+    let kernel = start(config).await?;
+    let service = memory_service(&kernel)?;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = std::io::stdout();
+    let (mut number, mut problems) = (0_u64, 0_u64);
+    let outcome = loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break Ok(()),
+            Err(error) => break Err(anyhow::anyhow!("stdin:{}: {error}", number + 1)),
+        };
+        number += 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let event = serde_json::from_str::<Value>(trimmed)
+            .map_err(|error| format!("not JSON: {error}"))
+            .and_then(|value| {
+                mnemo_kernel::ConversationEvent::from_value(value)
+                    .map_err(|error| error.to_string())
+            })
+            .and_then(|event| match event.id.as_deref() {
+                Some(id) if !id.trim().is_empty() => Ok(event),
+                _ => Err(
+                    "the event has no `id`; ingest needs one to acknowledge it and store it once"
+                        .to_owned(),
+                ),
+            });
+        let reply = match event {
+            Ok(event) => {
+                let event = event.into_event();
+                match service.ingest(&event).await {
+                    Ok(memory_id) => {
+                        let reply = json!({"ack": event.id, "memory_id": memory_id});
+                        if memory_id.is_some() {
+                            if let Err(error) = kernel.publish(event).await {
+                                tracing::warn!(%error, "a stored event was not passed on to the other extensions");
+                            }
+                        }
+                        reply
+                    }
+                    Err(error) => json!({"error": error.to_string(), "line": number}),
+                }
+            }
+            Err(error) => json!({"error": error, "line": number}),
+        };
+        if reply.get("error").is_some() {
+            problems += 1;
+            eprintln!(
+                "mnemo: stdin:{number}: {}",
+                reply["error"].as_str().unwrap_or_default()
+            );
+        }
+        if let Err(error) = writeln!(stdout, "{reply}").and_then(|()| stdout.flush()) {
+            break Err(anyhow::anyhow!("cannot write the acknowledgement: {error}"));
+        }
+    };
+    kernel.settle().await;
+    kernel.shutdown().await;
+    outcome?;
     Ok(problems == 0)
 }
 

@@ -144,16 +144,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Forget a memory by id (soft delete).
+    /// Forget a memory by id: removed from the store, its indexes and caches.
     Forget {
         /// The memory's id.
         id: String,
+    },
+    /// Remove everything stored about one user: memories, entities, people, sessions.
+    ForgetUser {
+        /// The user's id.
+        user: String,
     },
     /// Import conversation events (JSONL, as in replay) or an export; idempotent.
     Import {
         /// The JSONL file.
         file: PathBuf,
     },
+    /// Store conversation events from standard input (JSONL, each with an id), acknowledging
+    /// each on standard output once it is on disk; resending unacknowledged events is safe.
+    Ingest,
     /// Export memory: lossless JSONL (import restores it exactly) or readable markdown.
     Export {
         /// jsonl or markdown.
@@ -168,6 +176,12 @@ enum Command {
         /// Rebuild every vector even if the index matches the current model.
         #[arg(long)]
         all: bool,
+    },
+    /// Check the store: database file, full-text and vector indexes, recorded events.
+    Check {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Counts of memories by kind.
     Stats {
@@ -426,6 +440,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             .await
         }
         Command::Forget { id } => commands::forget(load_config(&cli)?, id).await,
+        Command::ForgetUser { user } => commands::forget_user(load_config(&cli)?, user).await,
         Command::Mcp { user, chat } => {
             let config = load_config(&cli)?;
             let user = user
@@ -436,7 +451,9 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             Ok(true)
         }
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
+        Command::Check { json } => commands::check(load_config(&cli)?, *json).await,
         Command::Import { file } => commands::import(load_config(&cli)?, file).await,
+        Command::Ingest => commands::ingest(load_config(&cli)?).await,
         Command::Reindex { all } => commands::reindex(load_config(&cli)?, *all).await,
         Command::Export { format, user } => {
             commands::export(load_config(&cli)?, format, user.as_deref()).await

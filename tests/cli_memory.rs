@@ -135,7 +135,7 @@ fn remember_search_forget_and_stats() {
     assert!(run(&["forget", id]).contains("forgot"));
     let output = mnemo(dir.path()).args(["forget", id]).output().unwrap();
     assert!(!output.status.success(), "forgetting twice fails");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("no active memory"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no memory"));
     let stats: Value = serde_json::from_str(&run(&["stats", "--json"])).unwrap();
     assert_eq!(stats["counts"]["fact"], 1);
 }
@@ -152,4 +152,57 @@ fn chat_without_a_model_says_how_to_configure_one() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no LLM is configured"), "{stderr}");
     assert!(stderr.contains("MNEMO_LLM_BASE_URL"), "{stderr}");
+}
+
+#[test]
+fn ingest_acknowledges_each_event_and_names_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = json!({"type": "user_message", "id": "e1", "at": "2026-03-02T08:00:00Z",
+        "session_id": "s1", "user_id": "ana", "text": "The boiler was serviced on Monday"});
+    let input = format!(
+        "{good}\nnot json\n{}\n{good}\n",
+        json!({"type": "user_message", "at": "2026-03-02T08:01:00Z", "session_id": "s1",
+            "user_id": "ana", "text": "no id here"})
+    );
+    let mut child = mnemo(dir.path())
+        .arg("ingest")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success(), "bad lines make the run fail");
+    let replies: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 4, "{replies:?}");
+    assert_eq!(replies[0]["ack"], "e1");
+    assert!(replies[0]["memory_id"].is_string());
+    assert_eq!(replies[1]["line"], 2);
+    assert!(replies[1]["error"].as_str().unwrap().contains("not JSON"));
+    assert!(replies[2]["error"].as_str().unwrap().contains("no `id`"));
+    assert_eq!(
+        replies[3],
+        json!({"ack": "e1", "memory_id": null}),
+        "stored once"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stdin:2"), "{stderr}");
+
+    let check = mnemo(dir.path()).args(["check"]).output().unwrap();
+    assert!(check.status.success());
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        report.contains("1 memories (1 active)") && report.ends_with("ok\n"),
+        "{report}"
+    );
 }
