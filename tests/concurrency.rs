@@ -33,7 +33,7 @@ fn turn(user: usize, session: usize, index: usize) -> ConversationEvent {
     let at = Utc.with_ymd_and_hms(2026, 3, 2, 8, 0, 0).unwrap()
         + Duration::minutes((session * 100 + index) as i64);
     let value = json!({
-        "type": if index % 2 == 0 { "user_message" } else { "agent_response" },
+        "type": if index.is_multiple_of(2) { "user_message" } else { "agent_response" },
         "id": format!("u{user}-s{session}-t{index}"),
         "at": at.to_rfc3339(),
         "session_id": format!("u{user}-s{session}"),

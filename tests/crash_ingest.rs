@@ -58,7 +58,7 @@ fn event(index: usize) -> String {
         + chrono::Duration::minutes(index as i64);
     let session = index / 10;
     json!({
-        "type": if index % 2 == 0 { "user_message" } else { "agent_response" },
+        "type": if index.is_multiple_of(2) { "user_message" } else { "agent_response" },
         "id": format!("ev-{index}"),
         "at": at.to_rfc3339(),
         "session_id": format!("s{session}"),
