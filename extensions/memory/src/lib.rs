@@ -38,7 +38,7 @@ pub use error::{MemoryError, Result};
 pub use service::{FactInput, MemoryService};
 pub use store::{
     IndexItem, IntegrityReport, MemoryStore, NewMemory, Person, RankKey, StoreOptions, StoredTurn,
-    VectorStatus,
+    VectorStatus, DEFAULT_WAL_TRUNCATE_FRAMES,
 };
 pub use types::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,

@@ -208,6 +208,7 @@ impl MemoryService {
                 synchronous: self.config.synchronous.clone(),
                 max_connections: 4,
                 vector_oversample: self.config.vector_oversample,
+                wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
             },
         )
         .await?;

@@ -42,6 +42,9 @@ pub struct StoreOptions {
     /// Vector search: candidates taken by sign-bit Hamming distance per result, then re-scored
     /// (see [`crate::vector_index`]); 0 searches `vec_memories` exactly by brute force.
     pub vector_oversample: usize,
+    /// Write-ahead log length, in pages, past which it is truncated
+    /// ([`DEFAULT_WAL_TRUNCATE_FRAMES`]; see `checkpoint_loop`).
+    pub wal_truncate_frames: i64,
 }
 
 /// Whether vector search can be used.
@@ -214,7 +217,15 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
 /// Log frames (pages; 4 KB each by default, so 64 MB) past which the checkpointer truncates
 /// the log. Also the size SQLite trims the log file to when it restarts it (`journal_size_limit`).
-const WAL_TRUNCATE_FRAMES: i64 = 16_384;
+pub const DEFAULT_WAL_TRUNCATE_FRAMES: i64 = 16_384;
+
+/// How long a truncation waits for readers still on the log before it gives up for now.
+const TRUNCATE_WAIT: Duration = Duration::from_millis(200);
+
+/// Checkpoint rounds skipped after readers kept a truncation from finishing (1 s): writers
+/// then wait at most 200 ms in every 1.5 s for a reader that never lets go, and the log grows
+/// for at most a second between attempts.
+const TRUNCATE_BACKOFF_ROUNDS: u32 = 2;
 
 /// Copies committed WAL frames into the database file in the background (PASSIVE: it never
 /// blocks readers or the writer), so that the log stays short without a writer doing it.
@@ -222,20 +233,28 @@ const WAL_TRUNCATE_FRAMES: i64 = 16_384;
 /// Under a writer that never pauses, passive checkpoints never catch the log's end, so SQLite
 /// never restarts the log and it grows without bound (400 MB in a 100k-memory bench; at a
 /// million memories, closing the store then took longer than the next open waits). Past
-/// [`WAL_TRUNCATE_FRAMES`] the checkpointer therefore takes the store's write lock, so that
+/// `wal_truncate_frames` ([`DEFAULT_WAL_TRUNCATE_FRAMES`]) the checkpointer therefore takes the store's write lock, so that
 /// writers queue in the process instead of spinning on SQLITE_BUSY, and runs a TRUNCATE
-/// checkpoint: it copies the few frames left, waits for the readers still on the log (short
-/// searches) and empties the log file.
-async fn checkpoint_loop(pool: SqlitePool, write_lock: Arc<tokio::sync::Mutex<()>>) {
+/// checkpoint: it copies the few frames left, waits up to [`TRUNCATE_WAIT`] for the readers
+/// still on the log (searches take milliseconds) and empties the log file. A long reader (an
+/// export) makes it give up and try again [`TRUNCATE_BACKOFF_ROUNDS`] rounds later, so writers
+/// are never held longer than that wait.
+async fn checkpoint_loop(
+    pool: SqlitePool,
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+    busy_timeout: Duration,
+    truncate_frames: i64,
+) {
     let mut interval = tokio::time::interval(CHECKPOINT_EVERY);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut backoff = 0;
     loop {
         interval.tick().await;
         if pool.is_closed() {
             break;
         }
         let log_frames = match checkpoint(&pool, "PASSIVE").await {
-            Ok(log_frames) => log_frames,
+            Ok((_, log_frames)) => log_frames,
             Err(error) if pool.is_closed() => {
                 tracing::trace!(%error, "checkpointer stopped with the pool");
                 break;
@@ -245,15 +264,23 @@ async fn checkpoint_loop(pool: SqlitePool, write_lock: Arc<tokio::sync::Mutex<()
                 continue;
             }
         };
-        if log_frames > WAL_TRUNCATE_FRAMES {
+        if backoff > 0 {
+            backoff -= 1;
+            continue;
+        }
+        if log_frames > truncate_frames {
             let started = std::time::Instant::now();
             let _write = write_lock.lock().await;
-            match checkpoint(&pool, "TRUNCATE").await {
-                Ok(_) => tracing::debug!(
+            match truncate_log(&pool, busy_timeout).await {
+                Ok(true) => tracing::debug!(
                     log_frames,
                     micros = started.elapsed().as_micros() as u64,
                     "wal truncated"
                 ),
+                Ok(false) => {
+                    tracing::debug!(log_frames, "readers kept the wal; truncating later");
+                    backoff = TRUNCATE_BACKOFF_ROUNDS;
+                }
                 Err(_) if pool.is_closed() => break,
                 Err(error) => tracing::warn!(%error, log_frames, "wal truncation failed; retrying"),
             }
@@ -261,14 +288,40 @@ async fn checkpoint_loop(pool: SqlitePool, write_lock: Arc<tokio::sync::Mutex<()
     }
 }
 
-/// Runs `PRAGMA wal_checkpoint(mode)` and returns the log's length in frames before it.
-async fn checkpoint(pool: &SqlitePool, mode: &str) -> std::result::Result<i64, sqlx::Error> {
+/// Runs `PRAGMA wal_checkpoint(mode)`; returns whether it was kept from finishing (by the
+/// writer or readers) and the log's length in frames.
+async fn checkpoint(
+    pool: &SqlitePool,
+    mode: &str,
+) -> std::result::Result<(bool, i64), sqlx::Error> {
     let (busy, log_frames, checkpointed) =
         sqlx::query_as::<_, (i64, i64, i64)>(&format!("PRAGMA wal_checkpoint({mode})"))
             .fetch_one(pool)
             .await?;
     tracing::trace!(mode, busy, log_frames, checkpointed, "wal checkpoint");
-    Ok(log_frames)
+    Ok((busy != 0, log_frames))
+}
+
+/// A TRUNCATE checkpoint that waits at most [`TRUNCATE_WAIT`] for readers; true when the log
+/// was emptied. The connection gets `busy_timeout` back afterwards.
+async fn truncate_log(
+    pool: &SqlitePool,
+    busy_timeout: Duration,
+) -> std::result::Result<bool, sqlx::Error> {
+    let mut connection = pool.acquire().await?;
+    let set_timeout = |timeout: Duration| format!("PRAGMA busy_timeout = {}", timeout.as_millis());
+    sqlx::query(&set_timeout(TRUNCATE_WAIT))
+        .execute(&mut *connection)
+        .await?;
+    let outcome = sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(TRUNCATE)")
+        .fetch_one(&mut *connection)
+        .await;
+    sqlx::query(&set_timeout(busy_timeout))
+        .execute(&mut *connection)
+        .await?;
+    let (busy, log_frames, checkpointed) = outcome?;
+    tracing::trace!(busy, log_frames, checkpointed, "wal truncation");
+    Ok(busy == 0)
 }
 
 /// How long cached corpus statistics are trusted: they steer which terms and entities are
@@ -594,7 +647,7 @@ impl MemoryStore {
             // A restarted log is trimmed to this size (bytes) instead of keeping its peak.
             .pragma(
                 "journal_size_limit",
-                (WAL_TRUNCATE_FRAMES * 4096).to_string(),
+                (options.wal_truncate_frames.max(1) * 4096).to_string(),
             )
             // 32 MB of page cache per connection (SQLite's default is 2 MB): at 100k memories
             // the FTS and index pages a search reads then stay in the process.
@@ -606,7 +659,12 @@ impl MemoryStore {
         sqlx::migrate!("./migrations").run(&pool).await?;
         let write_lock = Arc::new(tokio::sync::Mutex::new(()));
         Ok(Self {
-            checkpointer: tokio::spawn(checkpoint_loop(pool.clone(), Arc::clone(&write_lock))),
+            checkpointer: tokio::spawn(checkpoint_loop(
+                pool.clone(),
+                Arc::clone(&write_lock),
+                options.busy_timeout,
+                options.wal_truncate_frames.max(1),
+            )),
             write_lock,
             vector: RwLock::new(VectorStatus::Disabled {
                 reason: "no embedding provider".to_owned(),
@@ -625,8 +683,17 @@ impl MemoryStore {
     pub async fn close(&self) {
         self.checkpointer.abort();
         let _write = self.write_lock.lock().await;
-        if let Err(error) = checkpoint(&self.pool, "TRUNCATE").await {
-            tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+        match checkpoint(&self.pool, "TRUNCATE").await {
+            Ok((false, _)) => {}
+            Ok((true, log_frames)) => {
+                tracing::info!(
+                    log_frames,
+                    "readers kept the wal at close; the next open checkpoints it"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+            }
         }
         self.pool.close().await;
     }

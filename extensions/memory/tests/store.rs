@@ -13,6 +13,7 @@ async fn open(path: &std::path::Path) -> MemoryStore {
             synchronous: "full".into(),
             max_connections: 2,
             vector_oversample: 8,
+            wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
         },
     )
     .await
@@ -179,6 +180,7 @@ async fn open_fast(path: &std::path::Path) -> MemoryStore {
             synchronous: "off".into(),
             max_connections: 2,
             vector_oversample: 8,
+            wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
         },
     )
     .await
@@ -540,4 +542,86 @@ async fn purge_removes_a_memory_everywhere_and_erase_removes_a_user() {
     let report = store.check_integrity().await.unwrap();
     assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
     assert_eq!((report.active, report.vectors), (1, Some(1)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn the_write_ahead_log_stays_bounded_under_a_writer_that_never_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let wal = dir.path().join("memory.db-wal");
+    let store = std::sync::Arc::new(
+        MemoryStore::open(
+            &path,
+            &mnemo_memory::StoreOptions {
+                busy_timeout: Duration::from_secs(5),
+                synchronous: "off".into(),
+                max_connections: 3,
+                vector_oversample: 8,
+                // 1 MB: small enough that a few seconds of writes pass it many times.
+                wal_truncate_frames: 256,
+            },
+        )
+        .await
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(4);
+    let writer = {
+        let store = std::sync::Arc::clone(&store);
+        tokio::spawn(async move {
+            let mut written = 0_u64;
+            while std::time::Instant::now() < deadline {
+                let text = format!("{} note {written}", "lorem ipsum dolor ".repeat(200));
+                store.insert_memory(&fact(&text), &[]).await.unwrap();
+                written += 1;
+            }
+            written
+        })
+    };
+    // Short readers all the while (a rare term, as a search would look one up), so that the
+    // log is never free of them for long.
+    let reader = {
+        let store = std::sync::Arc::clone(&store);
+        tokio::spawn(async move {
+            let request = SearchRequest {
+                query: "17".into(),
+                user_id: Some("ana".into()),
+                limit: 5,
+                ..SearchRequest::default()
+            };
+            while std::time::Instant::now() < deadline {
+                store.search_fts(&request, 5).await.unwrap();
+            }
+        })
+    };
+    // The log file's size every 20 ms: it falls when the log is emptied (truncated, or restarted
+    // and trimmed to the limit); before the bound it only ever grew.
+    let (mut largest, mut previous, mut emptied) = (0, 0, 0);
+    while std::time::Instant::now() < deadline {
+        let size = std::fs::metadata(&wal).map(|meta| meta.len()).unwrap_or(0);
+        if size < previous / 2 {
+            emptied += 1;
+        }
+        largest = largest.max(size);
+        previous = size;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written = writer.await.unwrap();
+    reader.await.unwrap();
+    let database = std::fs::metadata(&path).unwrap().len();
+    eprintln!(
+        "{written} memories, database {database} bytes, largest log {largest} bytes, emptied {emptied} times"
+    );
+    // Each insert commits a few pages, so the log carries several times the database's growth:
+    // unbounded, it would end as the sum of everything written. Bounded, it is emptied again
+    // and again (every 0.5 s checkpoint round that finds it past the limit).
+    assert!(
+        emptied >= 3,
+        "the log was emptied {emptied} times in 4 s of writes (largest {largest} bytes)"
+    );
+    store.close().await;
+    assert_eq!(
+        std::fs::metadata(&wal).map(|meta| meta.len()).unwrap_or(0),
+        0,
+        "close empties the log"
+    );
 }
