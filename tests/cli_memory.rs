@@ -205,4 +205,47 @@ fn ingest_acknowledges_each_event_and_names_bad_lines() {
         report.contains("1 memories (1 active)") && report.ends_with("ok\n"),
         "{report}"
     );
+
+    // Forgotten, the memory stays forgotten when its event is sent again, and the store is
+    // still consistent.
+    let memory_id = replies[0]["memory_id"].as_str().unwrap();
+    let forget = mnemo(dir.path())
+        .args(["forget", memory_id])
+        .output()
+        .unwrap();
+    assert!(forget.status.success());
+    let mut child = mnemo(dir.path())
+        .arg("ingest")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{good}\n").as_bytes())
+        .unwrap();
+    let again = child.wait_with_output().unwrap();
+    assert!(again.status.success());
+    let reply: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(reply, json!({"ack": "e1", "memory_id": null}));
+    let check = mnemo(dir.path())
+        .args(["check", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(
+        (
+            report["memories"].clone(),
+            report["forgotten_events"].clone()
+        ),
+        (json!(0), json!(1))
+    );
 }

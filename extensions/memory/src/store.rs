@@ -138,8 +138,9 @@ pub struct IntegrityReport {
     pub unindexed: i64,
     /// Active memories waiting in the indexer's queue (not a fault: the indexer catches up).
     pub queued: i64,
-    /// Recorded event ids whose memory row is missing.
-    pub dangling_events: i64,
+    /// Recorded event ids whose memory was forgotten: kept on purpose (an id, no content), so
+    /// that replaying the same events does not bring the memory back. Not a fault.
+    pub forgotten_events: i64,
 }
 
 impl IntegrityReport {
@@ -163,12 +164,6 @@ impl IntegrityReport {
             problems.push(format!(
                 "{} active memories have no vector and are not queued for one",
                 self.unindexed
-            ));
-        }
-        if self.dangling_events > 0 {
-            problems.push(format!(
-                "{} recorded events point at no memory",
-                self.dangling_events
             ));
         }
         problems
@@ -761,7 +756,7 @@ impl MemoryStore {
         } else {
             (None, 0, 0)
         };
-        let dangling_events = count(
+        let forgotten_events = count(
             "SELECT COUNT(*) FROM ingested_events e WHERE NOT EXISTS \
              (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
         )
@@ -776,7 +771,7 @@ impl MemoryStore {
             orphan_vectors,
             unindexed,
             queued,
-            dangling_events,
+            forgotten_events,
         })
     }
 
