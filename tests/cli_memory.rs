@@ -154,17 +154,9 @@ fn chat_without_a_model_says_how_to_configure_one() {
     assert!(stderr.contains("MNEMO_LLM_BASE_URL"), "{stderr}");
 }
 
-#[test]
-fn ingest_acknowledges_each_event_and_names_bad_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = json!({"type": "user_message", "id": "e1", "at": "2026-03-02T08:00:00Z",
-        "session_id": "s1", "user_id": "ana", "text": "The boiler was serviced on Monday"});
-    let input = format!(
-        "{good}\nnot json\n{}\n{good}\n",
-        json!({"type": "user_message", "at": "2026-03-02T08:01:00Z", "session_id": "s1",
-            "user_id": "ana", "text": "no id here"})
-    );
-    let mut child = mnemo(dir.path())
+/// `mnemo ingest` with `input` on its standard input.
+fn ingest(dir: &std::path::Path, input: &str) -> std::process::Output {
+    let mut child = mnemo(dir)
         .arg("ingest")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -177,7 +169,20 @@ fn ingest_acknowledges_each_event_and_names_bad_lines() {
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let output = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ingest_acknowledges_each_event_and_names_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = json!({"type": "user_message", "id": "e1", "at": "2026-03-02T08:00:00Z",
+        "session_id": "s1", "user_id": "ana", "text": "The boiler was serviced on Monday"});
+    let input = format!(
+        "{good}\nnot json\n{}\n{good}\n",
+        json!({"type": "user_message", "at": "2026-03-02T08:01:00Z", "session_id": "s1",
+            "user_id": "ana", "text": "no id here"})
+    );
+    let output = ingest(dir.path(), &input);
     assert!(!output.status.success(), "bad lines make the run fail");
     let replies: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
@@ -214,20 +219,7 @@ fn ingest_acknowledges_each_event_and_names_bad_lines() {
         .output()
         .unwrap();
     assert!(forget.status.success());
-    let mut child = mnemo(dir.path())
-        .arg("ingest")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{good}\n").as_bytes())
-        .unwrap();
-    let again = child.wait_with_output().unwrap();
+    let again = ingest(dir.path(), &format!("{good}\n"));
     assert!(again.status.success());
     let reply: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(reply, json!({"ack": "e1", "memory_id": null}));
