@@ -7,23 +7,13 @@ use std::process::{Command, Stdio};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 use serde_json::{json, Value};
 
+mod common;
+
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
 
 fn mnemo(dir: &std::path::Path) -> Command {
-    let config = dir.join("config.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    command
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env_remove("RUST_LOG")
-        .env_remove("MNEMO_LLM_BASE_URL")
-        .env_remove("MNEMO_LLM_API_KEY")
-        .env_remove("MNEMO_LLM_MODEL");
-    command
+    common::mnemo(dir, CONFIG)
 }
 
 fn text_reply(text: &str) -> CannedAnswer {

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod common;
+
 const CONFIG: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n";
 
 /// Events sent to a run that is to be killed.
@@ -33,16 +35,7 @@ impl Rng {
 }
 
 fn mnemo(dir: &Path) -> Command {
-    let config = dir.join("config.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    command
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env_remove("RUST_LOG");
-    command
+    common::mnemo(dir, CONFIG)
 }
 
 fn event(index: usize) -> String {

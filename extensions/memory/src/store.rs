@@ -15,7 +15,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
 use crate::error::{MemoryError, Result};
 use crate::fts::{match_any, match_rare_or_all_common, query_terms};
@@ -724,18 +724,14 @@ impl MemoryStore {
         let active = count("SELECT COUNT(*) FROM memories WHERE valid_until IS NULL")
             .fetch_one(&mut *connection)
             .await?;
-        let has_vectors: Option<String> = sqlx::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vec_memories'",
-        )
-        .fetch_optional(&mut *connection)
-        .await?;
+        let has_vectors = self.vector_table_exists(&mut connection).await?;
         let queued = count(
             "SELECT COUNT(*) FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
              WHERE m.valid_until IS NULL",
         )
         .fetch_one(&mut *connection)
         .await?;
-        let (vectors, orphan_vectors, unindexed) = if has_vectors.is_some() {
+        let (vectors, orphan_vectors, unindexed) = if has_vectors {
             let vectors = count("SELECT COUNT(*) FROM vec_memories")
                 .fetch_one(&mut *connection)
                 .await?;
@@ -1783,11 +1779,11 @@ impl MemoryStore {
         Ok(())
     }
 
-    async fn vector_table_exists(&self, tx: &mut Transaction<'_, Sqlite>) -> Result<bool> {
+    async fn vector_table_exists(&self, connection: &mut SqliteConnection) -> Result<bool> {
         let found: Option<String> = sqlx::query_scalar(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vec_memories'",
         )
-        .fetch_optional(&mut **tx)
+        .fetch_optional(connection)
         .await?;
         Ok(found.is_some())
     }

@@ -1,0 +1,22 @@
+//! What several CLI tests share: the `mnemo` binary run on a temporary directory.
+
+use std::path::Path;
+use std::process::Command;
+
+/// `mnemo` with `config` written to `dir/config.toml` and `dir/data` as its data directory,
+/// and no logging or model settings taken from the environment.
+pub(crate) fn mnemo(dir: &Path, config: &str) -> Command {
+    let path = dir.join("config.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    command
+        .arg("--config")
+        .arg(&path)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .env_remove("RUST_LOG")
+        .env_remove("MNEMO_LLM_BASE_URL")
+        .env_remove("MNEMO_LLM_API_KEY")
+        .env_remove("MNEMO_LLM_MODEL");
+    command
+}
