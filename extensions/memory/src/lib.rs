@@ -41,9 +41,9 @@ pub use store::{
     VectorStatus, DEFAULT_WAL_TRUNCATE_FRAMES,
 };
 pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,
-    PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted,
-    SkippedFact,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryForgotten, MemoryKind,
+    MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest,
+    SessionCompleted, SkippedFact, UserErased,
 };
 
 /// The config key, folder and extension name.
