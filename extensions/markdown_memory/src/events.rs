@@ -7,11 +7,13 @@
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, Event, EventHandler, KernelContext, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+    BoxError, Event, EventHandler, KernelContext, TypedEvent, TOPIC_AGENT_RESPONSE,
+    TOPIC_USER_MESSAGE,
 };
 
 use crate::consolidate::Outcome;
-use crate::error::Result;
+use crate::erasure::{Forgotten, Needle, UserErased};
+use crate::error::{MarkdownError, Result};
 use crate::session::{self, BufferedMessage, Role};
 use crate::workspace::Workspace;
 use crate::MarkdownMemoryExtension;
@@ -78,12 +80,68 @@ impl MarkdownMemoryExtension {
     }
 }
 
+impl MarkdownMemoryExtension {
+    /// `memory.forgotten`: removes the forgotten text's copies from the owner's files.
+    async fn forget_copies(&self, forgotten: Forgotten) -> Result<()> {
+        let Some(needle) = Needle::new(&forgotten.content) else {
+            return Ok(());
+        };
+        let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
+        let workspace = match forgotten.user_id.as_deref() {
+            Some(user) if self.config.per_user => match base.existing_user(user) {
+                Some(workspace) => workspace,
+                None => return Ok(()),
+            },
+            _ => base.clone(),
+        };
+        let session_id = forgotten.session_id.clone();
+        let changed = crate::blocking(&workspace, move |workspace| {
+            workspace.scrub(session_id.as_deref(), &needle)
+        })
+        .await?;
+        if !changed.is_empty() {
+            tracing::info!(files = ?changed, "removed a forgotten memory's copies from the markdown files");
+        }
+        Ok(())
+    }
+
+    /// `memory.user_erased`: removes the user's workspace, or with one shared workspace, the
+    /// buffers of their sessions.
+    async fn erase_user(&self, erased: UserErased) -> Result<()> {
+        let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
+        let user = erased.user_id.clone();
+        if self.config.per_user {
+            let removed =
+                crate::blocking(base, move |workspace| workspace.remove_user(&user)).await?;
+            tracing::info!(user_id = %erased.user_id, removed, "user's markdown workspace erased");
+            return Ok(());
+        }
+        let sessions = erased.session_ids.clone();
+        crate::blocking(base, move |workspace| {
+            sessions
+                .iter()
+                .try_for_each(|session| workspace.session_reset(session))
+        })
+        .await?;
+        tracing::warn!(
+            user_id = %erased.user_id,
+            sessions = erased.session_ids.len(),
+            "user erased from a shared markdown workspace: their session buffers are gone, but \
+             MEMORY.md and the history files are shared and may still mention them; \
+             set per_user = true to keep each user's files apart"
+        );
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl EventHandler for MarkdownMemoryExtension {
     fn topics(&self) -> Vec<String> {
         vec![
             TOPIC_USER_MESSAGE.to_owned(),
             TOPIC_AGENT_RESPONSE.to_owned(),
+            Forgotten::TOPIC.to_owned(),
+            UserErased::TOPIC.to_owned(),
         ]
     }
 
@@ -91,6 +149,18 @@ impl EventHandler for MarkdownMemoryExtension {
         let role = match event.topic() {
             TOPIC_USER_MESSAGE => Role::User,
             TOPIC_AGENT_RESPONSE => Role::Assistant,
+            Forgotten::TOPIC => {
+                if let Some(forgotten) = event.decode::<Forgotten>().transpose()? {
+                    self.forget_copies(forgotten).await?;
+                }
+                return Ok(());
+            }
+            UserErased::TOPIC => {
+                if let Some(erased) = event.decode::<UserErased>().transpose()? {
+                    self.erase_user(erased).await?;
+                }
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         let (Some(session_id), Some(mut text)) =

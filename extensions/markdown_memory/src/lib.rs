@@ -22,6 +22,7 @@ mod bm25;
 mod config;
 mod consolidate;
 mod context;
+mod erasure;
 mod error;
 mod events;
 mod names;
@@ -43,6 +44,7 @@ pub use atomic::{is_temp_file, write_atomic, StagedWrite};
 pub use bm25::{tokenize, Bm25Hit, Bm25Index};
 pub use config::MarkdownMemoryConfig;
 pub use consolidate::{parse_reply, ConsolidationReply, ParseTier};
+pub use erasure::{scrub_text, Needle};
 pub use error::{MarkdownError, Result};
 pub use names::{check_agent_id, sanitize_topic, MAX_NAME_CHARS};
 pub use session::{BufferedMessage, Role};
@@ -116,7 +118,7 @@ impl MarkdownMemoryExtension {
     fn open_workspace(&self, user_id: Option<&str>) -> Result<Workspace> {
         let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
         match user_id {
-            Some(user) if self.config.per_user => base.for_user(user),
+            Some(user) if self.config.per_user => Ok(base.for_user(user)),
             _ => Ok(base.clone()),
         }
     }

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
 use crate::atomic::{self, is_temp_file};
+use crate::erasure::{scrub_text, Needle};
 use crate::error::{MarkdownError, Result};
 use crate::names::{check_agent_id, sanitize_topic, session_stem};
 use crate::session::BufferedMessage;
@@ -36,6 +37,8 @@ const AGENTS_DIR: &str = "agents";
 const USERS_DIR: &str = "users";
 const DAILY_DIR: &str = "daily";
 const SESSIONS_DIR: &str = ".sessions";
+/// A user directory being erased is first renamed to `users/.erased-…`.
+const ERASED_PREFIX: &str = ".erased-";
 
 /// One timestamped entry of a history file or a daily log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,11 +175,18 @@ impl Workspace {
                 }
             }
         }
+        // A user erasure interrupted between its rename and its removal.
+        let users = workspace.root.join(USERS_DIR);
+        for name in workspace.list(&users)? {
+            if name.starts_with(ERASED_PREFIX) && fs::remove_dir_all(users.join(&name)).is_ok() {
+                swept += 1;
+            }
+        }
         if swept > 0 {
             tracing::info!(
                 swept,
                 workspace = %workspace.root.display(),
-                "removed temporary files of interrupted writes"
+                "removed temporary files of interrupted writes and erasures"
             );
         }
         Ok(workspace)
@@ -184,21 +194,114 @@ impl Workspace {
 
     /// The workspace of one user: their own MEMORY.md, history, agent memory, daily logs and
     /// session buffers under `users/{user}/`, sharing this workspace's `world/` and write lock,
-    /// so that no user's memory files reach another user's prompt or tools.
-    ///
-    /// # Errors
-    /// Its directories cannot be created.
-    pub fn for_user(&self, user_id: &str) -> Result<Self> {
-        let user = Self {
+    /// so that no user's memory files reach another user's prompt or tools. Its directories are
+    /// created by the first write: reading a user who has nothing creates nothing.
+    pub fn for_user(&self, user_id: &str) -> Self {
+        Self {
             root: self.root.join(USERS_DIR).join(session_stem(user_id)),
             world_root: self.world_root.clone(),
             writes: self.writes.clone(),
-        };
-        for dir in ["", AGENTS_DIR, SESSIONS_DIR] {
-            let path = user.root.join(dir);
-            fs::create_dir_all(&path).map_err(|source| user.io("create", &path, source))?;
         }
-        Ok(user)
+    }
+
+    /// The workspace of one user if they have one, without creating it.
+    pub fn existing_user(&self, user_id: &str) -> Option<Self> {
+        let user = self.for_user(user_id);
+        user.root.is_dir().then_some(user)
+    }
+
+    /// Removes the user's workspace `users/{user}/` with everything in it; returns whether there
+    /// was one. The directory is renamed out of the way first, so that it disappears at once; a
+    /// crash during the removal leaves a `.erased-` directory that [`Workspace::open`] removes.
+    ///
+    /// # Errors
+    /// The directory cannot be renamed or removed.
+    pub fn remove_user(&self, user_id: &str) -> Result<bool> {
+        let users = self.root.join(USERS_DIR);
+        let stem = session_stem(user_id);
+        let root = users.join(&stem);
+        let _guard = self.lock();
+        if !root.is_dir() {
+            return Ok(false);
+        }
+        let doomed = users.join(format!(
+            "{ERASED_PREFIX}{stem}.{}.{}",
+            std::process::id(),
+            Utc::now().timestamp_nanos_opt().unwrap_or_default()
+        ));
+        fs::rename(&root, &doomed).map_err(|err| self.io("rename", &root, err))?;
+        fs::remove_dir_all(&doomed).map_err(|err| self.io("remove", &doomed, err))?;
+        Ok(true)
+    }
+
+    /// Removes every copy of a forgotten text from this workspace's own files (see
+    /// [`crate::erasure`]): the session's buffered messages and recap, and the lines of
+    /// `MEMORY.md`, the history files, and each agent's memory and daily logs that copy it.
+    /// World files are shared and are not touched. Returns the changed files, relative paths.
+    ///
+    /// # Errors
+    /// A file cannot be read or rewritten; the files already rewritten stay so.
+    pub fn scrub(&self, session_id: Option<&str>, needle: &Needle) -> Result<Vec<String>> {
+        let _guard = self.lock();
+        let mut changed = Vec::new();
+        if let Some(session_id) = session_id {
+            let path = self.session_path(session_id, "jsonl");
+            let text = self.read_optional(&path)?;
+            let mut kept = String::with_capacity(text.len());
+            let mut removed = false;
+            for line in text.lines() {
+                let copy = serde_json::from_str::<BufferedMessage>(line)
+                    .is_ok_and(|message| needle.matches_message(&message.text));
+                if copy {
+                    removed = true;
+                } else {
+                    kept.push_str(line);
+                    kept.push('\n');
+                }
+            }
+            if removed {
+                atomic::write_atomic(&path, kept.as_bytes())
+                    .map_err(|err| self.io("write", &path, err))?;
+                changed.push(self.relative(&path));
+            }
+            let recap = self.session_path(session_id, "recap.md");
+            self.scrub_file(&recap, needle, false, &mut changed)?;
+        }
+        self.scrub_file(&self.root.join(MEMORY_FILE), needle, false, &mut changed)?;
+        for name in self.list(&self.root)? {
+            if is_history_file(&name) {
+                self.scrub_file(&self.root.join(name), needle, true, &mut changed)?;
+            }
+        }
+        let agents = self.root.join(AGENTS_DIR);
+        for agent in self.list(&agents)? {
+            let dir = agents.join(agent);
+            self.scrub_file(&dir.join(MEMORY_FILE), needle, false, &mut changed)?;
+            let daily = dir.join(DAILY_DIR);
+            for name in self.list(&daily)? {
+                if name.ends_with(".md") && !is_temp_file(&name) {
+                    self.scrub_file(&daily.join(name), needle, true, &mut changed)?;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Rewrites one file without the lines that copy `needle`; the caller holds the write lock.
+    fn scrub_file(
+        &self,
+        path: &Path,
+        needle: &Needle,
+        entries: bool,
+        changed: &mut Vec<String>,
+    ) -> Result<()> {
+        let text = self.read_optional(path)?;
+        if let Some(scrubbed) = scrub_text(&text, needle, entries) {
+            atomic::write_atomic(path, scrubbed.as_bytes())
+                .map_err(|err| self.io("write", path, err))?;
+            changed.push(self.relative(path));
+        }
+        Ok(())
     }
 
     /// The workspace directory.

@@ -212,3 +212,68 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
         .contains("adopted a cat"));
     second.shutdown().await;
 }
+
+/// The announcements of the `memory` extension, as a third party publishes them: by topic and
+/// field names.
+async fn announce(kernel: &Kernel, topic: &str, data: Value) {
+    let payload = EventPayload::Custom {
+        topic: topic.into(),
+        data,
+    };
+    kernel
+        .publish(Event::new(kernel.context().now(), payload))
+        .await
+        .unwrap();
+    kernel.settle().await;
+}
+
+#[tokio::test]
+async fn a_shared_workspace_drops_forgotten_messages_and_an_erased_users_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[extensions.markdown_memory]\nper_user = false\n";
+    let kernel = start(config, dir.path(), Arc::new(ScriptedLlm::new())).await;
+    let buffer = dir.path().join("markdown/.sessions/s1.jsonl");
+    say(&kernel, true, "ok").await;
+    say(&kernel, false, "ok, noted that the gate code is 7781").await;
+    say(&kernel, true, "The gate code is 7781 for the whole summer").await;
+    fs::write(
+        dir.path().join("markdown/MEMORY.md"),
+        "# Memory\n- ok\n- The gate code is 7781 for the whole summer\n- likes tea\n",
+    )
+    .unwrap();
+
+    // A short text goes only where it stands alone; a long one wherever it is copied.
+    announce(
+        &kernel,
+        "memory.forgotten",
+        json!({"content": "ok", "user_id": "ana", "session_id": "s1"}),
+    )
+    .await;
+    let lines = fs::read_to_string(&buffer).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert!(lines.contains("ok, noted"));
+    announce(
+        &kernel,
+        "memory.forgotten",
+        json!({"content": "The gate code is 7781 for the whole summer", "user_id": "ana", "session_id": "s1", "kind": "episode"}),
+    )
+    .await;
+    assert_eq!(fs::read_to_string(&buffer).unwrap().lines().count(), 1);
+    assert_eq!(
+        fs::read_to_string(dir.path().join("markdown/MEMORY.md")).unwrap(),
+        "# Memory\n- likes tea\n"
+    );
+
+    // Erasing the user drops their sessions' buffers; the shared memory file is not theirs alone.
+    announce(
+        &kernel,
+        "memory.user_erased",
+        json!({"user_id": "ana", "session_ids": ["s1"]}),
+    )
+    .await;
+    assert!(!buffer.exists());
+    assert!(dir.path().join("markdown/MEMORY.md").exists());
+    // A malformed announcement is an error for this handler, not a crash of the kernel.
+    announce(&kernel, "memory.user_erased", json!({"session_ids": 7})).await;
+    kernel.shutdown().await;
+}

@@ -1,0 +1,280 @@
+//! Deletion across extensions: a forgotten memory and an erased user are gone from the memory
+//! store and from the markdown mirror, by every route a caller or a person could look.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use mnemo_memory::MemoryService;
+use serde_json::json;
+
+/// Told in the first session, then consolidated into the history (the model is down, so the
+/// history entry keeps the messages word for word) and written by the agent to its daily log.
+const LOCKER: &str = "My locker combination is 31-17-42, keep it between us";
+/// Told last in the second session: still in the session buffer and its recap.
+const KEY: &str = "The spare key is under the blue flowerpot by the back door";
+/// Bob's, erased with him.
+const PASSPORT: &str = "Bob's passport number is XK-558-1209 and it expires in June";
+
+const CONFIG: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n\
+    context_messages = 5\n\
+    [extensions.markdown_memory]\nmemory_window = 4\nkeep_messages = 2\n";
+
+fn start_time() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
+}
+
+async fn say(kernel: &Kernel, user: &str, session: &str, minute: i64, user_turn: bool, text: &str) {
+    let line = json!({
+        "type": if user_turn { "user_message" } else { "agent_response" },
+        "at": (start_time() + Duration::minutes(minute)).to_rfc3339(),
+        "session_id": session,
+        "user_id": user,
+        "text": text,
+    });
+    kernel
+        .publish(ConversationEvent::from_value(line).unwrap().into_event())
+        .await
+        .unwrap();
+}
+
+fn scope(user: &str) -> ToolScope {
+    ToolScope {
+        user_id: user.to_owned(),
+        session_id: Some(format!("{user}-probe")),
+        chat_id: None,
+        at: start_time() + Duration::hours(2),
+    }
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Everything `user` can get back for `query`: each search mode, both recall tools, the typed
+/// search, the context block, and the markdown tools.
+async fn every_route(kernel: &Kernel, user: &str, query: &str) -> String {
+    let scope = scope(user);
+    let mut seen = String::new();
+    let mut calls = vec![
+        ("recall", json!({"query": query})),
+        ("search_memories", json!({"query": query, "limit": 50})),
+        ("md_recall", json!({"days": 30})),
+        ("md_search_history", json!({"query": query, "limit": 50})),
+    ];
+    for mode in ["hybrid", "fts", "vector", "entity"] {
+        calls.push((
+            "search_memory",
+            json!({"query": query, "mode": mode, "limit": 50}),
+        ));
+    }
+    for (tool, arguments) in calls {
+        let result = kernel.call_tool(&scope, tool, arguments).await.unwrap();
+        seen.push_str(&result.to_string());
+    }
+    let blocks = kernel
+        .gather_context(&ContextRequest {
+            prompt: query.to_owned(),
+            user_id: user.to_owned(),
+            session_id: format!("{user}-probe"),
+            chat_id: None,
+            at: scope.at,
+        })
+        .await;
+    for (_, block) in blocks {
+        seen.push_str(&block);
+    }
+    seen
+}
+
+async fn memory_id(kernel: &Kernel, user: &str, text: &str) -> String {
+    let hits = kernel
+        .call_tool(
+            &scope(user),
+            "search_memory",
+            json!({"query": text, "mode": "fts", "limit": 50}),
+        )
+        .await
+        .unwrap();
+    let hits = hits.as_array().cloned().unwrap_or_default();
+    hits.iter()
+        .find(|hit| hit["content"] == text)
+        .and_then(|hit| hit["id"].as_str())
+        .unwrap_or_else(|| panic!("`{text}` is not stored: {hits:?}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_and_erase_reach_the_markdown_mirror() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(
+        mnemo::builtin_extensions(),
+        Config::parse(CONFIG, "test.toml").unwrap(),
+    )
+    .virtual_clock(start_time())
+    .data_dir(dir.path())
+    .start()
+    .await
+    .unwrap();
+    let service: Arc<MemoryService> = kernel.context().services().get::<MemoryService>().unwrap();
+
+    // Ana, first session: five messages, so the window consolidates the first three.
+    say(
+        &kernel,
+        "ana",
+        "ana-1",
+        0,
+        true,
+        "Good morning, let us plan the week",
+    )
+    .await;
+    say(&kernel, "ana", "ana-1", 1, false, "Sure, what comes first?").await;
+    say(&kernel, "ana", "ana-1", 2, true, LOCKER).await;
+    say(
+        &kernel,
+        "ana",
+        "ana-1",
+        3,
+        false,
+        "Noted, I will keep that private",
+    )
+    .await;
+    say(
+        &kernel,
+        "ana",
+        "ana-1",
+        4,
+        true,
+        "Also book the dentist for Tuesday",
+    )
+    .await;
+    kernel
+        .call_tool(&scope("ana"), "md_remember", json!({"content": LOCKER}))
+        .await
+        .unwrap();
+    // Ana, second session: the key is the latest message, still buffered.
+    say(
+        &kernel,
+        "ana",
+        "ana-2",
+        60,
+        true,
+        "Back again about the house",
+    )
+    .await;
+    say(&kernel, "ana", "ana-2", 61, true, KEY).await;
+    // Bob.
+    say(&kernel, "bob", "bob-1", 5, true, PASSPORT).await;
+    say(
+        &kernel,
+        "bob",
+        "bob-1",
+        6,
+        true,
+        "Remind me to renew the dentist card",
+    )
+    .await;
+    kernel.settle().await;
+    service.index_pending().await;
+
+    // Before: every secret is somewhere, in the store and in the files.
+    let root = dir.path();
+    let locker_files = files_containing(root, "31-17-42");
+    for expected in ["HISTORY.md", "daily", "memory.db"] {
+        assert!(
+            locker_files.iter().any(|path| path.contains(expected)),
+            "the locker code should be in {expected}: {locker_files:?}"
+        );
+    }
+    assert!(files_containing(root, "flowerpot")
+        .iter()
+        .any(|path| path.contains(".sessions")));
+    assert!(every_route(&kernel, "ana", "locker combination")
+        .await
+        .contains("31-17-42"));
+    assert!(every_route(&kernel, "ana", "spare key flowerpot")
+        .await
+        .contains("flowerpot"));
+    assert!(every_route(&kernel, "bob", "passport number")
+        .await
+        .contains("XK-558-1209"));
+
+    // Ana forgets two memories with the agent's tool.
+    for text in [LOCKER, KEY] {
+        let id = memory_id(&kernel, "ana", text).await;
+        let reply = kernel
+            .call_tool(&scope("ana"), "forget_memory", json!({"memory_id": id}))
+            .await
+            .unwrap();
+        assert_eq!(reply["forgotten"], true);
+    }
+    kernel.settle().await;
+    for (query, secret) in [
+        ("locker combination", "31-17-42"),
+        ("spare key flowerpot", "flowerpot"),
+    ] {
+        let seen = every_route(&kernel, "ana", query).await;
+        assert!(
+            !seen.contains(secret),
+            "`{secret}` is still reachable: {seen}"
+        );
+    }
+    // The text itself is in no file: not the database, not its log, not the markdown mirror.
+    kernel.shutdown().await;
+    for secret in ["31-17-42", "flowerpot"] {
+        assert_eq!(
+            files_containing(root, secret),
+            Vec::<String>::new(),
+            "{secret}"
+        );
+    }
+    // What was not forgotten is still there.
+    assert!(!files_containing(root, "dentist for Tuesday").is_empty());
+
+    // Bob is erased: his memories and his markdown workspace are gone; Ana keeps hers.
+    let kernel = Kernel::builder(
+        mnemo::builtin_extensions(),
+        Config::parse(CONFIG, "test.toml").unwrap(),
+    )
+    .virtual_clock(start_time() + Duration::hours(3))
+    .data_dir(dir.path())
+    .start()
+    .await
+    .unwrap();
+    let service: Arc<MemoryService> = kernel.context().services().get::<MemoryService>().unwrap();
+    assert_eq!(service.erase_user("bob").await.unwrap(), 2);
+    kernel.settle().await;
+    let seen = every_route(&kernel, "bob", "passport number dentist card").await;
+    assert!(
+        !seen.contains("XK-558-1209") && !seen.contains("dentist card"),
+        "{seen}"
+    );
+    let users: Vec<String> = std::fs::read_dir(root.join("markdown/users"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!users.iter().any(|name| name.contains("bob")), "{users:?}");
+    assert!(every_route(&kernel, "ana", "dentist")
+        .await
+        .contains("dentist for Tuesday"));
+    kernel.shutdown().await;
+    assert_eq!(files_containing(root, "XK-558-1209"), Vec::<String>::new());
+}
