@@ -507,6 +507,20 @@ fn pin_thread_count() {
     }
 }
 
+/// The error and the causes under it, each said once: many errors already include their cause's
+/// words in their own message, which `{:#}` would repeat.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     pin_thread_count();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -526,8 +540,7 @@ fn main() -> ExitCode {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(error) => {
-                let reason = format!("{error:#}");
-                eprintln!("mnemo: {reason}");
+                eprintln!("mnemo: {}", describe(&error));
                 ExitCode::FAILURE
             }
         }

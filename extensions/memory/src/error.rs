@@ -4,8 +4,9 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MemoryError {
-    /// The database failed.
-    #[error("database: {0}")]
+    /// The database failed; the message says in plain words what a known SQLite failure means
+    /// (a full disk, a read-only file), then SQLite's own words.
+    #[error("database: {}", explain(.0))]
     Database(#[from] sqlx::Error),
     /// The schema could not be migrated.
     #[error("migration: {0}")]
@@ -19,9 +20,49 @@ pub enum MemoryError {
     /// A stored JSON column could not be read.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The store could not be opened at `path`.
+    #[error("cannot open the memory store {path}: {source}")]
+    Open {
+        /// The database file.
+        path: String,
+        /// Why.
+        source: Box<MemoryError>,
+    },
     /// The store is not open yet (the extension has not started).
     #[error("the memory store is not open")]
     NotOpen,
+}
+
+/// SQLite's message, preceded by what it means for someone running mnemo, for the failures
+/// that an operator can do something about.
+fn explain(error: &sqlx::Error) -> String {
+    let code = match error {
+        sqlx::Error::Database(database) => {
+            database.code().and_then(|code| code.parse::<i32>().ok())
+        }
+        _ => None,
+    };
+    // The primary result code is the low byte of an extended one (778 = SQLITE_IOERR_WRITE).
+    let hint = match code.map(|code| code & 0xff) {
+        Some(13) => {
+            Some("the disk is full, or the database reached its size limit; nothing was written")
+        }
+        Some(10) => Some(
+            "the database file could not be read or written (a full disk, a file size limit or a \
+             failing disk); nothing was written",
+        ),
+        Some(8) => Some("the database file or its directory is read-only; nothing was written"),
+        Some(14) => Some(
+            "the database file cannot be opened: check that its directory exists and is writable",
+        ),
+        Some(5) => Some("another connection or process holds the database's write lock"),
+        Some(11) | Some(26) => Some("the database file is damaged or is not a database"),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => format!("{hint} ({error})"),
+        None => error.to_string(),
+    }
 }
 
 /// Results of the memory crate.

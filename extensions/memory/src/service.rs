@@ -211,7 +211,11 @@ impl MemoryService {
                 wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
             },
         )
-        .await?;
+        .await
+        .map_err(|source| MemoryError::Open {
+            path: path.display().to_string(),
+            source: Box::new(source),
+        })?;
         let embedder = ctx.services().get::<dyn EmbeddingApi>();
         let ner = ctx.services().get::<dyn NerApi>();
         if embedder.is_none() {

@@ -405,6 +405,34 @@ fn register_sqlite_vec() {
     });
 }
 
+/// Whether a connection given back to the pool may be used again: only if it is outside any
+/// transaction. A COMMIT that fails on a full disk or an I/O error can leave the connection
+/// inside a transaction that sqlx no longer tracks correctly (its next `begin` becomes a
+/// SAVEPOINT nested in the dead transaction); every later "commit" on it would then succeed
+/// into a transaction that is never committed, and is lost when the connection closes. Such a
+/// connection is closed instead (which rolls it back), and the pool opens a fresh one.
+#[allow(unsafe_code)]
+async fn leaves_no_open_transaction(connection: &mut SqliteConnection) -> sqlx::Result<bool> {
+    use sqlx::Connection as _;
+    // Taking the handle goes through the connection's worker, after any rollback queued when a
+    // transaction was dropped.
+    let mut handle = connection.lock_handle().await?;
+    // SAFETY: the handle is a live `sqlite3*` owned by the locked connection for this call.
+    let autocommit =
+        unsafe { libsqlite3_sys::sqlite3_get_autocommit(handle.as_raw_handle().as_ptr()) } != 0;
+    drop(handle);
+    let depth = connection.is_in_transaction();
+    if !autocommit || depth {
+        tracing::warn!(
+            autocommit,
+            sqlx_in_transaction = depth,
+            "a database connection came back inside a transaction; closing it"
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
 }
@@ -651,6 +679,7 @@ impl MemoryStore {
             .pragma("secure_delete", "on");
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
+            .after_release(|connection, _| Box::pin(leaves_no_open_transaction(connection)))
             .connect_with(connect)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;

@@ -130,6 +130,7 @@ impl MemoryMaintenanceExtension {
         }
         let pending = memory.get_pending_consolidations(None).await?;
         let (mut done, mut failed, mut skipped, mut facts) = (0, 0, 0, 0);
+        let mut first_failure = None;
         for session in pending {
             match self
                 .consolidate_one(ctx, memory, &session.session_id)
@@ -140,11 +141,16 @@ impl MemoryMaintenanceExtension {
                     facts += saved;
                 }
                 Outcome::Skipped(_) => skipped += 1,
-                Outcome::Failed(_) => failed += 1,
+                Outcome::Failed(reason) => {
+                    failed += 1;
+                    first_failure.get_or_insert(format!("{}: {reason}", session.session_id));
+                }
             }
         }
+        // The first failure's reason, so that the run's summary says what to fix.
+        let why = first_failure.map_or(String::new(), |first| format!(" (first: {first})"));
         Ok(format!(
-            "{done} sessions consolidated ({facts} facts), {failed} failed, {skipped} skipped"
+            "{done} sessions consolidated ({facts} facts), {failed} failed{why}, {skipped} skipped"
         ))
     }
 
