@@ -100,15 +100,48 @@ impl HttpTestServer {
                 log.lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .push(request);
-                tokio::time::sleep(answer.delay).await;
-                let response = format!(
-                    "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
-                    answer.status,
-                    answer.body.len(),
-                    answer.body
-                );
-                let _ = stream.write_all(response.as_bytes()).await;
-                let _ = stream.shutdown().await;
+                write_answer(&mut stream, &answer).await;
+            }
+        });
+        Self {
+            base_url: format!("http://{address}/v1"),
+            received,
+        }
+    }
+
+    /// Starts a server that answers every request with what `answer` says for it, each
+    /// connection on its own task, until the runtime ends: a provider that can go down and come
+    /// back while a test runs.
+    ///
+    /// # Panics
+    /// If no local port can be bound (a broken test machine).
+    pub async fn respond_with<F>(answer: F) -> Self
+    where
+        F: Fn(&ReceivedRequest) -> CannedAnswer + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a local port for the test server");
+        let address = listener
+            .local_addr()
+            .expect("local address of a bound socket");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = received.clone();
+        let answer = Arc::new(answer);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let log = log.clone();
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let Some(request) = read_request(&mut stream).await else {
+                        return;
+                    };
+                    let reply = answer(&request);
+                    log.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push(request);
+                    write_answer(&mut stream, &reply).await;
+                });
             }
         });
         Self {
@@ -124,6 +157,18 @@ impl HttpTestServer {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
+}
+
+async fn write_answer(stream: &mut tokio::net::TcpStream, answer: &CannedAnswer) {
+    tokio::time::sleep(answer.delay).await;
+    let response = format!(
+        "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+        answer.status,
+        answer.body.len(),
+        answer.body
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<ReceivedRequest> {
