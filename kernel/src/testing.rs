@@ -81,12 +81,7 @@ impl HttpTestServer {
     /// # Panics
     /// If no local port can be bound (a broken test machine).
     pub async fn start(answers: Vec<CannedAnswer>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a local port for the test server");
-        let address = listener
-            .local_addr()
-            .expect("local address of a bound socket");
+        let (listener, address) = bind_local().await;
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = received.clone();
         tokio::spawn(async move {
@@ -119,12 +114,7 @@ impl HttpTestServer {
     where
         F: Fn(&ReceivedRequest) -> CannedAnswer + Send + Sync + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a local port for the test server");
-        let address = listener
-            .local_addr()
-            .expect("local address of a bound socket");
+        let (listener, address) = bind_local().await;
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = received.clone();
         let answer = Arc::new(answer);
@@ -157,6 +147,17 @@ impl HttpTestServer {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
+}
+
+/// A listener on a free local port, and its address.
+async fn bind_local() -> (TcpListener, std::net::SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port for the test server");
+    let address = listener
+        .local_addr()
+        .expect("local address of a bound socket");
+    (listener, address)
 }
 
 async fn write_answer(stream: &mut tokio::net::TcpStream, answer: &CannedAnswer) {
