@@ -20,6 +20,9 @@ pub enum MemoryError {
     /// A stored JSON column could not be read.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The database file, or its directory, is not writable by this process.
+    #[error("the database file or its directory is read-only, and mnemo needs to write to it; nothing was written")]
+    ReadOnly,
     /// The store could not be opened at `path`.
     #[error("cannot open the memory store {path}: {source}")]
     Open {
@@ -53,7 +56,8 @@ fn explain(error: &sqlx::Error) -> String {
         ),
         Some(8) => Some("the database file or its directory is read-only; nothing was written"),
         Some(14) => Some(
-            "the database file cannot be opened: check that its directory exists and is writable",
+            "the database file cannot be opened: its directory is missing or read-only, or the \
+             file cannot be read",
         ),
         Some(5) => Some("another connection or process holds the database's write lock"),
         Some(11) | Some(26) => Some("the database file is damaged or is not a database"),

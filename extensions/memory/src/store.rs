@@ -433,6 +433,20 @@ async fn leaves_no_open_transaction(connection: &mut SqliteConnection) -> sqlx::
     Ok(true)
 }
 
+/// Whether SQLite opened the main database read-only (the file or its directory is not
+/// writable by this process).
+#[allow(unsafe_code)]
+async fn opened_read_only(pool: &SqlitePool) -> Result<bool> {
+    let mut connection = pool.acquire().await?;
+    let mut handle = connection.lock_handle().await?;
+    // SAFETY: the handle is a live `sqlite3*` owned by the locked connection for this call, and
+    // the schema name is a NUL-terminated literal.
+    let state = unsafe {
+        libsqlite3_sys::sqlite3_db_readonly(handle.as_raw_handle().as_ptr(), c"main".as_ptr())
+    };
+    Ok(state == 1)
+}
+
 fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
 }
@@ -682,6 +696,12 @@ impl MemoryStore {
             .after_release(|connection, _| Box::pin(leaves_no_open_transaction(connection)))
             .connect_with(connect)
             .await?;
+        // SQLite opens a file it may not write read-only, without an error; every write would
+        // then fail later. Refuse now, before anything runs against it.
+        if opened_read_only(&pool).await? {
+            pool.close().await;
+            return Err(MemoryError::ReadOnly);
+        }
         sqlx::migrate!("./migrations").run(&pool).await?;
         let write_lock = Arc::new(tokio::sync::Mutex::new(()));
         Ok(Self {
