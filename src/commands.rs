@@ -411,14 +411,33 @@ fn markdown(records: &[Value]) -> String {
 /// id, export rows by their key, so an import killed half-way and run again stores everything
 /// exactly once.
 pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Result<bool> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = tokio::fs::File::open(path)
+        .await
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
+    let limit = service.config().max_event_bytes;
+    let mut reader = tokio::io::BufReader::new(file);
     let (mut events, mut rows, mut present, mut problems) = (0_u64, 0_u64, 0_u64, 0_u64);
-    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let number = index + 1;
-        let line = line.with_context(|| format!("{}:{number}: not UTF-8 text", path.display()))?;
+    let mut number = 0_u64;
+    loop {
+        let line = match crate::input::next_line(&mut reader, limit).await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(error) => {
+                kernel.shutdown().await;
+                bail!("{}:{}: cannot read: {error}", path.display(), number + 1);
+            }
+        };
+        number += 1;
+        let line = match line.into_text(limit) {
+            Ok(line) => line,
+            Err(problem) => {
+                eprintln!("mnemo: {}:{number}: {problem}", path.display());
+                problems += 1;
+                continue;
+            }
+        };
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
@@ -480,25 +499,30 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
 /// to the other extensions, as `import` does. A bad line gets `{"error": ..., "line": N}`, is
 /// not stored, and the command goes on; it ends with a failure status if any line was bad.
 pub(crate) async fn ingest(config: Config) -> anyhow::Result<bool> {
-    use tokio::io::AsyncBufReadExt;
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let limit = service.config().max_event_bytes;
+    let mut reader = tokio::io::BufReader::new(tokio::io::stdin());
     let mut stdout = std::io::stdout();
     let (mut number, mut problems) = (0_u64, 0_u64);
     let outcome = loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+        let line = match crate::input::next_line(&mut reader, limit).await {
+            Ok(Some(line)) => line.into_text(limit),
             Ok(None) => break Ok(()),
             Err(error) => break Err(anyhow::anyhow!("stdin:{}: {error}", number + 1)),
         };
         number += 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+        if let Ok(text) = &line {
+            let trimmed = text.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
         }
-        let event = serde_json::from_str::<Value>(trimmed)
-            .map_err(|error| format!("not JSON: {error}"))
+        let event = line
+            .and_then(|text| {
+                serde_json::from_str::<Value>(text.trim())
+                    .map_err(|error| format!("not JSON: {error}"))
+            })
             .and_then(|value| {
                 mnemo_kernel::ConversationEvent::from_value(value)
                     .map_err(|error| error.to_string())

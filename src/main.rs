@@ -3,6 +3,7 @@
 mod bench;
 mod commands;
 mod eval;
+mod input;
 mod mcp;
 
 use std::path::{Path, PathBuf};

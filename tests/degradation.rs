@@ -27,6 +27,10 @@ use serde_json::{json, Value};
 
 use common::mnemo;
 
+fn check(dir: &std::path::Path) -> Value {
+    common::check(dir, NO_MODEL)
+}
+
 fn turn(id: &str, session: &str, minute: u32, text: &str) -> mnemo_kernel::Event {
     let at = Utc.with_ymd_and_hms(2026, 4, 6, 9, minute, 0).unwrap();
     let line = json!({"type": "user_message", "id": id, "at": at.to_rfc3339(),
@@ -306,14 +310,6 @@ fn ingest(dir: &Path, lines: &[String], blocks: Option<u64>) -> (Vec<String>, Ve
         }
     }
     (acked, errors)
-}
-
-fn check(dir: &Path) -> Value {
-    let output = mnemo(dir, NO_MODEL)
-        .args(["check", "--json"])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 #[test]

@@ -197,6 +197,9 @@ pub enum EventError {
     /// A required id is empty.
     #[error("field `{0}` must not be empty")]
     EmptyField(&'static str),
+    /// The text cannot be stored as it is.
+    #[error("field `text` is not valid: {0}")]
+    BadText(String),
     /// An id is too long or holds control characters.
     #[error("field `{field}` is not a valid id: {reason}")]
     BadId {
@@ -230,7 +233,8 @@ impl ConversationEvent {
         Ok(event)
     }
 
-    /// Checks ids: session and user must be non-empty; every id short and free of control characters.
+    /// Checks ids: session and user must be non-empty; every id short and free of control
+    /// characters; the text free of NUL characters.
     ///
     /// # Errors
     /// The first field that is invalid.
@@ -248,6 +252,11 @@ impl ConversationEvent {
         }
         if let Some(id) = &self.id {
             check_id("id", id)?;
+        }
+        if self.text.contains('\0') {
+            return Err(EventError::BadText(
+                "it contains a NUL character".to_owned(),
+            ));
         }
         Ok(())
     }

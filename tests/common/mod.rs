@@ -20,3 +20,13 @@ pub(crate) fn mnemo(dir: &Path, config: &str) -> Command {
         .env_remove("MNEMO_LLM_MODEL");
     command
 }
+
+/// `mnemo check --json` on the store of `dir`: the integrity report.
+#[allow(dead_code)] // Not every test binary that includes this module checks a store.
+pub(crate) fn check(dir: &Path, config: &str) -> serde_json::Value {
+    let output = mnemo(dir, config)
+        .args(["check", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}

@@ -49,7 +49,7 @@ fn tool_error(tool: &str, error: MarkdownError) -> ToolError {
     }
 }
 
-/// A required string argument, trimmed; blank is refused with `why`.
+/// A required string argument, trimmed; blank is refused with `why`, a NUL character always.
 fn text_argument<'a>(
     tool: &str,
     arguments: &'a Value,
@@ -65,6 +65,12 @@ fn text_argument<'a>(
         return Err(ToolError::invalid(
             tool,
             format!("argument `{key}` is blank; {why}"),
+        ));
+    }
+    if text.contains('\0') {
+        return Err(ToolError::invalid(
+            tool,
+            format!("argument `{key}` contains a NUL character"),
         ));
     }
     Ok(text)

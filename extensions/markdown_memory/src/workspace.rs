@@ -349,10 +349,18 @@ impl Workspace {
         Ok(names)
     }
 
-    /// The file's text; empty if it does not exist.
+    /// The file's text; empty if it does not exist. A file edited by hand into bytes that are
+    /// not UTF-8 is read with those bytes replaced by U+FFFD, and a warning.
     fn read_optional(&self, path: &Path) -> Result<String> {
-        match fs::read_to_string(path) {
-            Ok(text) => Ok(text),
+        match fs::read(path) {
+            Ok(bytes) => Ok(String::from_utf8(bytes).unwrap_or_else(|error| {
+                tracing::warn!(
+                    file = %self.relative(path),
+                    offset = error.utf8_error().valid_up_to(),
+                    "the file is not UTF-8 text; its invalid bytes are read as U+FFFD"
+                );
+                String::from_utf8_lossy(error.as_bytes()).into_owned()
+            })),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(String::new()),
             Err(err) => Err(self.io("read", path, err)),
         }

@@ -54,6 +54,12 @@ pub struct MemoryConfig {
     pub expiry_cron: String,
     /// Longest memory text accepted, in characters; longer input is refused, not cut.
     pub max_content_chars: usize,
+    /// Most items one tool call may carry in a list (`remember`'s `facts`); a longer list is
+    /// refused whole.
+    pub max_batch_size: usize,
+    /// Longest line `mnemo ingest` and `mnemo import` read, in bytes; a longer line is refused
+    /// without being read into memory, and the next line is read.
+    pub max_event_bytes: usize,
     /// Decay rate per day given to new facts (0 = never decays).
     pub fact_decay_rate: f64,
     /// Two facts whose word sets have at least this Jaccard similarity are duplicates.
@@ -90,6 +96,8 @@ impl Default for MemoryConfig {
             context_token_budget: 2_000,
             expiry_cron: "0 * * * *".to_owned(),
             max_content_chars: 20_000,
+            max_batch_size: 50,
+            max_event_bytes: 1 << 20,
             fact_decay_rate: 0.1,
             dedup_jaccard: 0.75,
             index_batch_size: 32,
@@ -162,6 +170,16 @@ impl MemoryConfig {
             self.max_content_chars >= 1,
             "max_content_chars",
             "must be at least 1",
+        );
+        need(
+            (1..=1_000).contains(&self.max_batch_size),
+            "max_batch_size",
+            "must be between 1 and 1000",
+        );
+        need(
+            self.max_event_bytes >= 1_024,
+            "max_event_bytes",
+            "must be at least 1024",
         );
         need(
             (0.0..=10.0).contains(&self.fact_decay_rate),

@@ -588,6 +588,11 @@ impl MemoryService {
         if content.trim().is_empty() {
             return Err(MemoryError::Invalid(format!("`{field}` must not be empty")));
         }
+        if content.contains('\0') {
+            return Err(MemoryError::Invalid(format!(
+                "`{field}` contains a NUL character"
+            )));
+        }
         let length = content.chars().count();
         if length > self.config.max_content_chars {
             return Err(MemoryError::Invalid(format!(

@@ -107,7 +107,7 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
                 "properties": {
                     "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars, "description": "a single fact"},
                     "facts": {
-                        "type": "array", "maxItems": 50,
+                        "type": "array", "maxItems": config.max_batch_size,
                         "items": {
                             "type": "object",
                             "properties": {
