@@ -1,8 +1,10 @@
-//! Isolation: with several users and chats, no search, recall, typed search, entity lookup or
-//! context block ever returns what the caller may not see. A caller sees their personal
-//! memories, their own memories of the chat they are in, and that chat's shared memories.
+//! Isolation: with several users and chats, no read path ever returns what the caller may not
+//! see: search in every tool, recall, typed search, entity lookup, the context block, stored
+//! context values, statistics, the markdown tools, and the export of one user. A caller sees their
+//! personal memories, their own memories of the chat they are in, and that chat's shared
+//! memories; their markdown files are theirs alone; an export holds exactly what they own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
@@ -18,6 +20,15 @@ struct Owner {
     user: &'static str,
     chat: Option<&'static str>,
     shared: bool,
+}
+
+/// A memory only its owner may see, in any chat.
+fn personal(user: &'static str) -> Owner {
+    Owner {
+        user,
+        chat: None,
+        shared: false,
+    }
 }
 
 fn visible(owner: &Owner, user: &str, chat: Option<&str>) -> bool {
@@ -59,7 +70,8 @@ async fn no_read_path_returns_another_scope() {
 
 async fn check_seed(seed: u64) {
     let config = Config::parse(
-        "[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n",
+        "[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
+         [extensions.markdown_memory]\n",
         "test.toml",
     )
     .unwrap();
@@ -73,6 +85,8 @@ async fn check_seed(seed: u64) {
         .unwrap();
     let mut random = Random(seed | 1);
     let mut owners: HashMap<String, Owner> = HashMap::new();
+    let mut markdown: HashSet<String> = HashSet::new();
+    let mut contexts: Vec<usize> = Vec::new();
     for index in 0..60 {
         let token = format!("tok{index}");
         let user = USERS[random.below(3)];
@@ -85,7 +99,21 @@ async fn check_seed(seed: u64) {
             at: start,
         };
         let text = format!("project alpha note {token} about {name} and the budget");
-        match random.below(4) {
+        if random.below(3) == 0 {
+            // A note in the user's own markdown files, under a token of its own.
+            let note = format!("tok{}", index + 1_000);
+            kernel
+                .call_tool(
+                    &scope,
+                    "md_remember",
+                    json!({"content": format!("project alpha diary {note} about {name}")}),
+                )
+                .await
+                .unwrap();
+            markdown.insert(note.clone());
+            owners.insert(note, personal(user));
+        }
+        match random.below(5) {
             0 => {
                 // A conversation turn: personal to its speaker, in its chat.
                 let line = json!({"type": "user_message", "at": start.to_rfc3339(),
@@ -131,6 +159,18 @@ async fn check_seed(seed: u64) {
                     },
                 );
             }
+            3 => {
+                kernel
+                    .call_tool(
+                        &scope,
+                        "set_context",
+                        json!({"key": format!("key{index}"), "value": text}),
+                    )
+                    .await
+                    .unwrap();
+                contexts.push(index);
+                owners.insert(token, personal(user));
+            }
             _ => {
                 kernel
                     .call_tool(
@@ -140,14 +180,7 @@ async fn check_seed(seed: u64) {
                     )
                     .await
                     .unwrap();
-                owners.insert(
-                    token,
-                    Owner {
-                        user,
-                        chat: None,
-                        shared: false,
-                    },
-                );
+                owners.insert(token, personal(user));
             }
         }
     }
@@ -175,6 +208,24 @@ async fn check_seed(seed: u64) {
                     let result = kernel.call_tool(&scope, tool, args).await.unwrap();
                     seen.extend(tokens(&result.to_string()));
                 }
+            }
+            for (tool, args) in [
+                ("md_recall", json!({"days": 30})),
+                (
+                    "md_search_history",
+                    json!({"query": "project alpha diary", "limit": 50}),
+                ),
+                ("memory_stats", json!({})),
+            ] {
+                let result = kernel.call_tool(&scope, tool, args).await.unwrap();
+                seen.extend(tokens(&result.to_string()));
+            }
+            for index in &contexts {
+                let result = kernel
+                    .call_tool(&scope, "get_context", json!({"key": format!("key{index}")}))
+                    .await
+                    .unwrap();
+                seen.extend(tokens(&result.to_string()));
             }
             for name in NAMES {
                 if let Ok(result) = kernel
@@ -213,7 +264,7 @@ async fn check_seed(seed: u64) {
             }
             // And what they may see is findable.
             for (token, owner) in &owners {
-                if visible(owner, user, chat) {
+                if visible(owner, user, chat) && !markdown.contains(token) {
                     let result = kernel
                         .call_tool(&scope, "search_memory", json!({"query": token}))
                         .await
@@ -230,5 +281,73 @@ async fn check_seed(seed: u64) {
         checked > 100,
         "the test must look at real results, saw {checked}"
     );
+    // The export of one user (`mnemo export --user`) holds exactly the memories they own, and
+    // their statistics count exactly those.
+    let service = kernel
+        .context()
+        .services()
+        .get::<mnemo_memory::MemoryService>()
+        .unwrap();
+    for user in USERS {
+        let rows = service
+            .store()
+            .unwrap()
+            .export_rows(Some(user))
+            .await
+            .unwrap();
+        let exported: HashSet<String> = rows
+            .iter()
+            .flat_map(|row| tokens(&row.to_string()))
+            .collect();
+        let owned: HashSet<String> = owners
+            .iter()
+            .filter(|(token, owner)| owner.user == user && !markdown.contains(*token))
+            .map(|(token, _)| token.clone())
+            .collect();
+        assert_eq!(exported, owned, "seed {seed}: export of {user}");
+        let stats = kernel
+            .call_tool(
+                &ToolScope {
+                    user_id: user.to_owned(),
+                    session_id: None,
+                    chat_id: None,
+                    at: start,
+                },
+                "memory_stats",
+                json!({}),
+            )
+            .await
+            .unwrap();
+        let counted: u64 = stats["counts"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter_map(serde_json::Value::as_u64)
+            .sum();
+        assert_eq!(
+            counted,
+            owned.len() as u64,
+            "seed {seed}: statistics of {user}: {stats}"
+        );
+    }
+    // Markdown notes are findable by their owner, in any chat.
+    for token in &markdown {
+        let owner = &owners[token];
+        let scope = ToolScope {
+            user_id: owner.user.to_owned(),
+            session_id: None,
+            chat_id: None,
+            at: start,
+        };
+        let result = kernel
+            .call_tool(&scope, "md_search_history", json!({"query": token}))
+            .await
+            .unwrap();
+        assert!(
+            result.to_string().contains(token.as_str()),
+            "seed {seed}: {} cannot find their note {token}",
+            owner.user
+        );
+    }
     kernel.shutdown().await;
 }

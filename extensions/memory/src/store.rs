@@ -3113,7 +3113,13 @@ impl MemoryStore {
                     " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)"
                 }
                 ("sessions_consolidations", true) => " WHERE user_id = ?1",
-                _ => "",
+                // A table added to the export without a user filter must not export everyone's
+                // rows under one user's name.
+                (other, true) => {
+                    return Err(MemoryError::Invalid(format!(
+                        "the export of one user has no filter for table `{other}`"
+                    )))
+                }
             };
             let rows = sqlx::query(&format!("SELECT * FROM {table}{filter} ORDER BY {key}"))
                 .bind(user_id)
