@@ -238,6 +238,7 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
         );
     }
     // The text itself is in no file: not the database, not its log, not the markdown mirror.
+    let private_id = memory_id(&kernel, "ana", "Noted, I will keep that private").await;
     kernel.shutdown().await;
     for secret in ["31-17-42", "flowerpot"] {
         assert_eq!(
@@ -248,6 +249,29 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
     }
     // What was not forgotten is still there.
     assert!(!files_containing(root, "dentist for Tuesday").is_empty());
+
+    // `mnemo forget` from the command line reaches the markdown mirror too.
+    assert!(!files_containing(root, "keep that private").is_empty());
+    let config = root.join("config.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(root)
+        .args(["forget", &private_id])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        files_containing(root, "keep that private"),
+        Vec::<String>::new()
+    );
 
     // Bob is erased: his memories and his markdown workspace are gone; Ana keeps hers.
     let kernel = Kernel::builder(
