@@ -669,3 +669,53 @@ async fn purging_any_rows_leaves_a_sound_full_text_index() {
         );
     }
 }
+
+/// Erasing a user takes their vectors row by row when they own few memories, and rebuilds the
+/// table from everyone else's when they own most; either way the others' vectors stay whole.
+#[tokio::test]
+async fn erasing_a_user_keeps_everyone_elses_vectors_either_way() {
+    for (theirs, others) in [(2, 6), (6, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("memory.db")).await;
+        store.ensure_vector_index(4, "model-a").await.unwrap();
+        let mut kept = Vec::new();
+        for seed in 0..theirs + others {
+            let mut memory = fact(&format!("note number {seed}"));
+            if seed >= theirs {
+                memory.user_id = Some("ben".into());
+            }
+            let id = store.insert_memory(&memory, &[]).await.unwrap();
+            if seed >= theirs {
+                kept.push((id, seed));
+            }
+        }
+        index_all(&store, 4).await;
+        let erased = store.erase_user("ana").await.unwrap();
+        assert_eq!(erased.memories_removed, theirs as u64);
+        let report = store.check_integrity().await.unwrap();
+        assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
+        assert_eq!(
+            (report.active, report.vectors),
+            (others as i64, Some(others as i64))
+        );
+        // Each kept memory is still its own nearest neighbour, with its own vector.
+        for (id, seed) in kept {
+            let request = SearchRequest {
+                user_id: Some("ben".into()),
+                limit: 1,
+                ..SearchRequest::default()
+            };
+            let nearest = store
+                .search_vector(&request, &pseudo_vector(seed as u64, 4), 1, -1.0)
+                .await
+                .unwrap();
+            assert_eq!(
+                nearest[0].0,
+                id,
+                "{theirs} of {}: {nearest:?}",
+                theirs + others
+            );
+            assert!(nearest[0].1 > 0.999, "{nearest:?}");
+        }
+    }
+}
