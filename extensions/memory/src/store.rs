@@ -1738,8 +1738,7 @@ impl MemoryStore {
         let mut tx = self.pool.begin().await?;
         let removed = self.purge_in_tx(&mut tx, ids).await?;
         tx.commit().await?;
-        self.mirror_mut().remove_all(ids);
-        *self.cached_stats() = TermStats::default();
+        self.forget_in_mirror(ids).await?;
         Ok(removed)
     }
 
@@ -1882,13 +1881,25 @@ impl MemoryStore {
             }
         }
         tx.commit().await?;
-        self.mirror_mut().remove_all(&ids);
-        *self.cached_stats() = TermStats::default();
+        self.forget_in_mirror(&ids).await?;
         Ok(UserErased {
             user_id: user_id.to_owned(),
             session_ids,
             memories_removed: removed,
         })
+    }
+
+    /// After a committed removal (the caller still holds the write lock): drops the rows from
+    /// the in-memory mirror and moves it to the generation the removal wrote, so that the next
+    /// search does not reload the whole mirror (0.5 s per 100k vectors).
+    async fn forget_in_mirror(&self, ids: &[String]) -> Result<()> {
+        let after = vector_generation(&self.pool).await?;
+        let mut mirror = self.mirror_mut();
+        mirror.remove_all(ids);
+        mirror.apply(after - 1, after, Vec::new());
+        drop(mirror);
+        *self.cached_stats() = TermStats::default();
+        Ok(())
     }
 
     /// Removes the vectors of `user_id`, who owns `theirs` memories. sqlite-vec deletes a row
