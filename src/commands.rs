@@ -199,8 +199,9 @@ pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.purge(&[id.to_owned()]).await;
-    // Extensions with their own copies (the markdown mirror) act on the announcement.
-    kernel.settle().await;
+    // Extensions with their own copies (the markdown mirror) act on the announcement. Only the
+    // bus is waited for: `Kernel::settle` would also run the indexer over its whole queue.
+    kernel.context().router().settle().await;
     kernel.shutdown().await;
     if result? == 1 {
         println!(
@@ -217,7 +218,7 @@ pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bo
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.erase_user(user).await;
-    kernel.settle().await;
+    kernel.context().router().settle().await;
     kernel.shutdown().await;
     let removed = result?;
     println!("erased user {user}: {removed} memories, with their entities, people, sessions and recorded events");

@@ -342,8 +342,15 @@ fn a_full_disk_fails_the_writes_it_hits_and_loses_no_acknowledged_event() {
     assert_eq!(report["memories"], 300, "{report}");
 }
 
+/// Both ways a store can be read-only: the file alone (SQLite then opens it read-only without
+/// an error, and mnemo must notice), and the file with its directory (the open fails).
 #[test]
 fn a_read_only_database_is_refused_by_name_and_left_unchanged() {
+    refused_read_only(false);
+    refused_read_only(true);
+}
+
+fn refused_read_only(directory_too: bool) {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     use std::os::unix::process::CommandExt as _;
 
@@ -353,7 +360,9 @@ fn a_read_only_database_is_refused_by_name_and_left_unchanged() {
     let data = dir.path().join("data");
     let database = data.join("memory.db");
     std::fs::set_permissions(&database, std::fs::Permissions::from_mode(0o444)).unwrap();
-    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // Without the directory, others may write in it (the test may run as `nobody`).
+    let directory_mode = if directory_too { 0o555 } else { 0o777 };
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(directory_mode)).unwrap();
     for path in [dir.path().to_path_buf(), dir.path().join("config.toml")] {
         let mode = if path.is_dir() { 0o755 } else { 0o644 };
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -374,7 +383,12 @@ fn a_read_only_database_is_refused_by_name_and_left_unchanged() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
         stderr.contains("read-only") && stderr.contains(&database.display().to_string()),
-        "the error names the file and the reason: {stderr}"
+        "the error names the file and the reason ({}): {stderr}",
+        if directory_too {
+            "file and directory"
+        } else {
+            "file only"
+        }
     );
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(

@@ -90,20 +90,24 @@ impl Needle {
     }
 
     /// True when a line of a file copies the forgotten text: it contains it (a long text), or
-    /// it is the text alone, as a list item, or after a `role:` or `key:` prefix (a short one).
+    /// it is the text alone, as a list item, or as a turn after `user:` or `assistant:` (a
+    /// short one, so that forgetting "blue" leaves `- favourite colour: blue` alone).
     pub fn matches_line(&self, line: &str) -> bool {
-        let line = flatten(line);
+        self.matches_flat(&flatten(line))
+    }
+
+    fn matches_flat(&self, line: &str) -> bool {
         if let Some(probe) = &self.probe {
             return line.contains(probe.as_str());
         }
         let item = line
             .strip_prefix("- ")
             .or_else(|| line.strip_prefix("* "))
-            .unwrap_or(&line);
+            .unwrap_or(line);
         item == self.whole
             || line
                 .strip_suffix(self.whole.as_str())
-                .is_some_and(|before| before.ends_with(": "))
+                .is_some_and(|before| before.ends_with("user: ") || before.ends_with("assistant: "))
     }
 }
 
@@ -113,30 +117,36 @@ fn is_header(line: &str) -> bool {
         .is_some_and(|stamp| chrono::DateTime::parse_from_rfc3339(stamp.trim()).is_ok())
 }
 
-/// `text` without the lines that copy the needle, or `None` if no line does. With `entries`
-/// (history files and daily logs), an entry whose every line was removed loses its header too.
+/// `text` without the lines that copy the needle, or `None` if no line does. A line that holds
+/// the text is removed whole. With `entries` (history files and daily logs), an entry that holds
+/// the text across its lines is removed whole, and an entry whose every line was removed loses its
+/// header too.
 pub fn scrub_text(text: &str, needle: &Needle, entries: bool) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let mut keep: Vec<bool> = lines
         .iter()
         .map(|line| !needle.matches_line(line))
         .collect();
-    if keep.iter().all(|kept| *kept) {
-        return None;
-    }
     if entries {
         let headers: Vec<usize> = (0..lines.len()).filter(|&i| is_header(lines[i])).collect();
         for (n, &header) in headers.iter().enumerate() {
             let end = headers.get(n + 1).copied().unwrap_or(lines.len());
             let body = header + 1..end;
             let removed_some = body.clone().any(|i| !keep[i]);
+            // A copy spread over several lines (a multi-line note), which no single line holds,
+            // is found in the whole entry.
+            let copied =
+                !removed_some && needle.matches_flat(&flatten(&lines[body.clone()].join("\n")));
             let nothing_left = body.clone().all(|i| !keep[i] || lines[i].trim().is_empty());
-            if removed_some && nothing_left {
+            if copied || (removed_some && nothing_left) {
                 for kept in &mut keep[header..end] {
                     *kept = false;
                 }
             }
         }
+    }
+    if keep.iter().all(|kept| *kept) {
+        return None;
     }
     let mut out = String::with_capacity(text.len());
     for (line, kept) in lines.iter().zip(&keep) {
@@ -172,6 +182,16 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_across_lines_takes_its_entry_with_it() {
+        let needle = Needle::new("Call the plumber on Monday\nabout the boiler valve").unwrap();
+        let log = "## 2026-03-02T09:00:00.000Z\n\nCall the plumber on Monday\nabout the boiler valve\n\n## 2026-03-02T10:00:00.000Z\n\nbuy milk\n";
+        assert_eq!(
+            scrub_text(log, &needle, true).unwrap(),
+            "## 2026-03-02T10:00:00.000Z\n\nbuy milk\n"
+        );
+    }
+
+    #[test]
     fn short_texts_match_only_whole_lines() {
         let needle = Needle::new("ok").unwrap();
         assert!(needle.matches_line("ok"));
@@ -179,6 +199,9 @@ mod tests {
         assert!(needle.matches_line("[2026-03-02 09:00] user: ok"));
         assert!(!needle.matches_line("the book is on the table"));
         assert!(!needle.matches_line("[2026-03-02 09:00] user: ok, thanks"));
+        assert!(!Needle::new("blue")
+            .unwrap()
+            .matches_line("- favourite colour: blue"));
         assert!(needle.matches_message(" ok "));
         assert!(!needle.matches_message("ok then"));
         assert!(Needle::new(" \n\t").is_none());

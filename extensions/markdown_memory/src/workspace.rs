@@ -276,6 +276,9 @@ impl Workspace {
         let agents = self.root.join(AGENTS_DIR);
         for agent in self.list(&agents)? {
             let dir = agents.join(agent);
+            if !dir.is_dir() {
+                continue;
+            }
             self.scrub_file(&dir.join(MEMORY_FILE), needle, false, &mut changed)?;
             let daily = dir.join(DAILY_DIR);
             for name in self.list(&daily)? {

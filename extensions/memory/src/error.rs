@@ -52,7 +52,7 @@ fn explain(error: &sqlx::Error) -> String {
         }
         Some(10) => Some(
             "the database file could not be read or written (a full disk, a file size limit or a \
-             failing disk); nothing was written",
+             failing disk)",
         ),
         Some(8) => Some("the database file or its directory is read-only; nothing was written"),
         Some(14) => Some(

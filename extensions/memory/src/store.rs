@@ -433,8 +433,9 @@ async fn leaves_no_open_transaction(connection: &mut SqliteConnection) -> sqlx::
     Ok(true)
 }
 
-/// Whether SQLite opened the main database read-only (the file or its directory is not
-/// writable by this process).
+/// Whether SQLite opened the main database read-only: the file is not writable by this
+/// process. (A read-only directory usually fails the open itself, since the log files cannot be
+/// made.)
 #[allow(unsafe_code)]
 async fn opened_read_only(pool: &SqlitePool) -> Result<bool> {
     let mut connection = pool.acquire().await?;
@@ -646,7 +647,6 @@ where
     Ok(value.and_then(|value| value.parse().ok()).unwrap_or(0))
 }
 
-/// Moves `vector_generation` on by one inside `tx`; returns the new value.
 /// The statement creating `vec_memories` for vectors of `dimensions` floats.
 fn create_vector_table(dimensions: usize) -> String {
     format!(
@@ -655,6 +655,7 @@ fn create_vector_table(dimensions: usize) -> String {
     )
 }
 
+/// Moves `vector_generation` on by one inside `tx`; returns the new value.
 async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> Result<i64> {
     let after = vector_generation(&mut **tx).await? + 1;
     sqlx::query(
@@ -1736,9 +1737,9 @@ impl MemoryStore {
     pub async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.pool.begin().await?;
-        let removed = self.purge_in_tx(&mut tx, ids).await?;
+        let (removed, generation) = self.purge_in_tx(&mut tx, ids).await?;
         tx.commit().await?;
-        self.forget_in_mirror(ids).await?;
+        self.forget_in_mirror(ids, generation);
         Ok(removed)
     }
 
@@ -1746,7 +1747,7 @@ impl MemoryStore {
         &self,
         tx: &mut Transaction<'_, Sqlite>,
         ids: &[String],
-    ) -> Result<Vec<MemoryForgotten>> {
+    ) -> Result<(Vec<MemoryForgotten>, Option<i64>)> {
         let vectors = self.vector_table_exists(tx).await?;
         let mut removed = Vec::new();
         for id in ids {
@@ -1801,10 +1802,11 @@ impl MemoryStore {
                 .execute(&mut **tx)
                 .await?;
             if vectors {
-                bump_vector_generation(tx).await?;
+                let generation = bump_vector_generation(tx).await?;
+                return Ok((removed, Some(generation)));
             }
         }
-        Ok(removed)
+        Ok((removed, None))
     }
 
     /// Removes everything stored about `user_id`, in one transaction: every memory they own
@@ -1871,17 +1873,18 @@ impl MemoryStore {
                 .await?;
         }
         let removed = ids.len() as u64;
+        let mut generation = None;
         if removed > 0 {
             // As in `purge_in_tx`: merge the index so the removed terms leave it.
             sqlx::query("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
                 .execute(&mut *tx)
                 .await?;
             if vectors {
-                bump_vector_generation(&mut tx).await?;
+                generation = Some(bump_vector_generation(&mut tx).await?);
             }
         }
         tx.commit().await?;
-        self.forget_in_mirror(&ids).await?;
+        self.forget_in_mirror(&ids, generation);
         Ok(UserErased {
             user_id: user_id.to_owned(),
             session_ids,
@@ -1889,17 +1892,18 @@ impl MemoryStore {
         })
     }
 
-    /// After a committed removal (the caller still holds the write lock): drops the rows from
-    /// the in-memory mirror and moves it to the generation the removal wrote, so that the next
-    /// search does not reload the whole mirror (0.5 s per 100k vectors).
-    async fn forget_in_mirror(&self, ids: &[String]) -> Result<()> {
-        let after = vector_generation(&self.pool).await?;
+    /// After a committed removal: drops the rows from the in-memory mirror and, if the removal
+    /// moved the vector generation (to `generation`, inside its transaction), moves the mirror
+    /// along, so that the next search does not reload every vector (0.5 s per 100k). A mirror at
+    /// any other generation is reloaded as usual.
+    fn forget_in_mirror(&self, ids: &[String], generation: Option<i64>) {
         let mut mirror = self.mirror_mut();
         mirror.remove_all(ids);
-        mirror.apply(after - 1, after, Vec::new());
+        if let Some(after) = generation {
+            mirror.apply(after - 1, after, Vec::new());
+        }
         drop(mirror);
         *self.cached_stats() = TermStats::default();
-        Ok(())
     }
 
     /// Removes the vectors of `user_id`, who owns `theirs` memories. sqlite-vec deletes a row
