@@ -146,20 +146,9 @@ fn chat_without_a_model_says_how_to_configure_one() {
 
 /// `mnemo ingest` with `input` on its standard input.
 fn ingest(dir: &std::path::Path, input: &str) -> std::process::Output {
-    let mut child = mnemo(dir)
-        .arg("ingest")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut command = mnemo(dir);
+    command.arg("ingest");
+    common::run_with_input(command, input.as_bytes())
 }
 
 #[test]

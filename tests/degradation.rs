@@ -12,9 +12,8 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -284,20 +283,9 @@ fn ingest(dir: &Path, lines: &[String], blocks: Option<u64>) -> (Vec<String>, Ve
         }
         None => base,
     };
-    let mut child = command
-        .arg("ingest")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for line in lines {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
+    command.arg("ingest").env_remove("RUST_LOG");
+    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let output = common::run_with_input(command, input.as_bytes());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let mut acked = Vec::new();

@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::process::Stdio;
-
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::{Config, Kernel, ToolScope};
 use serde_json::{json, Value};
@@ -71,17 +68,9 @@ fn ingest_refuses_each_bad_line_by_name_and_stores_the_good_ones() {
     input.extend(line(&event("e12", "The gate code is 4411")));
     input.push(b'\n');
 
-    let mut child = mnemo(dir.path(), CONFIG)
-        .arg("ingest")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&input).unwrap();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
+    let mut command = mnemo(dir.path(), CONFIG);
+    command.arg("ingest");
+    let output = common::run_with_input(command, &input);
     assert!(!output.status.success(), "bad lines make the run fail");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");

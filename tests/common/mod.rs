@@ -1,7 +1,8 @@
 //! What several CLI tests share: the `mnemo` binary run on a temporary directory.
 
+use std::io::Write as _;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 /// `mnemo` with `config` written to `dir/config.toml` and `dir/data` as its data directory,
 /// and no logging or model settings taken from the environment.
@@ -29,4 +30,19 @@ pub(crate) fn check(dir: &Path, config: &str) -> serde_json::Value {
         .output()
         .unwrap();
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Runs `command` with `input` on its standard input, and waits for its output.
+#[allow(dead_code)] // Not every test binary that includes this module feeds input.
+pub(crate) fn run_with_input(mut command: Command, input: &[u8]) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
 }

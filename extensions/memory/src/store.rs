@@ -655,6 +655,24 @@ fn create_vector_table(dimensions: usize) -> String {
     )
 }
 
+/// What every removal of memories ends with, inside its transaction: the full-text index is
+/// merged, and the vector generation moved on if there are vectors (returned).
+///
+/// A delete leaves the row's terms and positions in older FTS5 segments, beside a delete marker,
+/// until a merge drops them: enough to rebuild the text. Merging the index into one segment now
+/// drops them (0.1-0.2 s at 100k memories). FTS5's own `secure-delete` option would do this per
+/// row, but the bundled SQLite (3.46.0) reports its index as malformed afterwards.
+async fn after_removal(tx: &mut Transaction<'_, Sqlite>, vectors: bool) -> Result<Option<i64>> {
+    sqlx::query("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        .execute(&mut **tx)
+        .await?;
+    if vectors {
+        Ok(Some(bump_vector_generation(tx).await?))
+    } else {
+        Ok(None)
+    }
+}
+
 /// Moves `vector_generation` on by one inside `tx`; returns the new value.
 async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> Result<i64> {
     let after = vector_generation(&mut **tx).await? + 1;
@@ -1792,21 +1810,12 @@ impl MemoryStore {
                 session_id: row.try_get("session_id")?,
             });
         }
-        if !removed.is_empty() {
-            // A delete leaves the row's terms and positions in older FTS5 segments, beside a
-            // delete marker, until a merge drops them: enough to rebuild the text. Merging the
-            // index into one segment now drops them (0.1-0.2 s at 100k memories). FTS5's own
-            // `secure-delete` option would do this per row, but the bundled SQLite (3.46.0)
-            // reports its index as malformed afterwards.
-            sqlx::query("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-                .execute(&mut **tx)
-                .await?;
-            if vectors {
-                let generation = bump_vector_generation(tx).await?;
-                return Ok((removed, Some(generation)));
-            }
-        }
-        Ok((removed, None))
+        let generation = if removed.is_empty() {
+            None
+        } else {
+            after_removal(tx, vectors).await?
+        };
+        Ok((removed, generation))
     }
 
     /// Removes everything stored about `user_id`, in one transaction: every memory they own
@@ -1873,16 +1882,11 @@ impl MemoryStore {
                 .await?;
         }
         let removed = ids.len() as u64;
-        let mut generation = None;
-        if removed > 0 {
-            // As in `purge_in_tx`: merge the index so the removed terms leave it.
-            sqlx::query("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-                .execute(&mut *tx)
-                .await?;
-            if vectors {
-                generation = Some(bump_vector_generation(&mut tx).await?);
-            }
-        }
+        let generation = if removed == 0 {
+            None
+        } else {
+            after_removal(&mut tx, vectors).await?
+        };
         tx.commit().await?;
         self.forget_in_mirror(&ids, generation);
         Ok(UserErased {
