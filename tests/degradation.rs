@@ -21,7 +21,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
 use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope};
-use mnemo_memory::{MemoryApi, MemoryService};
+use mnemo_memory::{MemoryApi, MemoryService, SessionKey};
 use serde_json::{json, Value};
 
 use common::mnemo;
@@ -35,6 +35,10 @@ fn turn(id: &str, session: &str, minute: u32, text: &str) -> mnemo_kernel::Event
     let line = json!({"type": "user_message", "id": id, "at": at.to_rfc3339(),
         "session_id": session, "user_id": "ana", "text": text});
     ConversationEvent::from_value(line).unwrap().into_event()
+}
+
+fn ana_s1() -> SessionKey {
+    SessionKey::new("ana", None, "s1")
 }
 
 fn scope() -> ToolScope {
@@ -204,17 +208,17 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
     kernel.settle().await;
     let pending = |service: Arc<MemoryService>| async move {
         service
-            .get_pending_consolidations(None)
+            .get_pending_consolidations()
             .await
             .unwrap()
             .into_iter()
-            .find(|pending| pending.session_id == "s1")
+            .find(|pending| pending.session == ana_s1())
     };
     let first = pending(service.clone())
         .await
         .expect("s1 stays pending after the failure");
     assert!(first.attempts >= 1, "{first:?}");
-    assert!(!service.is_session_consolidated("s1").await.unwrap());
+    assert!(!service.is_session_consolidated(&ana_s1()).await.unwrap());
 
     // Slow: the call is cut at the timeout and counted as one more failed attempt.
     mode.store(MODEL_SLOW, Ordering::SeqCst);
@@ -235,7 +239,7 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
     // Up: the next run consolidates it.
     mode.store(MODEL_UP, Ordering::SeqCst);
     kernel.run_job("execute_consolidation").await.unwrap();
-    assert!(service.is_session_consolidated("s1").await.unwrap());
+    assert!(service.is_session_consolidated(&ana_s1()).await.unwrap());
     let facts = kernel
         .call_tool(
             &scope(),

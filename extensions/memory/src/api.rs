@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::types::{
     DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchRequest,
+    SearchRequest, SessionKey,
 };
 
 /// What other extensions may do with memory.
@@ -28,7 +28,7 @@ pub trait MemoryApi: Send + Sync + 'static {
     ///
     /// # Errors
     /// The store fails.
-    async fn is_session_consolidated(&self, session_id: &str) -> Result<bool>;
+    async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool>;
 
     /// A page of the session's episodes (page size from config, 30 by default), oldest first.
     ///
@@ -36,38 +36,40 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// The store fails.
     async fn get_episodes_for_consolidation(
         &self,
-        session_id: &str,
+        session: &SessionKey,
         offset: usize,
     ) -> Result<EpisodePage>;
 
-    /// Saves facts extracted from a session, owned by the session's user, with two-level
-    /// deduplication: exact duplicates inside the batch, and facts whose word-set Jaccard
-    /// similarity to an active fact is at least `dedup_jaccard`.
+    /// Saves facts extracted from a session, owned by the session's user and kept in its chat,
+    /// with two-level deduplication: exact duplicates inside the batch, and facts whose
+    /// word-set Jaccard similarity to an active fact is at least `dedup_jaccard`.
     ///
     /// # Errors
     /// A fact is empty or too long (nothing is saved then), or the store fails.
-    async fn save_facts_batch(&self, session_id: &str, facts: Vec<NewFact>) -> Result<SavedFacts>;
+    async fn save_facts_batch(
+        &self,
+        session: &SessionKey,
+        facts: Vec<NewFact>,
+    ) -> Result<SavedFacts>;
 
     /// Records that the session is consolidated.
     ///
     /// # Errors
     /// The store fails.
-    async fn mark_session_consolidated(&self, session_id: &str) -> Result<()>;
+    async fn mark_session_consolidated(&self, session: &SessionKey) -> Result<()>;
 
     /// Records a failed consolidation; returns the attempts so far.
     ///
     /// # Errors
     /// The store fails.
-    async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64>;
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str)
+        -> Result<i64>;
 
-    /// Sessions waiting for consolidation, oldest first, except `exclude`.
+    /// Sessions waiting for consolidation, oldest first.
     ///
     /// # Errors
     /// The store fails.
-    async fn get_pending_consolidations(
-        &self,
-        exclude: Option<&str>,
-    ) -> Result<Vec<PendingSession>>;
+    async fn get_pending_consolidations(&self) -> Result<Vec<PendingSession>>;
 
     /// Active facts of the same owner that may contradict `fact_id` (hybrid search on its text).
     ///

@@ -43,7 +43,7 @@ pub use store::{
 pub use types::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryForgotten, MemoryKind,
     MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest,
-    SessionCompleted, SkippedFact, UserErased,
+    SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 
 /// The config key, folder and extension name.
@@ -199,7 +199,14 @@ impl ContextProvider for MemoryExtension {
             Vec::new()
         } else {
             store
-                .recent_turns(&request.session_id, config.context_window)
+                .recent_turns(
+                    &SessionKey::new(
+                        request.user_id.clone(),
+                        request.chat_id.clone(),
+                        request.session_id.clone(),
+                    ),
+                    config.context_window,
+                )
                 .await?
         };
         let people = store.known_people(&request.user_id).await?;

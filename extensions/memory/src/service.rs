@@ -23,7 +23,7 @@ use crate::store::{
 };
 use crate::types::{
     CandidateList, DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession,
-    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SkippedFact,
+    SavedFacts, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact,
 };
 
 /// Most names tried against the entity table for one query.
@@ -667,11 +667,8 @@ impl MemoryService {
             return Ok(None);
         };
         // The user moved to a new session: the ones it closed are ready for consolidation.
-        for session_id in stored.closed_sessions {
-            let completed = SessionCompleted {
-                session_id,
-                user_id: Some(user_id.to_owned()),
-            };
+        for session in stored.closed_sessions {
+            let completed = SessionCompleted { session };
             let announcement = Event::new(state.ctx.now(), completed.into_payload())
                 .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
                 .with_parent(event.id.clone());
@@ -1278,31 +1275,29 @@ impl MemoryApi for MemoryService {
         self.store()?.get(id).await
     }
 
-    async fn is_session_consolidated(&self, session_id: &str) -> Result<bool> {
-        self.store()?.is_session_consolidated(session_id).await
+    async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
+        self.store()?.is_session_consolidated(session).await
     }
 
     async fn get_episodes_for_consolidation(
         &self,
-        session_id: &str,
+        session: &SessionKey,
         offset: usize,
     ) -> Result<EpisodePage> {
         self.store()?
-            .episodes_for_session(session_id, offset, self.config.consolidation_page_size)
+            .episodes_for_session(session, offset, self.config.consolidation_page_size)
             .await
     }
 
-    async fn save_facts_batch(&self, session_id: &str, facts: Vec<NewFact>) -> Result<SavedFacts> {
+    async fn save_facts_batch(
+        &self,
+        session: &SessionKey,
+        facts: Vec<NewFact>,
+    ) -> Result<SavedFacts> {
         for (index, fact) in facts.iter().enumerate() {
             self.check_content(&format!("facts[{index}].content"), &fact.content)?;
         }
         let store = self.store()?.clone();
-        let owner = store
-            .episodes_for_session(session_id, 0, 1)
-            .await?
-            .episodes
-            .first()
-            .and_then(|episode| episode.user_id.clone());
         let mut result = SavedFacts::default();
         let mut seen: Vec<String> = Vec::new();
         for fact in facts {
@@ -1322,7 +1317,7 @@ impl MemoryApi for MemoryService {
             seen.push(normalised);
             let words = word_set(&fact.content);
             let similar = store
-                .similar_facts(owner.as_deref(), &fact.content, 10)
+                .similar_facts(session, &fact.content, 10)
                 .await?;
             if let Some(existing) = similar.iter().find(|existing| {
                 jaccard(&words, &word_set(&existing.content)) >= self.config.dedup_jaccard
@@ -1335,8 +1330,9 @@ impl MemoryApi for MemoryService {
             }
             let id = self
                 .save_fact(FactInput {
-                    user_id: owner.clone(),
-                    session_id: Some(session_id.to_owned()),
+                    user_id: Some(session.user_id.clone()),
+                    chat_id: session.chat_id.clone(),
+                    session_id: Some(session.session_id.clone()),
                     content: fact.content,
                     tags: fact.tags,
                     source_ids: fact.source_ids,
@@ -1349,23 +1345,24 @@ impl MemoryApi for MemoryService {
         Ok(result)
     }
 
-    async fn mark_session_consolidated(&self, session_id: &str) -> Result<()> {
+    async fn mark_session_consolidated(&self, session: &SessionKey) -> Result<()> {
         self.store()?
-            .mark_session_consolidated(session_id, self.now()?)
+            .mark_session_consolidated(session, self.now()?)
             .await
     }
 
-    async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64> {
-        self.store()?
-            .record_consolidation_failure(session_id, error)
-            .await
-    }
-
-    async fn get_pending_consolidations(
+    async fn record_consolidation_failure(
         &self,
-        exclude: Option<&str>,
-    ) -> Result<Vec<PendingSession>> {
-        self.store()?.pending_consolidations(exclude, None).await
+        session: &SessionKey,
+        error: &str,
+    ) -> Result<i64> {
+        self.store()?
+            .record_consolidation_failure(session, error)
+            .await
+    }
+
+    async fn get_pending_consolidations(&self) -> Result<Vec<PendingSession>> {
+        self.store()?.pending_consolidations(None).await
     }
 
     async fn detect_conflicts(&self, fact_id: &str, limit: usize) -> Result<Vec<SearchHit>> {

@@ -21,7 +21,7 @@ use crate::error::{MemoryError, Result};
 use crate::fts::{match_any, match_rare_or_all_common, query_terms};
 use crate::types::{
     DecayReport, EntityInfo, EpisodePage, Memory, MemoryForgotten, MemoryKind, MemoryStats,
-    PendingSession, SearchRequest, UserErased,
+    PendingSession, SearchRequest, SessionKey, UserErased,
 };
 use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
 
@@ -103,6 +103,17 @@ pub struct NewMemory {
     pub subject_ids: Vec<String>,
 }
 
+impl NewMemory {
+    /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
+    pub fn session_key(&self) -> Option<SessionKey> {
+        Some(SessionKey {
+            user_id: self.user_id.clone()?,
+            chat_id: self.chat_id.clone(),
+            session_id: self.session_id.clone()?,
+        })
+    }
+}
+
 /// A memory waiting for its vector.
 #[derive(Debug, Clone)]
 pub struct IndexItem {
@@ -177,9 +188,10 @@ pub struct StoredTurn {
     pub memory_id: Option<String>,
     /// True when this turn opened its session.
     pub new_session: bool,
-    /// The user's other open sessions, which this turn closed by opening a new one and which
-    /// still wait for consolidation: each is reported once, by the turn that closed it.
-    pub closed_sessions: Vec<String>,
+    /// The user's other open sessions in the same chat (or personal conversation), which this
+    /// turn closed by opening a new one and which still wait for consolidation: each is reported
+    /// once, by the turn that closed it.
+    pub closed_sessions: Vec<SessionKey>,
 }
 
 /// The SQLite store.
@@ -331,20 +343,28 @@ const RANK_BUDGET: i64 = 2_000;
 /// the query's entities (see [`MemoryStore::search_entities`]).
 const CO_MENTION_SCAN: i64 = 4_096;
 
-/// Closes the user's open sessions other than `session_id`; returns those not consolidated yet.
+/// The stored form of a session's chat: '' for a personal conversation, so that the session
+/// table's key holds no NULL (chat ids are never empty).
+fn chat_key(chat_id: Option<&str>) -> &str {
+    chat_id.unwrap_or("")
+}
+
+/// Closes the user's other open sessions in the same chat (or personal conversation) as
+/// `session`; returns the ids of those not consolidated yet.
 async fn close_other_sessions(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
-    memory: &NewMemory,
-    session_id: &str,
+    session: &SessionKey,
+    at: DateTime<Utc>,
 ) -> Result<Vec<String>> {
     let closed: Vec<(String, Option<i64>)> = sqlx::query_as(
         "UPDATE sessions_consolidations SET closed_at = ? \
-         WHERE user_id IS ? AND closed_at IS NULL AND session_id != ? \
+         WHERE user_id = ? AND chat_id = ? AND closed_at IS NULL AND session_id != ? \
          RETURNING session_id, consolidated_at",
     )
-    .bind(ts(memory.created_at))
-    .bind(&memory.user_id)
-    .bind(session_id)
+    .bind(ts(at))
+    .bind(&session.user_id)
+    .bind(chat_key(session.chat_id.as_deref()))
+    .bind(&session.session_id)
     .fetch_all(&mut **tx)
     .await?;
     let mut pending: Vec<String> = closed
@@ -1026,21 +1046,25 @@ impl MemoryStore {
         }
         let mut new_session = false;
         let mut closed_sessions = Vec::new();
-        if let (true, Some(session_id)) = (record_session, memory.session_id.as_deref()) {
+        if let (true, Some(session)) = (record_session, memory.session_key()) {
             new_session = sqlx::query(
-                "INSERT OR IGNORE INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at) \
-                 VALUES (?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO sessions_consolidations \
+                 (user_id, chat_id, session_id, first_seen_at) VALUES (?, ?, ?, ?)",
             )
-            .bind(session_id)
-            .bind(&memory.user_id)
-            .bind(&memory.chat_id)
+            .bind(&session.user_id)
+            .bind(chat_key(session.chat_id.as_deref()))
+            .bind(&session.session_id)
             .bind(ts(memory.event_time))
             .execute(&mut *tx)
             .await?
             .rows_affected()
                 == 1;
             if new_session {
-                closed_sessions = close_other_sessions(&mut tx, memory, session_id).await?;
+                closed_sessions = close_other_sessions(&mut tx, &session, memory.created_at)
+                    .await?
+                    .into_iter()
+                    .map(|session_id| SessionKey { session_id, ..session.clone() })
+                    .collect();
             }
         }
         let id = insert_in_tx(&mut tx, memory, entities).await?;
@@ -1158,16 +1182,17 @@ impl MemoryStore {
         }
         let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
         if neighbours {
-            // The session index finds each turn's neighbours (`+kind` keeps SQLite on it).
+            // The session index finds each turn's neighbours in the same user's session (`+kind`
+            // and `+chat_id` keep SQLite on it).
             builder.push(
                 "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
-                  AND +p.kind = 'episode' AND (p.event_time < m.event_time \
+                  AND p.user_id = m.user_id AND +p.chat_id IS m.chat_id AND +p.kind = 'episode' AND (p.event_time < m.event_time \
                   OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
                   ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1) END, \
                  CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
-                  AND +n.kind = 'episode' AND (n.event_time > m.event_time \
+                  AND n.user_id = m.user_id AND +n.chat_id IS m.chat_id AND +n.kind = 'episode' AND (n.event_time > m.event_time \
                   OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
                   ORDER BY n.event_time, n.rowid LIMIT 1) END",
             );
@@ -2082,30 +2107,28 @@ impl MemoryStore {
     /// The database fails.
     pub async fn pending_consolidations(
         &self,
-        exclude: Option<&str>,
         user_id: Option<&str>,
     ) -> Result<Vec<PendingSession>> {
         let mut builder = QueryBuilder::new(
-            "SELECT session_id, user_id, first_seen_at, attempts FROM sessions_consolidations \
-             WHERE consolidated_at IS NULL",
+            "SELECT user_id, chat_id, session_id, first_seen_at, attempts \
+             FROM sessions_consolidations WHERE consolidated_at IS NULL",
         );
-        if let Some(exclude) = exclude {
-            builder
-                .push(" AND session_id != ")
-                .push_bind(exclude.to_owned());
-        }
         if let Some(user_id) = user_id {
             builder
                 .push(" AND user_id = ")
                 .push_bind(user_id.to_owned());
         }
-        builder.push(" ORDER BY first_seen_at, session_id");
+        builder.push(" ORDER BY first_seen_at, user_id, chat_id, session_id");
         let rows = builder.build().fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
+                let chat_id: String = row.try_get("chat_id")?;
                 Ok(PendingSession {
-                    session_id: row.try_get("session_id")?,
-                    user_id: row.try_get("user_id")?,
+                    session: SessionKey {
+                        user_id: row.try_get("user_id")?,
+                        chat_id: (!chat_id.is_empty()).then_some(chat_id),
+                        session_id: row.try_get("session_id")?,
+                    },
                     first_seen_at: from_ts(row.try_get("first_seen_at")?),
                     attempts: row.try_get("attempts")?,
                 })
@@ -2117,11 +2140,14 @@ impl MemoryStore {
     ///
     /// # Errors
     /// The database fails.
-    pub async fn is_session_consolidated(&self, session_id: &str) -> Result<bool> {
+    pub async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
         let at: Option<Option<i64>> = sqlx::query_scalar(
-            "SELECT consolidated_at FROM sessions_consolidations WHERE session_id = ?",
+            "SELECT consolidated_at FROM sessions_consolidations \
+             WHERE user_id = ? AND chat_id = ? AND session_id = ?",
         )
-        .bind(session_id)
+        .bind(&session.user_id)
+        .bind(chat_key(session.chat_id.as_deref()))
+        .bind(&session.session_id)
         .fetch_optional(&self.pool)
         .await?;
         Ok(matches!(at, Some(Some(_))))
@@ -2133,15 +2159,19 @@ impl MemoryStore {
     /// The database fails.
     pub async fn mark_session_consolidated(
         &self,
-        session_id: &str,
+        session: &SessionKey,
         at: DateTime<Utc>,
     ) -> Result<()> {
         let _write = self.write_lock.lock().await;
         sqlx::query(
-            "INSERT INTO sessions_consolidations (session_id, first_seen_at, consolidated_at) \
-             VALUES (?1, ?2, ?2) ON CONFLICT(session_id) DO UPDATE SET consolidated_at = ?2",
+            "INSERT INTO sessions_consolidations \
+             (user_id, chat_id, session_id, first_seen_at, consolidated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4) \
+             ON CONFLICT(user_id, chat_id, session_id) DO UPDATE SET consolidated_at = ?4",
         )
-        .bind(session_id)
+        .bind(&session.user_id)
+        .bind(chat_key(session.chat_id.as_deref()))
+        .bind(&session.session_id)
         .bind(ts(at))
         .execute(&self.pool)
         .await?;
@@ -2152,20 +2182,22 @@ impl MemoryStore {
     ///
     /// # Errors
     /// The database fails.
-    pub async fn record_consolidation_failure(&self, session_id: &str, error: &str) -> Result<i64> {
+    pub async fn record_consolidation_failure(
+        &self,
+        session: &SessionKey,
+        error: &str,
+    ) -> Result<i64> {
         let _write = self.write_lock.lock().await;
-        sqlx::query(
-            "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ? WHERE session_id = ?",
+        let attempts: Option<i64> = sqlx::query_scalar(
+            "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ? \
+             WHERE user_id = ? AND chat_id = ? AND session_id = ? RETURNING attempts",
         )
         .bind(error)
-        .bind(session_id)
-        .execute(&self.pool)
+        .bind(&session.user_id)
+        .bind(chat_key(session.chat_id.as_deref()))
+        .bind(&session.session_id)
+        .fetch_optional(&self.pool)
         .await?;
-        let attempts: Option<i64> =
-            sqlx::query_scalar("SELECT attempts FROM sessions_consolidations WHERE session_id = ?")
-                .bind(session_id)
-                .fetch_optional(&self.pool)
-                .await?;
         Ok(attempts.unwrap_or(0))
     }
 
@@ -2175,15 +2207,18 @@ impl MemoryStore {
     /// The database fails.
     pub async fn episodes_for_session(
         &self,
-        session_id: &str,
+        session: &SessionKey,
         offset: usize,
         limit: usize,
     ) -> Result<EpisodePage> {
         let rows = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.kind = 'episode' \
-             AND m.valid_until IS NULL ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
+             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
+             ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
         ))
-        .bind(session_id)
+        .bind(&session.session_id)
+        .bind(&session.user_id)
+        .bind(&session.chat_id)
         .bind(limit as i64 + 1)
         .bind(offset as i64)
         .fetch_all(&self.pool)
@@ -2200,19 +2235,21 @@ impl MemoryStore {
         })
     }
 
-    /// Active facts of `user_id` sharing words with `content`, best BM25 first.
+    /// Active facts visible in `session`'s scope (its user's, in its chat) sharing words with
+    /// `content`, best BM25 first.
     ///
     /// # Errors
     /// The database fails.
     pub async fn similar_facts(
         &self,
-        user_id: Option<&str>,
+        session: &SessionKey,
         content: &str,
         limit: usize,
     ) -> Result<Vec<Memory>> {
         let request = SearchRequest {
             query: content.to_owned(),
-            user_id: user_id.map(str::to_owned),
+            user_id: Some(session.user_id.clone()),
+            chat_id: session.chat_id.clone(),
             kinds: vec![MemoryKind::Fact],
             limit,
             ..SearchRequest::default()
@@ -3145,16 +3182,19 @@ impl MemoryStore {
         row.as_ref().map(memory_from_row).transpose()
     }
 
-    /// The last `limit` active episodes of a session before `before`, oldest first.
+    /// The last `limit` active episodes of a session, oldest first.
     ///
     /// # Errors
     /// The database fails.
-    pub async fn recent_turns(&self, session_id: &str, limit: usize) -> Result<Vec<Memory>> {
+    pub async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>> {
         let rows = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.kind = 'episode' \
-             AND m.valid_until IS NULL ORDER BY m.event_time DESC, m.rowid DESC LIMIT ?"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
+             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
+             ORDER BY m.event_time DESC, m.rowid DESC LIMIT ?"
         ))
-        .bind(session_id)
+        .bind(&session.session_id)
+        .bind(&session.user_id)
+        .bind(&session.chat_id)
         .bind(limit as i64)
         .fetch_all(&self.pool)
         .await?;
@@ -3172,7 +3212,7 @@ const EXPORT_TABLES: [(&str, &str); 5] = [
     ("memories", "id"),
     ("entities", "id"),
     ("memory_entities", "memory_id, entity_id"),
-    ("sessions_consolidations", "session_id"),
+    ("sessions_consolidations", "user_id, chat_id, session_id"),
     ("ingested_events", "event_id"),
 ];
 
@@ -3276,6 +3316,14 @@ impl MemoryStore {
         let mut separated = builder.separated(", ");
         for name in &columns {
             match &object[name.as_str()] {
+                // Exports made before sessions were keyed by user and chat (schema 6) hold NULL
+                // where the key now holds ''.
+                Value::Null
+                    if table == "sessions_consolidations"
+                        && matches!(name.as_str(), "user_id" | "chat_id") =>
+                {
+                    separated.push_bind(String::new());
+                }
                 Value::Null => {
                     separated.push_bind(None::<String>);
                 }

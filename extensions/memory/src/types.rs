@@ -282,27 +282,61 @@ pub struct MemoryStats {
     pub latest: Option<DateTime<Utc>>,
 }
 
+/// One conversation session. A host's session id is only unique within one user's chat: hosts
+/// often call every session `default`, `main` or `1`, so two users, or one user in two chats,
+/// reuse it. Every session-keyed read and write goes through this key, never the id alone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SessionKey {
+    /// The user whose session it is.
+    pub user_id: String,
+    /// The chat it happens in; `None` for a personal conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The host's session id.
+    pub session_id: String,
+}
+
+impl SessionKey {
+    /// The key of `session_id` for `user_id` in `chat_id`.
+    pub fn new(
+        user_id: impl Into<String>,
+        chat_id: Option<String>,
+        session_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            user_id: user_id.into(),
+            chat_id,
+            session_id: session_id.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.chat_id {
+            Some(chat) => write!(f, "{}/{chat}/{}", self.user_id, self.session_id),
+            None => write!(f, "{}/{}", self.user_id, self.session_id),
+        }
+    }
+}
+
 /// A session waiting to be consolidated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingSession {
     /// The session.
-    pub session_id: String,
-    /// Its user.
-    pub user_id: Option<String>,
+    pub session: SessionKey,
     /// When it was first seen.
     pub first_seen_at: DateTime<Utc>,
     /// Failed consolidation attempts so far.
     pub attempts: i64,
 }
 
-/// Published on `memory.session_completed` when a user starts a new session: the previous one is
-/// ready to be consolidated.
+/// Published on `memory.session_completed` when a user starts a new session in a chat (or in
+/// their personal conversation): the previous one there is ready to be consolidated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionCompleted {
     /// The finished session.
-    pub session_id: String,
-    /// Its user.
-    pub user_id: Option<String>,
+    pub session: SessionKey,
 }
 
 impl TypedEvent for SessionCompleted {

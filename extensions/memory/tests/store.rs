@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use mnemo_memory::{MemoryKind, MemoryStore, SearchRequest, VectorStatus};
+use mnemo_memory::{MemoryKind, MemoryStore, SearchRequest, SessionKey, VectorStatus};
 
 async fn open(path: &std::path::Path) -> MemoryStore {
     MemoryStore::open(
@@ -322,8 +322,9 @@ async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
     assert_eq!(store.search_fts(&common, 10).await.unwrap().len(), 10);
 }
 
-/// A turn that opens a session closes its user's other open sessions and reports each once;
-/// a consolidated session is not reported, and another user's sessions stay open.
+/// A turn that opens a session closes its user's other open sessions in the same chat and
+/// reports each once; a consolidated session is not reported, and another user's sessions, or
+/// the same user's in another chat, stay open.
 #[tokio::test]
 async fn a_new_session_reports_each_closed_session_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -349,7 +350,7 @@ async fn a_new_session_reports_each_closed_session_once() {
         .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
         .await
         .unwrap();
-    assert_eq!(second.closed_sessions, vec!["s1".to_owned()]);
+    assert_eq!(second.closed_sessions, vec![SessionKey::new("ana", None, "s1")]);
     let same = store
         .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
         .await
@@ -357,7 +358,10 @@ async fn a_new_session_reports_each_closed_session_once() {
     assert!(!same.new_session);
     assert!(same.closed_sessions.is_empty());
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
-    store.mark_session_consolidated("s2", at).await.unwrap();
+    store
+        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), at)
+        .await
+        .unwrap();
     let third = store
         .insert_turn(&turn("ana", "s3"), &[], Some("e5"), true)
         .await
@@ -371,10 +375,25 @@ async fn a_new_session_reports_each_closed_session_once() {
         .insert_turn(&turn("bo", "b2"), &[], Some("e6"), true)
         .await
         .unwrap();
-    assert_eq!(bo.closed_sessions, vec!["b1".to_owned()]);
+    assert_eq!(bo.closed_sessions, vec![SessionKey::new("bo", None, "b1")]);
+    // A session in a chat is closed only by a new session in that chat.
+    let mut in_chat = turn("ana", "c1");
+    in_chat.chat_id = Some("team".into());
+    let chat = store.insert_turn(&in_chat, &[], Some("e7"), true).await.unwrap();
+    assert!(chat.new_session && chat.closed_sessions.is_empty(), "{chat:?}");
+    let personal = store
+        .insert_turn(&turn("ana", "s4"), &[], Some("e8"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        personal.closed_sessions,
+        vec![SessionKey::new("ana", None, "s3")]
+    );
     // Closed is not consolidated: the scheduled job still finds s1 pending.
-    let pending = store.pending_consolidations(None, None).await.unwrap();
-    assert!(pending.iter().any(|session| session.session_id == "s1"));
+    let pending = store.pending_consolidations(None).await.unwrap();
+    assert!(pending
+        .iter()
+        .any(|pending| pending.session == SessionKey::new("ana", None, "s1")));
 }
 
 fn hex_sha256(text: &str) -> String {

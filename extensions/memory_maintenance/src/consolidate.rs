@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use mnemo_kernel::{
     extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolSpec,
 };
-use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit};
+use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use serde_json::{json, Value};
 
 const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers]}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
@@ -43,11 +43,11 @@ pub(crate) struct Settings {
 
 /// Sessions being consolidated right now; a second request for one of them is skipped.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight(Mutex<HashSet<String>>);
+pub(crate) struct InFlight(Mutex<HashSet<SessionKey>>);
 
 struct Claim<'a> {
     in_flight: &'a InFlight,
-    session_id: String,
+    session: SessionKey,
 }
 
 impl Drop for Claim<'_> {
@@ -56,19 +56,19 @@ impl Drop for Claim<'_> {
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.session_id);
+            .remove(&self.session);
     }
 }
 
 impl InFlight {
-    fn claim(&self, session_id: &str) -> Option<Claim<'_>> {
+    fn claim(&self, session: &SessionKey) -> Option<Claim<'_>> {
         let mut sessions = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        sessions.insert(session_id.to_owned()).then(|| Claim {
+        sessions.insert(session.clone()).then(|| Claim {
             in_flight: self,
-            session_id: session_id.to_owned(),
+            session: session.clone(),
         })
     }
 }
@@ -172,21 +172,21 @@ pub(crate) async fn consolidate(
     memory: &dyn MemoryApi,
     in_flight: &InFlight,
     settings: &Settings,
-    session_id: &str,
+    session: &SessionKey,
 ) -> Result<Outcome, mnemo_memory::MemoryError> {
-    if memory.is_session_consolidated(session_id).await? {
+    if memory.is_session_consolidated(session).await? {
         return Ok(Outcome::Skipped("already consolidated".to_owned()));
     }
-    let Some(_claim) = in_flight.claim(session_id) else {
+    let Some(_claim) = in_flight.claim(session) else {
         return Ok(Outcome::Skipped(
             "a consolidation of it is running".to_owned(),
         ));
     };
     if let Some(pending) = memory
-        .get_pending_consolidations(None)
+        .get_pending_consolidations()
         .await?
         .into_iter()
-        .find(|pending| pending.session_id == session_id)
+        .find(|pending| pending.session == *session)
     {
         if pending.attempts >= settings.max_attempts {
             return Ok(Outcome::Skipped(format!(
@@ -204,14 +204,14 @@ pub(crate) async fn consolidate(
     let mut offset = 0;
     loop {
         let page = memory
-            .get_episodes_for_consolidation(session_id, offset)
+            .get_episodes_for_consolidation(session, offset)
             .await?;
         if !page.episodes.is_empty() {
             match extract_page(llm.as_ref(), &page.episodes).await {
                 Ok(mut page_facts) => facts.append(&mut page_facts),
                 Err(reason) => {
                     let attempts = memory
-                        .record_consolidation_failure(session_id, &reason)
+                        .record_consolidation_failure(session, &reason)
                         .await?;
                     return Ok(Outcome::Failed(format!("{reason} (attempt {attempts})")));
                 }
@@ -224,7 +224,7 @@ pub(crate) async fn consolidate(
     }
 
     // 2. Save, deduplicated by the store.
-    let saved = memory.save_facts_batch(session_id, facts).await?;
+    let saved = memory.save_facts_batch(session, facts).await?;
 
     // 3. Contradictions between the new facts and similar older ones.
     let mut conflicts = 0;
@@ -252,11 +252,11 @@ pub(crate) async fn consolidate(
                 }
             }
             Err(reason) => {
-                tracing::warn!(%session_id, %reason, "conflict check failed; the new facts are kept without it");
+                tracing::warn!(%session, %reason, "conflict check failed; the new facts are kept without it");
             }
         }
     }
-    memory.mark_session_consolidated(session_id).await?;
+    memory.mark_session_consolidated(session).await?;
     Ok(Outcome::Consolidated {
         saved: saved.saved.len(),
         skipped: saved.skipped.len(),

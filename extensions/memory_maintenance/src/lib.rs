@@ -16,7 +16,7 @@ use mnemo_kernel::{
     BoxError, ConfigError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection,
     JobSpec, KernelContext, SchedulerProvider, TypedEvent,
 };
-use mnemo_memory::{MemoryApi, MemoryKind, SessionCompleted};
+use mnemo_memory::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
 
 use consolidate::{InFlight, Outcome, Settings};
 use serde::{Deserialize, Serialize};
@@ -96,10 +96,10 @@ impl MemoryMaintenanceExtension {
         &self,
         ctx: &KernelContext,
         memory: &dyn MemoryApi,
-        session_id: &str,
+        session: &SessionKey,
     ) -> Result<Outcome, BoxError> {
         let outcome =
-            consolidate::consolidate(ctx, memory, &self.in_flight, &self.settings(), session_id)
+            consolidate::consolidate(ctx, memory, &self.in_flight, &self.settings(), session)
                 .await?;
         match &outcome {
             Outcome::Consolidated {
@@ -107,13 +107,13 @@ impl MemoryMaintenanceExtension {
                 skipped,
                 conflicts,
             } => tracing::info!(
-                %session_id, saved, skipped, conflicts, "session consolidated"
+                %session, saved, skipped, conflicts, "session consolidated"
             ),
             Outcome::Skipped(reason) => {
-                tracing::info!(%session_id, %reason, "consolidation skipped")
+                tracing::info!(%session, %reason, "consolidation skipped")
             }
             Outcome::Failed(reason) => {
-                tracing::warn!(%session_id, %reason, "consolidation failed; the session stays pending")
+                tracing::warn!(%session, %reason, "consolidation failed; the session stays pending")
             }
         }
         Ok(outcome)
@@ -128,12 +128,12 @@ impl MemoryMaintenanceExtension {
             tracing::info!("consolidation skipped: no LLM is configured ([llm] in config.toml)");
             return Ok("skipped: no LLM is configured".to_owned());
         }
-        let pending = memory.get_pending_consolidations(None).await?;
+        let pending = memory.get_pending_consolidations().await?;
         let (mut done, mut failed, mut skipped, mut facts) = (0, 0, 0, 0);
         let mut first_failure = None;
         for session in pending {
             match self
-                .consolidate_one(ctx, memory, &session.session_id)
+                .consolidate_one(ctx, memory, &session.session)
                 .await?
             {
                 Outcome::Consolidated { saved, .. } => {
@@ -143,7 +143,7 @@ impl MemoryMaintenanceExtension {
                 Outcome::Skipped(_) => skipped += 1,
                 Outcome::Failed(reason) => {
                     failed += 1;
-                    first_failure.get_or_insert(format!("{}: {reason}", session.session_id));
+                    first_failure.get_or_insert(format!("{}: {reason}", session.session));
                 }
             }
         }
@@ -238,11 +238,11 @@ impl EventHandler for MemoryMaintenanceExtension {
         };
         let completed = completed?;
         if ctx.llm().is_none() {
-            tracing::debug!(session_id = %completed.session_id, "no LLM: the session waits for one");
+            tracing::debug!(session = %completed.session, "no LLM: the session waits for one");
             return Ok(());
         }
         let memory = Self::memory(ctx)?;
-        self.consolidate_one(ctx, memory.as_ref(), &completed.session_id)
+        self.consolidate_one(ctx, memory.as_ref(), &completed.session)
             .await?;
         Ok(())
     }

@@ -126,6 +126,15 @@ pub enum Step {
         /// Texts that must not appear.
         not_contains: Vec<String>,
     },
+    /// What the scripted model was sent in one request must (not) contain texts.
+    ExpectLlmRequest {
+        /// Which request: 1 for the first, -1 for the last (the default).
+        index: i64,
+        /// Texts that must appear in its messages.
+        contains: Vec<String>,
+        /// Texts that must not appear in its messages.
+        not_contains: Vec<String>,
+    },
     /// A search tool's results must (not) contain texts, in order or count.
     ExpectSearch {
         /// The search tool.
@@ -249,6 +258,14 @@ enum RawStep {
         #[serde(default)]
         not_contains: Vec<String>,
     },
+    ExpectLlmRequest {
+        #[serde(default = "last_request")]
+        index: i64,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        not_contains: Vec<String>,
+    },
     ExpectSearch {
         #[serde(default = "default_search_tool")]
         tool: String,
@@ -288,6 +305,10 @@ enum RawStep {
         #[serde(default)]
         chat_id: Option<String>,
     },
+}
+
+fn last_request() -> i64 {
+    -1
 }
 
 fn default_search_tool() -> String {
@@ -504,6 +525,15 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
             } => Step::ExpectContext {
                 prompt,
                 who: who(user_id, session_id, chat_id),
+                contains,
+                not_contains,
+            },
+            RawStep::ExpectLlmRequest {
+                index,
+                contains,
+                not_contains,
+            } => Step::ExpectLlmRequest {
+                index,
                 contains,
                 not_contains,
             },

@@ -649,6 +649,41 @@ impl Run<'_> {
                     prepared.system_prompt,
                 );
             }
+            Step::ExpectLlmRequest {
+                index,
+                contains,
+                not_contains,
+            } => {
+                let requests = self.llm.requests();
+                let label = format!("expect_llm_request {index}");
+                let position = if *index < 0 {
+                    requests.len().checked_sub(index.unsigned_abs() as usize)
+                } else {
+                    (*index as usize).checked_sub(1)
+                };
+                let Some(request) = position.and_then(|position| requests.get(position)) else {
+                    let problem = format!(
+                        "there is no request {index}: the model got {}",
+                        requests.len()
+                    );
+                    self.outcome(line, label, vec![problem], String::new());
+                    return;
+                };
+                let sent = request
+                    .messages
+                    .iter()
+                    .map(|message| message.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let expect = Expect {
+                    contains: contains.clone(),
+                    not_contains: not_contains.clone(),
+                    ..Expect::default()
+                };
+                let mut problems = Vec::new();
+                check_text(&expect, &sent, &mut problems);
+                self.outcome(line, label, problems, sent);
+            }
             Step::ExpectSearch {
                 tool,
                 query,
