@@ -93,19 +93,19 @@ enum Command {
     /// Talk to an agent on the configured LLM, with memory context and tools; /new starts a new session.
     Chat {
         /// The user you are; default `[kernel] default_user`.
-        #[arg(long)]
+        #[arg(long, value_parser = user_id)]
         user: Option<String>,
         /// The chat the conversation happens in, if any.
-        #[arg(long)]
+        #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
     },
     /// Serve the enabled extensions' tools over the Model Context Protocol on stdio.
     Mcp {
         /// The user the tools act for; default `[kernel] default_user`.
-        #[arg(long)]
+        #[arg(long, value_parser = user_id)]
         user: Option<String>,
         /// The chat the tools act in, if any.
-        #[arg(long)]
+        #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
     },
     /// Store a fact for a user.
@@ -113,13 +113,13 @@ enum Command {
         /// The fact.
         text: String,
         /// Whose memory it is.
-        #[arg(long)]
+        #[arg(long, value_parser = user_id)]
         user: String,
         /// Who the fact is about ("my wife", "Sarah"); repeatable.
         #[arg(long = "subject")]
         subjects: Vec<String>,
         /// The chat it belongs to.
-        #[arg(long)]
+        #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
         /// Print JSON.
         #[arg(long)]
@@ -130,10 +130,10 @@ enum Command {
         /// What to look for.
         query: String,
         /// Whose memory.
-        #[arg(long)]
+        #[arg(long, value_parser = user_id)]
         user: String,
         /// The chat the user is in.
-        #[arg(long)]
+        #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
         /// Only this kind: episode, fact or reflection.
         #[arg(long)]
@@ -153,6 +153,7 @@ enum Command {
     /// Remove everything stored about one user: memories, entities, people, sessions.
     ForgetUser {
         /// The user's id.
+        #[arg(value_parser = user_id)]
         user: String,
     },
     /// Import conversation events (JSONL, as in replay) or an export; idempotent.
@@ -169,7 +170,7 @@ enum Command {
         #[arg(long, default_value = "jsonl")]
         format: String,
         /// Only this user's memory.
-        #[arg(long)]
+        #[arg(long, value_parser = user_id)]
         user: Option<String>,
     },
     /// Re-embed memories after an embedding-model change (resumable, with progress).
@@ -206,6 +207,16 @@ enum JobsCommand {
         /// The job's name.
         name: String,
     },
+}
+
+/// `--user`: a user id by the kernel's one id rule (the same as on the wire and in tool calls).
+fn user_id(value: &str) -> Result<String, mnemo_kernel::EventError> {
+    mnemo_kernel::check_id("user", value).map(|()| value.to_owned())
+}
+
+/// `--chat`: a chat id by the kernel's one id rule.
+fn chat_id(value: &str) -> Result<String, mnemo_kernel::EventError> {
+    mnemo_kernel::check_id("chat", value).map(|()| value.to_owned())
 }
 
 fn init_logging(verbose: u8) {

@@ -56,7 +56,7 @@ fn ingest_refuses_each_bad_line_by_name_and_stores_the_good_ones() {
         (line(&missing_session), "missing field `session_id`"),
         (line(&wrong_type), "invalid type: integer `42`"),
         (line(&unknown_field), "unknown field `priority`"),
-        (line(&event("", "an empty id")), "no `id`"),
+        (line(&event("", "an empty id")), "`id` must not be empty"),
         (b"not json at all".to_vec(), "not JSON"),
     ];
     let mut input = line(&event("e1", "The boiler was serviced on Monday"));
@@ -268,4 +268,36 @@ async fn a_memory_file_edited_into_invalid_utf8_is_still_read() {
     assert!(content.contains("caf\u{fffd} on Fridays"), "{content}");
     assert!(content.contains("likes green tea"), "{content}");
     kernel.shutdown().await;
+}
+
+/// One id rule on every path: a user id the wire refuses (a tab, over 256 bytes, blank) is
+/// refused on the command line too, by name, and nothing is stored.
+#[test]
+fn ids_the_wire_refuses_are_refused_on_the_command_line_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value) in [
+        ("--user", "a\tb".to_owned()),
+        ("--user", "u".repeat(100_000)),
+        ("--user", " ".to_owned()),
+    ] {
+        let output = mnemo(dir.path(), CONFIG)
+            .args(["remember", "A fact", flag, &value])
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("field `user`"), "{stderr}");
+    }
+    let output = mnemo(dir.path(), CONFIG)
+        .args(["remember", "A fact", "--user", "ana", "--chat", ""])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("field `chat` must not be empty"));
+    let stats = mnemo(dir.path(), CONFIG)
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["counts"]["fact"], 0, "{stats}");
 }

@@ -10,7 +10,7 @@ pub const TOPIC_USER_MESSAGE: &str = "user_message";
 pub const TOPIC_AGENT_RESPONSE: &str = "agent_response";
 
 /// Longest id (event, session, user, chat) the kernel accepts, in bytes.
-const MAX_ID_LEN: usize = 256;
+pub const MAX_ID_BYTES: usize = 256;
 
 /// One event on the bus: an envelope with ids and time, and a typed payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -233,18 +233,12 @@ impl ConversationEvent {
         Ok(event)
     }
 
-    /// Checks ids: session and user must be non-empty; every id short and free of control
-    /// characters; the text free of NUL characters.
+    /// Checks every id by [`check_id`] (the optional `id` and `chat_id` too, when present) and
+    /// that the text holds no NUL character.
     ///
     /// # Errors
     /// The first field that is invalid.
     pub fn validate(&self) -> Result<(), EventError> {
-        if self.session_id.trim().is_empty() {
-            return Err(EventError::EmptyField("session_id"));
-        }
-        if self.user_id.trim().is_empty() {
-            return Err(EventError::EmptyField("user_id"));
-        }
         check_id("session_id", &self.session_id)?;
         check_id("user_id", &self.user_id)?;
         if let Some(chat_id) = &self.chat_id {
@@ -279,11 +273,20 @@ impl ConversationEvent {
     }
 }
 
-fn check_id(field: &'static str, id: &str) -> Result<(), EventError> {
-    if id.len() > MAX_ID_LEN {
+/// The one rule for every id that names an event, a user, a chat or a session, wherever it comes
+/// from (the wire, a tool call's scope, the command line): not empty or blank, at most
+/// [`MAX_ID_BYTES`] bytes, no control characters (tabs and newlines included).
+///
+/// # Errors
+/// [`EventError::EmptyField`] or [`EventError::BadId`], naming `field`.
+pub fn check_id(field: &'static str, id: &str) -> Result<(), EventError> {
+    if id.trim().is_empty() {
+        return Err(EventError::EmptyField(field));
+    }
+    if id.len() > MAX_ID_BYTES {
         return Err(EventError::BadId {
             field,
-            reason: format!("{} bytes, the limit is {MAX_ID_LEN}", id.len()),
+            reason: format!("{} bytes, the limit is {MAX_ID_BYTES}", id.len()),
         });
     }
     if id.chars().any(char::is_control) {
@@ -306,6 +309,45 @@ mod tests {
         assert_eq!(event.topic(), TOPIC_USER_MESSAGE);
         assert_eq!(event.payload.text(), Some("hi"));
         assert_eq!(event.session_id.as_deref(), Some("s1"));
+    }
+
+    /// One id rule everywhere: an empty event or chat id is refused, not stored as an id or a
+    /// chat; a user id with a tab or over the limit is refused as on every other path.
+    #[test]
+    fn every_id_follows_one_rule() {
+        let line = |field: &str, value: &str| {
+            let mut event = serde_json::json!({"type": "user_message",
+                "at": "2026-03-01T10:00:00Z", "session_id": "s1", "user_id": "u1", "text": "hi"});
+            event[field] = Value::String(value.to_owned());
+            ConversationEvent::parse(&event.to_string())
+        };
+        assert_eq!(line("id", "").unwrap_err(), EventError::EmptyField("id"));
+        assert_eq!(
+            line("chat_id", " ").unwrap_err(),
+            EventError::EmptyField("chat_id")
+        );
+        assert!(matches!(
+            line("user_id", "a\tb"),
+            Err(EventError::BadId {
+                field: "user_id",
+                ..
+            })
+        ));
+        assert!(matches!(
+            line("user_id", &"u".repeat(MAX_ID_BYTES + 1)),
+            Err(EventError::BadId {
+                field: "user_id",
+                ..
+            })
+        ));
+        assert!(line("user_id", &"u".repeat(MAX_ID_BYTES)).is_ok());
+        let scope = crate::ToolScope {
+            user_id: "u".repeat(100_000),
+            session_id: None,
+            chat_id: Some(String::new()),
+            at: Utc::now(),
+        };
+        assert!(scope.validate().is_err());
     }
 
     #[test]

@@ -138,6 +138,23 @@ pub struct ToolScope {
     pub at: DateTime<Utc>,
 }
 
+impl ToolScope {
+    /// Checks the caller's ids by the kernel's one id rule ([`crate::check_id`]).
+    ///
+    /// # Errors
+    /// The first id that breaks it, by name.
+    pub fn validate(&self) -> Result<(), crate::EventError> {
+        crate::check_id("user_id", &self.user_id)?;
+        if let Some(session_id) = &self.session_id {
+            crate::check_id("session_id", session_id)?;
+        }
+        if let Some(chat_id) = &self.chat_id {
+            crate::check_id("chat_id", chat_id)?;
+        }
+        Ok(())
+    }
+}
+
 /// Why a tool call failed. The message is shown to the model and to the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

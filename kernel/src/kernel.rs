@@ -454,6 +454,9 @@ impl Kernel {
         } else {
             arguments
         };
+        scope
+            .validate()
+            .map_err(|error| ToolError::invalid(name, format!("the caller's {error}")))?;
         crate::schema::check(&spec.parameters, &arguments)
             .map_err(|reason| ToolError::invalid(name, reason))?;
         let extension = &self.inner.extensions[*extension_index];

@@ -36,8 +36,8 @@ pub use clock::{Clock, SystemClock, VirtualClock};
 pub use config::{Config, ConfigError, ExtensionSection, KernelConfig, LlmConfig, LlmProvider};
 pub use error::{BoxError, ExtensionError, KernelError};
 pub use event::{
-    ConversationEvent, ConversationKind, Event, EventError, EventPayload, TypedEvent,
-    TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+    check_id, ConversationEvent, ConversationKind, Event, EventError, EventPayload, TypedEvent,
+    MAX_ID_BYTES, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 pub use extension::{
     ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, ExtensionRegistry,
