@@ -7,12 +7,17 @@ use std::process::{Command, Output, Stdio};
 /// `mnemo` with `config` written to `dir/config.toml` and `dir/data` as its data directory,
 /// and no logging or model settings taken from the environment.
 pub(crate) fn mnemo(dir: &Path, config: &str) -> Command {
-    let path = dir.join("config.toml");
-    std::fs::write(&path, config).unwrap();
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    mnemo_in(dir)
+}
+
+/// `mnemo` on `dir` as [`mnemo`] sets it up, with the `dir/config.toml` written before (so that
+/// processes started at once never read a half-written file).
+pub(crate) fn mnemo_in(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
     command
         .arg("--config")
-        .arg(&path)
+        .arg(dir.join("config.toml"))
         .arg("--data-dir")
         .arg(dir.join("data"))
         .env_remove("RUST_LOG")

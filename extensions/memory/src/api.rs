@@ -62,8 +62,7 @@ pub trait MemoryApi: Send + Sync + 'static {
     ///
     /// # Errors
     /// The store fails.
-    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str)
-        -> Result<i64>;
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64>;
 
     /// Sessions waiting for consolidation, oldest first.
     ///

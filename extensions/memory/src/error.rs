@@ -31,6 +31,14 @@ pub enum MemoryError {
         /// Why.
         source: Box<MemoryError>,
     },
+    /// The file that serialises opening the store across processes could not be locked.
+    #[error("cannot lock {path} to open the store: {source}")]
+    OpeningLock {
+        /// The lock file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The store is not open yet (the extension has not started).
     #[error("the memory store is not open")]
     NotOpen,
@@ -59,7 +67,10 @@ fn explain(error: &sqlx::Error) -> String {
             "the database file cannot be opened: its directory is missing or read-only, or the \
              file cannot be read",
         ),
-        Some(5) => Some("another connection or process holds the database's write lock"),
+        Some(5) => Some(
+            "another connection or process held the database's write lock for longer than \
+             `busy_timeout` allows; nothing was written",
+        ),
         Some(11) | Some(26) => Some("the database file is damaged or is not a database"),
         _ => None,
     };

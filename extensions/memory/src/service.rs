@@ -1316,9 +1316,7 @@ impl MemoryApi for MemoryService {
             }
             seen.push(normalised);
             let words = word_set(&fact.content);
-            let similar = store
-                .similar_facts(session, &fact.content, 10)
-                .await?;
+            let similar = store.similar_facts(session, &fact.content, 10).await?;
             if let Some(existing) = similar.iter().find(|existing| {
                 jaccard(&words, &word_set(&existing.content)) >= self.config.dedup_jaccard
             }) {
@@ -1351,11 +1349,7 @@ impl MemoryApi for MemoryService {
             .await
     }
 
-    async fn record_consolidation_failure(
-        &self,
-        session: &SessionKey,
-        error: &str,
-    ) -> Result<i64> {
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
         self.store()?
             .record_consolidation_failure(session, error)
             .await

@@ -468,6 +468,33 @@ async fn opened_read_only(pool: &SqlitePool) -> Result<bool> {
     Ok(state == 1)
 }
 
+/// Takes the exclusive lock on `<database>.lock` that serialises opening (and migrating) the
+/// store across processes; it is released when the returned file is dropped, or when the
+/// process dies. The file itself stays: removing it would let a third process lock a new one.
+async fn lock_for_opening(database: &Path) -> Result<std::fs::File> {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".lock");
+    let path = std::path::PathBuf::from(name);
+    let locked = tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .and_then(|file| file.lock().map(|()| file));
+        file.map_err(|source| MemoryError::OpeningLock {
+            path: path.display().to_string(),
+            source,
+        })
+    })
+    .await;
+    locked.unwrap_or_else(|error| {
+        Err(MemoryError::Invalid(format!(
+            "the task locking the store for opening failed: {error}"
+        )))
+    })
+}
+
 fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
 }
@@ -738,6 +765,11 @@ impl MemoryStore {
             .pragma("cache_size", "-32768")
             // A removed memory's text is overwritten in the file, not left in a free page.
             .pragma("secure_delete", "on");
+        // Two processes opening a fresh store at once would both switch it to WAL and both
+        // run the same migrations (SQLite has no migration lock): one of them failed with
+        // "table memories already exists" or "database is locked". Opening holds an exclusive
+        // lock on a file beside the database until the schema is current.
+        let _opening = lock_for_opening(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .after_release(|connection, _| Box::pin(leaves_no_open_transaction(connection)))
@@ -749,7 +781,11 @@ impl MemoryStore {
             pool.close().await;
             return Err(MemoryError::ReadOnly);
         }
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        if let Err(error) = sqlx::migrate!("./migrations").run(&pool).await {
+            pool.close().await;
+            return Err(error.into());
+        }
+        drop(_opening);
         let write_lock = Arc::new(tokio::sync::Mutex::new(()));
         Ok(Self {
             checkpointer: tokio::spawn(checkpoint_loop(
@@ -768,6 +804,15 @@ impl MemoryStore {
             stats: std::sync::Mutex::new(TermStats::default()),
             pool,
         })
+    }
+
+    /// Starts a write transaction that holds SQLite's write lock from its first statement
+    /// (`BEGIN IMMEDIATE`). A deferred transaction that reads first and writes later cannot wait
+    /// for the lock: when another process committed since its read, SQLite answers BUSY at once
+    /// (`SQLITE_BUSY_SNAPSHOT`), whatever `busy_timeout` says. Taking the lock at `BEGIN` makes
+    /// every writer, in this process or another, wait its turn for up to `busy_timeout`.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
     /// Waits for the writer in progress, empties the write-ahead log into the database file
@@ -911,7 +956,7 @@ impl MemoryStore {
         let stored_model = self.metadata("embedding_model").await?;
         let status = match (stored_dimensions, stored_model) {
             (None, _) => {
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.begin_write().await?;
                 sqlx::query(&create_vector_table(dimensions))
                     .execute(&mut *tx)
                     .await?;
@@ -967,7 +1012,7 @@ impl MemoryStore {
     /// The database fails; nothing changes then.
     pub async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DROP TABLE IF EXISTS vec_memories")
             .execute(&mut *tx)
             .await?;
@@ -1011,7 +1056,7 @@ impl MemoryStore {
         entities: &[ExtractedEntity],
     ) -> Result<String> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let id = insert_in_tx(&mut tx, memory, entities).await?;
         tx.commit().await?;
         Ok(id)
@@ -1033,7 +1078,7 @@ impl MemoryStore {
         record_session: bool,
     ) -> Result<StoredTurn> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(event_id) = event_id {
             let known: Option<String> =
                 sqlx::query_scalar("SELECT memory_id FROM ingested_events WHERE event_id = ?")
@@ -1063,7 +1108,10 @@ impl MemoryStore {
                 closed_sessions = close_other_sessions(&mut tx, &session, memory.created_at)
                     .await?
                     .into_iter()
-                    .map(|session_id| SessionKey { session_id, ..session.clone() })
+                    .map(|session_id| SessionKey {
+                        session_id,
+                        ..session.clone()
+                    })
                     .collect();
             }
         }
@@ -1094,7 +1142,7 @@ impl MemoryStore {
         enriched_at: Option<DateTime<Utc>>,
     ) -> Result<usize> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let owner: Option<Option<String>> =
             sqlx::query_scalar("SELECT user_id FROM memories WHERE id = ?")
                 .bind(memory_id)
@@ -1753,7 +1801,7 @@ impl MemoryStore {
     /// The database fails.
     pub async fn soft_delete(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let changed =
             sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
                 .bind(ts(at))
@@ -1779,7 +1827,7 @@ impl MemoryStore {
     /// The database fails; nothing is removed then.
     pub async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let (removed, generation) = self.purge_in_tx(&mut tx, ids).await?;
         tx.commit().await?;
         self.forget_in_mirror(ids, generation);
@@ -1852,7 +1900,7 @@ impl MemoryStore {
     /// The database fails; nothing is removed then.
     pub async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM memories WHERE user_id = ?")
             .bind(user_id)
             .fetch_all(&mut *tx)
@@ -2028,7 +2076,7 @@ impl MemoryStore {
             .attributes
             .insert("corrects".to_owned(), Value::String(old.id.clone()));
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // Retire the old fact only if it is still active: a concurrent correction wins once.
         let retired =
             sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
@@ -2085,7 +2133,7 @@ impl MemoryStore {
             )));
         }
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE memories SET confidence = 0.3 WHERE id = ?")
             .bind(old_id)
             .execute(&mut *tx)
@@ -2301,9 +2349,13 @@ impl MemoryStore {
                 .push_bind(user_id.to_owned());
         }
         stats.entities = builder.build_query_scalar().fetch_one(&self.pool).await?;
-        stats.pending_index = sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
-            .fetch_one(&self.pool)
-            .await?;
+        let mut builder = QueryBuilder::new("SELECT COUNT(*) FROM embedding_queue q");
+        if let Some(user_id) = user_id {
+            builder
+                .push(" JOIN memories m ON m.id = q.memory_id WHERE m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        stats.pending_index = builder.build_query_scalar().fetch_one(&self.pool).await?;
         Ok(stats)
     }
 
@@ -2366,7 +2418,7 @@ impl MemoryStore {
     /// The database fails; the run is one transaction, so nothing is half-applied.
     pub async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let rows = sqlx::query(
             "SELECT id, confidence, decay_rate, created_at, last_accessed, decayed_at FROM memories \
              WHERE kind = 'fact' AND valid_until IS NULL AND decay_rate > 0",
@@ -2579,7 +2631,7 @@ impl MemoryStore {
             return Ok(());
         }
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for (hash, vector) in vectors {
             sqlx::query(
                 "INSERT OR IGNORE INTO embedding_cache (content_hash, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
@@ -2602,7 +2654,7 @@ impl MemoryStore {
     /// The database fails; the queue is unchanged then.
     pub async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut rows = Vec::new();
         for (item, vector) in items {
             if let Some(vector) = vector {
@@ -3019,7 +3071,7 @@ impl MemoryStore {
         let id = new_id("ent");
         {
             let _write = self.write_lock.lock().await;
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             sqlx::query(
                 "INSERT INTO entities (id, owner_id, canonical_name, type, relation) VALUES (?, ?, ?, 'person', ?)",
             )
@@ -3111,7 +3163,7 @@ impl MemoryStore {
             return Ok(());
         }
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for old_id in old_ids {
             sqlx::query(
                 "UPDATE memories SET superseded_at = ?, superseded_by_id = ? WHERE id = ? AND superseded_at IS NULL",
@@ -3139,7 +3191,7 @@ impl MemoryStore {
     /// The database fails.
     pub async fn expire(&self, now: DateTime<Utc>) -> Result<u64> {
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM memories WHERE valid_until IS NULL AND expires_at IS NOT NULL AND expires_at <= ?",
         )
@@ -3345,7 +3397,7 @@ impl MemoryStore {
         }
         builder.push(")");
         let _write = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let inserted = builder.build().execute(&mut *tx).await?.rows_affected() == 1;
         if inserted && table == "memories" {
             sqlx::query(

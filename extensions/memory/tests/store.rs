@@ -350,7 +350,10 @@ async fn a_new_session_reports_each_closed_session_once() {
         .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
         .await
         .unwrap();
-    assert_eq!(second.closed_sessions, vec![SessionKey::new("ana", None, "s1")]);
+    assert_eq!(
+        second.closed_sessions,
+        vec![SessionKey::new("ana", None, "s1")]
+    );
     let same = store
         .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
         .await
@@ -379,8 +382,14 @@ async fn a_new_session_reports_each_closed_session_once() {
     // A session in a chat is closed only by a new session in that chat.
     let mut in_chat = turn("ana", "c1");
     in_chat.chat_id = Some("team".into());
-    let chat = store.insert_turn(&in_chat, &[], Some("e7"), true).await.unwrap();
-    assert!(chat.new_session && chat.closed_sessions.is_empty(), "{chat:?}");
+    let chat = store
+        .insert_turn(&in_chat, &[], Some("e7"), true)
+        .await
+        .unwrap();
+    assert!(
+        chat.new_session && chat.closed_sessions.is_empty(),
+        "{chat:?}"
+    );
     let personal = store
         .insert_turn(&turn("ana", "s4"), &[], Some("e8"), true)
         .await
@@ -773,4 +782,19 @@ async fn a_forget_keeps_the_vector_mirror_without_reloading_it() {
     );
     store.erase_user("ana").await.unwrap();
     assert_eq!(store.mirror_size().await.unwrap().0, 0);
+}
+
+/// `memory_stats` counts the caller's memories waiting for a vector, not the whole store's.
+#[tokio::test]
+async fn stats_count_only_the_users_own_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    for (user, text) in [("ana", "one"), ("ana", "two"), ("bo", "three")] {
+        let mut memory = fact(text);
+        memory.user_id = Some(user.into());
+        store.insert_memory(&memory, &[]).await.unwrap();
+    }
+    assert_eq!(store.stats(Some("ana")).await.unwrap().pending_index, 2);
+    assert_eq!(store.stats(Some("bo")).await.unwrap().pending_index, 1);
+    assert_eq!(store.stats(None).await.unwrap().pending_index, 3);
 }

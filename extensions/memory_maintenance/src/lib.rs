@@ -132,10 +132,7 @@ impl MemoryMaintenanceExtension {
         let (mut done, mut failed, mut skipped, mut facts) = (0, 0, 0, 0);
         let mut first_failure = None;
         for session in pending {
-            match self
-                .consolidate_one(ctx, memory, &session.session)
-                .await?
-            {
+            match self.consolidate_one(ctx, memory, &session.session).await? {
                 Outcome::Consolidated { saved, .. } => {
                     done += 1;
                     facts += saved;

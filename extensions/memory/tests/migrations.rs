@@ -1,0 +1,123 @@
+//! Opening stores made by earlier versions, and opening one store from several processes at once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use mnemo_memory::{MemoryStore, SessionKey, StoreOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        busy_timeout: Duration::from_secs(5),
+        synchronous: "full".into(),
+        max_connections: 2,
+        vector_oversample: 8,
+        wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
+    }
+}
+
+/// Builds a store at schema `up_to` by running the crate's own first migrations.
+async fn store_at_schema(path: &Path, up_to: u32) -> sqlx::SqlitePool {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let old = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let version: u32 = name[..4].parse().unwrap();
+        if version <= up_to {
+            std::fs::copy(entry.path(), old.path().join(&name)).unwrap();
+        }
+    }
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(old.path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    pool
+}
+
+async fn episode(pool: &sqlx::SqlitePool, id: &str, user: &str, chat: Option<&str>, text: &str) {
+    sqlx::query(
+        "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, created_at) \
+         VALUES (?, 'episode', ?, ?, ?, ?, 1775000000, 1775000000)",
+    )
+    .bind(id)
+    .bind(text)
+    .bind(if chat.is_some() { "main" } else { "s1" })
+    .bind(user)
+    .bind(chat)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// A store from before sessions were keyed by user (schema 5), where alice and bob both spoke
+/// in `s1` and only alice's consolidation record existed: after the upgrade alice keeps her
+/// record, bob has his own, pending, and each session lists only its own user's turns.
+#[tokio::test]
+async fn sessions_of_a_reused_id_are_split_by_user_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 5).await;
+    episode(&pool, "ep_a", "alice", None, "My bank PIN is 4417").await;
+    episode(&pool, "ep_b", "bob", None, "I am planning a trip to Lisbon").await;
+    episode(&pool, "ep_c", "alice", Some("teamA"), "Launch is Friday").await;
+    sqlx::query(
+        "INSERT INTO sessions_consolidations (session_id, user_id, chat_id, first_seen_at, \
+         consolidated_at, attempts, closed_at) VALUES ('s1', 'alice', NULL, 1775000000, \
+         1775000500, 1, 1775000400), ('main', 'alice', 'teamA', 1775000000, NULL, 2, NULL)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    let alice = SessionKey::new("alice", None, "s1");
+    let bob = SessionKey::new("bob", None, "s1");
+    let team = SessionKey::new("alice", Some("teamA".into()), "main");
+    assert!(store.is_session_consolidated(&alice).await.unwrap());
+    assert!(!store.is_session_consolidated(&bob).await.unwrap());
+    let pending = store.pending_consolidations(None).await.unwrap();
+    let keys: Vec<&SessionKey> = pending.iter().map(|pending| &pending.session).collect();
+    assert_eq!(keys, vec![&team, &bob], "{pending:?}");
+    let team_record = pending.iter().find(|pending| pending.session == team);
+    assert_eq!(team_record.map(|pending| pending.attempts), Some(2));
+
+    let texts = |turns: Vec<mnemo_memory::Memory>| -> Vec<String> {
+        turns.into_iter().map(|turn| turn.content).collect()
+    };
+    assert_eq!(
+        texts(store.recent_turns(&bob, 10).await.unwrap()),
+        vec!["I am planning a trip to Lisbon"]
+    );
+    assert_eq!(
+        texts(store.recent_turns(&alice, 10).await.unwrap()),
+        vec!["My bank PIN is 4417"]
+    );
+    assert_eq!(
+        texts(
+            store
+                .episodes_for_session(&team, 0, 10)
+                .await
+                .unwrap()
+                .episodes
+        ),
+        vec!["Launch is Friday"]
+    );
+    let at = Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).unwrap();
+    store.mark_session_consolidated(&bob, at).await.unwrap();
+    assert!(store.is_session_consolidated(&bob).await.unwrap());
+    store.close().await;
+}
