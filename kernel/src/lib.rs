@@ -48,7 +48,7 @@ pub use llm::{
     json::extract_json,
     openai::OpenAiClient,
     scripted::{ScriptedLlm, ScriptedReply},
-    ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall,
+    ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice,
 };
 pub use router::{PublishError, Router};
 pub use schedule::{CronError, CronSchedule};

@@ -3,6 +3,11 @@
 -- recap, one consolidation, one's words stored as the other's facts). Sessions are now keyed by
 -- (user, chat, session id); `chat_id` is '' for a personal conversation, so that the key has no
 -- NULL in it (chat ids are never empty).
+--
+-- A consolidation marks the episodes it read (`memories.consolidated_at`): a user turn that
+-- arrives later makes the session pending again, and the next consolidation reads only the
+-- episodes not marked yet. Before, the rest of a chat that ran across the 03:00 job was never
+-- consolidated.
 CREATE TABLE sessions_by_user (
     user_id         TEXT NOT NULL,
     chat_id         TEXT NOT NULL DEFAULT '',
@@ -30,6 +35,17 @@ SELECT user_id, COALESCE(chat_id, ''), session_id, MIN(event_time)
 FROM memories
 WHERE kind = 'episode' AND session_id IS NOT NULL AND user_id IS NOT NULL
 GROUP BY user_id, COALESCE(chat_id, ''), session_id;
+
+-- The episodes of sessions consolidated so far were read by that consolidation.
+ALTER TABLE memories ADD COLUMN consolidated_at INTEGER;
+UPDATE memories SET consolidated_at = (
+    SELECT s.consolidated_at FROM sessions_by_user s
+    WHERE s.user_id = memories.user_id AND s.chat_id = COALESCE(memories.chat_id, '')
+      AND s.session_id = memories.session_id)
+WHERE kind = 'episode' AND session_id IS NOT NULL AND user_id IS NOT NULL
+  AND EXISTS (SELECT 1 FROM sessions_by_user s
+              WHERE s.user_id = memories.user_id AND s.chat_id = COALESCE(memories.chat_id, '')
+                AND s.session_id = memories.session_id AND s.consolidated_at IS NOT NULL);
 
 DROP TABLE sessions_consolidations;
 ALTER TABLE sessions_by_user RENAME TO sessions_consolidations;

@@ -30,7 +30,8 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// The store fails.
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool>;
 
-    /// A page of the session's episodes (page size from config, 30 by default), oldest first.
+    /// A page of the session's episodes that no consolidation has read yet (page size from
+    /// config, 30 by default), oldest first.
     ///
     /// # Errors
     /// The store fails.
@@ -52,11 +53,17 @@ pub trait MemoryApi: Send + Sync + 'static {
         facts: Vec<NewFact>,
     ) -> Result<SavedFacts>;
 
-    /// Records that the session is consolidated.
+    /// Records that a consolidation of the session read `episode_ids` (the episodes
+    /// [`MemoryApi::get_episodes_for_consolidation`] gave it): the next one reads only later
+    /// turns, and the session stays pending if a user turn arrived meanwhile.
     ///
     /// # Errors
     /// The store fails.
-    async fn mark_session_consolidated(&self, session: &SessionKey) -> Result<()>;
+    async fn mark_session_consolidated(
+        &self,
+        session: &SessionKey,
+        episode_ids: &[String],
+    ) -> Result<()>;
 
     /// Records a failed consolidation; returns the attempts so far.
     ///

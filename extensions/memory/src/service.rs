@@ -1343,9 +1343,13 @@ impl MemoryApi for MemoryService {
         Ok(result)
     }
 
-    async fn mark_session_consolidated(&self, session: &SessionKey) -> Result<()> {
+    async fn mark_session_consolidated(
+        &self,
+        session: &SessionKey,
+        episode_ids: &[String],
+    ) -> Result<()> {
         self.store()?
-            .mark_session_consolidated(session, self.now()?)
+            .mark_session_consolidated(session, episode_ids, self.now()?)
             .await
     }
 

@@ -471,21 +471,37 @@ async fn opened_read_only(pool: &SqlitePool) -> Result<bool> {
 /// Takes the exclusive lock on `<database>.lock` that serialises opening (and migrating) the
 /// store across processes; it is released when the returned file is dropped, or when the
 /// process dies. The file itself stays: removing it would let a third process lock a new one.
-async fn lock_for_opening(database: &Path) -> Result<std::fs::File> {
+///
+/// A lock file this process may not write (another user made it) is locked through a read-only
+/// handle, which `flock` allows. When there is no lock file and none can be made (a read-only
+/// directory), there is nothing to race with either: `None`, and the open goes on to report
+/// what is read-only by name.
+async fn lock_for_opening(database: &Path) -> Result<Option<std::fs::File>> {
     let mut name = database.as_os_str().to_owned();
     name.push(".lock");
     let path = std::path::PathBuf::from(name);
     let locked = tokio::task::spawn_blocking(move || {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .and_then(|file| file.lock().map(|()| file));
-        file.map_err(|source| MemoryError::OpeningLock {
-            path: path.display().to_string(),
-            source,
-        })
+        use std::io::ErrorKind;
+        let mut options = std::fs::OpenOptions::new();
+        let file = match options.create(true).truncate(false).write(true).open(&path) {
+            Ok(file) => Ok(file),
+            Err(_) => std::fs::File::open(&path),
+        };
+        match file.and_then(|file| file.lock().map(|()| file)) {
+            Ok(file) => Ok(Some(file)),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(source) => Err(MemoryError::OpeningLock {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
     })
     .await;
     locked.unwrap_or_else(|error| {
@@ -1113,6 +1129,19 @@ impl MemoryStore {
                         ..session.clone()
                     })
                     .collect();
+            } else {
+                // A turn after the session was consolidated makes it pending again: the next
+                // consolidation reads the episodes it has not read yet.
+                sqlx::query(
+                    "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
+                     WHERE user_id = ? AND chat_id = ? AND session_id = ? \
+                     AND consolidated_at IS NOT NULL",
+                )
+                .bind(&session.user_id)
+                .bind(chat_key(session.chat_id.as_deref()))
+                .bind(&session.session_id)
+                .execute(&mut *tx)
+                .await?;
             }
         }
         let id = insert_in_tx(&mut tx, memory, entities).await?;
@@ -2201,28 +2230,56 @@ impl MemoryStore {
         Ok(matches!(at, Some(Some(_))))
     }
 
-    /// Records that the session was consolidated.
+    /// Records that the consolidation of `session` read `episode_ids`, in one transaction: they
+    /// are marked, and the session counts as consolidated unless a user turn it has not read
+    /// arrived meanwhile (then it stays pending for the next run).
     ///
     /// # Errors
-    /// The database fails.
+    /// The database fails; nothing is marked then.
     pub async fn mark_session_consolidated(
         &self,
         session: &SessionKey,
+        episode_ids: &[String],
         at: DateTime<Utc>,
     ) -> Result<()> {
         let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        for chunk in episode_ids.chunks(500) {
+            let mut builder = QueryBuilder::new("UPDATE memories SET consolidated_at = ");
+            builder.push_bind(ts(at)).push(" WHERE id IN (");
+            let mut separated = builder.separated(", ");
+            for id in chunk {
+                separated.push_bind(id.clone());
+            }
+            builder.push(")");
+            builder.build().execute(&mut *tx).await?;
+        }
+        let unread: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
+             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
+             AND m.consolidated_at IS NULL AND m.source_role = 'user')",
+        )
+        .bind(&session.session_id)
+        .bind(&session.user_id)
+        .bind(&session.chat_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let consolidated_at = (!unread).then(|| ts(at));
         sqlx::query(
             "INSERT INTO sessions_consolidations \
              (user_id, chat_id, session_id, first_seen_at, consolidated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?4) \
-             ON CONFLICT(user_id, chat_id, session_id) DO UPDATE SET consolidated_at = ?4",
+             VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT(user_id, chat_id, session_id) DO UPDATE SET consolidated_at = ?5, \
+             attempts = CASE WHEN ?5 IS NULL THEN attempts ELSE 0 END",
         )
         .bind(&session.user_id)
         .bind(chat_key(session.chat_id.as_deref()))
         .bind(&session.session_id)
         .bind(ts(at))
-        .execute(&self.pool)
+        .bind(consolidated_at)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -2249,7 +2306,8 @@ impl MemoryStore {
         Ok(attempts.unwrap_or(0))
     }
 
-    /// A page of the session's active episodes, oldest first.
+    /// A page of the session's active episodes that no consolidation has read yet, oldest
+    /// first.
     ///
     /// # Errors
     /// The database fails.
@@ -2262,7 +2320,7 @@ impl MemoryStore {
         let rows = sqlx::query(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
              AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
-             ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
+             AND m.consolidated_at IS NULL ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
         ))
         .bind(&session.session_id)
         .bind(&session.user_id)

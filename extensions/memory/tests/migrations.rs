@@ -117,7 +117,10 @@ async fn sessions_of_a_reused_id_are_split_by_user_without_loss() {
         vec!["Launch is Friday"]
     );
     let at = Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).unwrap();
-    store.mark_session_consolidated(&bob, at).await.unwrap();
+    store
+        .mark_session_consolidated(&bob, &[], at)
+        .await
+        .unwrap();
     assert!(store.is_session_consolidated(&bob).await.unwrap());
     store.close().await;
 }

@@ -362,7 +362,7 @@ async fn a_new_session_reports_each_closed_session_once() {
     assert!(same.closed_sessions.is_empty());
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
     store
-        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), at)
+        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), &[], at)
         .await
         .unwrap();
     let third = store

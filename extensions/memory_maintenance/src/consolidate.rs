@@ -1,6 +1,7 @@
 //! The consolidator: turns a finished session's episodes into durable facts with an LLM.
 //!
-//! Steps: idempotency guard; episodes in pages; one model call per page that extracts facts
+//! Steps: idempotency guard; the episodes no earlier consolidation of the session read (a turn
+//! added after one makes the session pending again), in pages; one model call per page that extracts facts
 //! (a `save_facts` tool call, or a JSON reply read tolerantly); `save_facts_batch` (deduplicated
 //! by the store); one model call that names contradictions between the new facts and similar old
 //! ones (`resolve_conflict` for each); `mark_session_consolidated`. A model that fails or answers
@@ -10,7 +11,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use mnemo_kernel::{
-    extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolSpec,
+    extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolChoice,
+    ToolSpec,
 };
 use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use serde_json::{json, Value};
@@ -201,11 +203,13 @@ pub(crate) async fn consolidate(
 
     // 1. Extract facts from every page before saving any, so a failure saves nothing.
     let mut facts = Vec::new();
+    let mut read = Vec::new();
     let mut offset = 0;
     loop {
         let page = memory
             .get_episodes_for_consolidation(session, offset)
             .await?;
+        read.extend(page.episodes.iter().map(|episode| episode.id.clone()));
         if !page.episodes.is_empty() {
             match extract_page(llm.as_ref(), &page.episodes).await {
                 Ok(mut page_facts) => facts.append(&mut page_facts),
@@ -256,7 +260,7 @@ pub(crate) async fn consolidate(
             }
         }
     }
-    memory.mark_session_consolidated(session).await?;
+    memory.mark_session_consolidated(session, &read).await?;
     Ok(Outcome::Consolidated {
         saved: saved.saved.len(),
         skipped: saved.skipped.len(),
@@ -271,6 +275,9 @@ async fn extract_page(llm: &dyn LlmClient, page: &[Memory]) -> Result<Vec<NewFac
             ChatMessage::user(format!("Conversation:\n{}", transcript(page))),
         ],
         tools: vec![save_facts_tool()],
+        // Extraction always ends in the one tool call; a server that is not told so may
+        // ignore the tool (llama.cpp's drops tools without a `tool_choice`).
+        tool_choice: ToolChoice::Tool("save_facts".to_owned()),
         json_reply: false,
         max_tokens: Some(1_024),
     };

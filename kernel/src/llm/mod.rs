@@ -99,9 +99,26 @@ pub struct ChatRequest {
     /// Ask for a JSON object reply (OpenAI's `response_format`).
     #[serde(default)]
     pub json_reply: bool,
-    /// Most tokens in the reply.
+    /// Most tokens in the reply; the client's configured bound (`[llm] max_tokens`) when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Whether the model must call a tool. Sent whenever tools are offered: servers such as
+    /// llama.cpp's drop the tools from a request that does not say.
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether and which tool the model must call (OpenAI's `tool_choice`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must call one of the tools.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
 }
 
 impl ChatRequest {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall};
+use super::{ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice};
 use crate::config::LlmConfig;
 
 /// Longest part of an error body kept in an error message.
@@ -88,11 +88,16 @@ impl OpenAiClient {
                         "function": {
                             "name": tool.name,
                             "description": tool.description,
-                            "parameters": tool.parameters,
+                            "parameters": without_length_limits(&tool.parameters),
                         },
                     })
                 })
                 .collect();
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
         }
         if request.json_reply {
             body["response_format"] = json!({"type": "json_object"});
@@ -101,6 +106,29 @@ impl OpenAiClient {
             body["max_tokens"] = json!(max_tokens);
         }
         body
+    }
+}
+
+/// Keywords that bound a string's or list's length. Their limits stay in the server-side check
+/// of every tool call (`schema.rs`); a model is sent the schema without them, since grammar
+/// engines such as llama.cpp's build one state per allowed character (`maxLength: 20000`
+/// crashed llama-cpp-python's).
+const LENGTH_KEYWORDS: [&str; 4] = ["maxLength", "minLength", "maxItems", "minItems"];
+
+/// `schema` without [`LENGTH_KEYWORDS`], at any depth.
+fn without_length_limits(schema: &Value) -> Value {
+    match schema {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .filter(|(key, value)| {
+                    !(LENGTH_KEYWORDS.contains(&key.as_str()) && value.is_number())
+                })
+                .map(|(key, value)| (key.clone(), without_length_limits(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_length_limits).collect()),
+        other => other.clone(),
     }
 }
 
@@ -201,6 +229,56 @@ impl LlmClient for OpenAiClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn client() -> OpenAiClient {
+        OpenAiClient::new(&LlmConfig {
+            base_url: "http://127.0.0.1:9/v1".to_owned(),
+            model: "m".to_owned(),
+            ..LlmConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Tools go out with `tool_choice` (llama.cpp's server drops them otherwise) and without
+    /// length keywords, which stay in the server-side check only.
+    #[test]
+    fn tools_are_sent_with_a_choice_and_without_length_limits() {
+        let tool = super::super::ToolSpec {
+            name: "remember".to_owned(),
+            description: "d".to_owned(),
+            parameters: json!({"type": "object", "properties": {
+                "content": {"type": "string", "maxLength": 20000, "minLength": 1},
+                "subjects": {"type": "array", "maxItems": 50,
+                    "items": {"type": "string", "maxLength": 200}},
+                "maxLength": {"type": "integer"}
+            }}),
+        };
+        let mut request = ChatRequest::new("s", "u");
+        request.tools = vec![tool];
+        let body = client().body(&request);
+        assert_eq!(body["tool_choice"], json!("auto"));
+        let sent = body["tools"][0]["function"]["parameters"].to_string();
+        assert!(
+            !sent.contains("20000") && !sent.contains("minLength"),
+            "{sent}"
+        );
+        assert!(
+            !sent.contains("maxItems") && !sent.contains("200"),
+            "{sent}"
+        );
+        // A property that happens to be called `maxLength` is a property, not a limit.
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"]["properties"]["maxLength"],
+            json!({"type": "integer"})
+        );
+        request.tool_choice = ToolChoice::Tool("remember".to_owned());
+        assert_eq!(
+            client().body(&request)["tool_choice"],
+            json!({"type": "function", "function": {"name": "remember"}})
+        );
+        request.tools.clear();
+        assert!(client().body(&request).get("tool_choice").is_none());
+    }
 
     #[test]
     fn parses_tool_call_arguments_given_as_string() {
