@@ -98,7 +98,8 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// True when the ner extension has a provider beyond the fast ones.
     fn accurate_ner_available(&self) -> bool;
 
-    /// Memories to re-extract entities for: not enriched yet, with at most `max_entity_count` links.
+    /// Memories to re-extract entities for: not enriched yet, with at most `max_entity_count`
+    /// links, and fewer than `max_attempts` failed enrichments.
     ///
     /// # Errors
     /// The store fails.
@@ -106,35 +107,47 @@ pub trait MemoryApi: Send + Sync + 'static {
         &self,
         kinds: &[MemoryKind],
         max_entity_count: usize,
+        max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>>;
 
     /// Re-extracts entities with the accurate strategy, links them and stamps `enriched_at`;
-    /// returns the memory's entity-link count.
+    /// returns the memory's entity-link count. A failed extraction is counted on the memory
+    /// (`enrichment_attempts`), so that a memory the model keeps failing on is not retried
+    /// forever.
     ///
     /// # Errors
     /// The memory is missing, NER fails, or the store fails.
     async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize>;
 
-    /// Saves a reflection (never decays) and invalidates the cached latest reflection.
+    /// Saves a reflection (never decays) for `user_id`'s personal memory, or with `chat_id` for
+    /// that chat only (a reflection over a chat's memories is seen only there), and invalidates
+    /// the cached latest reflection.
     ///
     /// # Errors
     /// The text is empty or too long, or the store fails.
     async fn save_reflection(
         &self,
         user_id: Option<&str>,
+        chat_id: Option<&str>,
         content: &str,
         source_ids: Vec<String>,
         tags: Vec<String>,
     ) -> Result<String>;
 
-    /// The newest reflection for `user_id`.
+    /// The newest reflection for `user_id` in exactly this scope: personal without `chat_id`,
+    /// that chat's with it.
     ///
     /// # Errors
     /// The store fails.
-    async fn get_latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>>;
+    async fn get_latest_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>>;
 
-    /// Facts and episodes of the last `days` days, newest first.
+    /// Active, not superseded facts and episodes of the last `days` days, newest first, in
+    /// every scope of the user (the caller groups them by chat).
     ///
     /// # Errors
     /// The store fails.

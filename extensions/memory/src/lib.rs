@@ -215,10 +215,25 @@ impl ContextProvider for MemoryExtension {
             .flat_map(|hit| hit.memory.subject_ids.clone())
             .collect();
         let subject_names = store.entity_names(&subject_ids).await?;
-        let reflection = self
+        // The weekly insight the caller may see: their personal one, or in a chat the newer of
+        // that and the chat's own (built from the chat's memories only).
+        let personal = self
             .service
-            .cached_reflection(Some(&request.user_id))
+            .cached_reflection(Some(&request.user_id), None)
             .await?;
+        let reflection = match &request.chat_id {
+            None => personal,
+            Some(chat) => {
+                let in_chat = self
+                    .service
+                    .cached_reflection(Some(&request.user_id), Some(chat))
+                    .await?;
+                [personal, in_chat]
+                    .into_iter()
+                    .flatten()
+                    .max_by_key(|reflection| reflection.event_time)
+            }
+        };
         Ok(context::render(&context::ContextParts {
             people: &people,
             facts: &facts,

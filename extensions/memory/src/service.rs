@@ -87,7 +87,7 @@ pub struct MemoryService {
     state: OnceLock<State>,
     /// Whether `vec_memories` was checked against the provider (once it is ready).
     vector_checked: tokio::sync::Mutex<bool>,
-    reflections: Mutex<HashMap<Option<String>, Option<Memory>>>,
+    reflections: Mutex<HashMap<(Option<String>, Option<String>), Option<Memory>>>,
     fallback_warned: AtomicBool,
     index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
@@ -1242,12 +1242,17 @@ impl MemoryService {
         }
     }
 
-    /// The latest reflection for `user_id`, cached until a new reflection is saved.
+    /// The latest reflection for `user_id` in exactly the scope of `chat_id`, cached until a
+    /// new reflection is saved.
     ///
     /// # Errors
     /// The store fails.
-    pub async fn cached_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
-        let key = user_id.map(str::to_owned);
+    pub async fn cached_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>> {
+        let key = (user_id.map(str::to_owned), chat_id.map(str::to_owned));
         if let Some(cached) = self
             .reflections
             .lock()
@@ -1256,7 +1261,7 @@ impl MemoryService {
         {
             return Ok(cached.clone());
         }
-        let latest = self.store()?.latest_reflection(user_id).await?;
+        let latest = self.store()?.latest_reflection(user_id, chat_id).await?;
         self.reflections
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -1408,10 +1413,11 @@ impl MemoryApi for MemoryService {
         &self,
         kinds: &[MemoryKind],
         max_entity_count: usize,
+        max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>> {
         self.store()?
-            .memories_for_enrichment(kinds, max_entity_count, limit)
+            .memories_for_enrichment(kinds, max_entity_count, max_attempts, limit)
             .await
     }
 
@@ -1426,10 +1432,13 @@ impl MemoryApi for MemoryService {
             .ner
             .as_ref()
             .ok_or_else(|| MemoryError::Invalid("the ner extension is not enabled".to_owned()))?;
-        let entities = ner
-            .extract(&memory.content, Strategy::Accurate)
-            .await
-            .map_err(|error| MemoryError::Invalid(error.to_string()))?;
+        let entities = match ner.extract(&memory.content, Strategy::Accurate).await {
+            Ok(entities) => entities,
+            Err(error) => {
+                state.store.record_enrichment_failure(memory_id).await?;
+                return Err(MemoryError::Invalid(error.to_string()));
+            }
+        };
         state
             .store
             .add_entities(memory_id, &entities, Some(state.ctx.now()))
@@ -1439,6 +1448,7 @@ impl MemoryApi for MemoryService {
     async fn save_reflection(
         &self,
         user_id: Option<&str>,
+        chat_id: Option<&str>,
         content: &str,
         source_ids: Vec<String>,
         tags: Vec<String>,
@@ -1454,7 +1464,7 @@ impl MemoryApi for MemoryService {
                     content: content.trim().to_owned(),
                     session_id: None,
                     user_id: user_id.map(str::to_owned),
-                    chat_id: None,
+                    chat_id: chat_id.map(str::to_owned),
                     event_time: now,
                     created_at: now,
                     source_role: None,
@@ -1479,8 +1489,12 @@ impl MemoryApi for MemoryService {
         Ok(id)
     }
 
-    async fn get_latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
-        self.cached_reflection(user_id).await
+    async fn get_latest_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>> {
+        self.cached_reflection(user_id, chat_id).await
     }
 
     async fn get_recent_memories_for_reflection(

@@ -2283,6 +2283,49 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// Counts a failed entity enrichment of a memory (`enrichment_attempts` in its attributes).
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
+        let _write = self.write_lock.lock().await;
+        sqlx::query(
+            "UPDATE memories SET attributes = json_set(attributes, '$.enrichment_attempts', \
+             COALESCE(json_extract(attributes, '$.enrichment_attempts'), 0) + 1) WHERE id = ?",
+        )
+        .bind(memory_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Gives every session and memory whose jobs gave up after repeated failures (a model
+    /// outage used up `max_consolidation_attempts` or the enrichment attempts) a fresh start;
+    /// returns how many sessions and memories that was.
+    ///
+    /// # Errors
+    /// The database fails; nothing is changed then.
+    pub async fn reset_failed_attempts(&self) -> Result<(u64, u64)> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let sessions = sqlx::query(
+            "UPDATE sessions_consolidations SET attempts = 0 \
+             WHERE consolidated_at IS NULL AND attempts > 0",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let memories = sqlx::query(
+            "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
+             WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok((sessions, memories))
+    }
+
     /// Records a failed consolidation attempt; returns the number of attempts so far.
     ///
     /// # Errors
@@ -2541,13 +2584,17 @@ impl MemoryStore {
         &self,
         kinds: &[MemoryKind],
         max_entities: usize,
+        max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>> {
         let mut builder = QueryBuilder::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
              AND json_extract(m.attributes, '$.enriched_at') IS NULL \
-             AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= "
+             AND COALESCE(json_extract(m.attributes, '$.enrichment_attempts'), 0) < "
         ));
+        builder.push_bind(max_attempts);
+        builder
+            .push(" AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= ");
         builder.push_bind(max_entities as i64);
         if !kinds.is_empty() {
             builder.push(" AND m.kind IN (");
@@ -2569,22 +2616,29 @@ impl MemoryStore {
             .collect()
     }
 
-    /// The newest active reflection for `user_id` (or one without an owner).
+    /// The newest active reflection for `user_id` (or one without an owner) in exactly the
+    /// scope of `chat_id`: personal without it, that chat's with it.
     ///
     /// # Errors
     /// The database fails.
-    pub async fn latest_reflection(&self, user_id: Option<&str>) -> Result<Option<Memory>> {
+    pub async fn latest_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>> {
         let row = sqlx::query(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' AND m.valid_until IS NULL \
-             AND (m.user_id IS ?1 OR m.user_id IS NULL) ORDER BY m.event_time DESC, m.rowid DESC LIMIT 1"
+             AND (m.user_id IS ?1 OR m.user_id IS NULL) AND m.chat_id IS ?2 \
+             ORDER BY m.event_time DESC, m.rowid DESC LIMIT 1"
         ))
         .bind(user_id)
+        .bind(chat_id)
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(memory_from_row).transpose()
     }
 
-    /// Active facts and episodes of `user_id` since `since`, newest first.
+    /// Active, not superseded facts and episodes of `user_id` since `since`, newest first.
     ///
     /// # Errors
     /// The database fails.
@@ -2596,7 +2650,7 @@ impl MemoryStore {
     ) -> Result<Vec<Memory>> {
         let mut builder = QueryBuilder::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
-             AND m.kind IN ('fact', 'episode') AND m.event_time >= "
+             AND m.superseded_at IS NULL AND m.kind IN ('fact', 'episode') AND m.event_time >= "
         ));
         builder.push_bind(ts(since));
         if let Some(user_id) = user_id {

@@ -49,6 +49,9 @@ pub struct MemoryMaintenanceConfig {
     pub decay_threshold: f64,
     /// Memories with at most this many entity links are re-extracted.
     pub enrichment_max_entities: usize,
+    /// Failed enrichments of one memory before it is no longer retried (`mnemo jobs retry`
+    /// gives it, and sessions that gave up, a fresh start).
+    pub max_enrichment_attempts: i64,
     /// Memories enriched per run.
     pub enrichment_batch: usize,
 }
@@ -63,6 +66,7 @@ impl Default for MemoryMaintenanceConfig {
             conflict_candidates: 5,
             decay_threshold: 0.05,
             enrichment_max_entities: 2,
+            max_enrichment_attempts: 3,
             enrichment_batch: 50,
         }
     }
@@ -168,6 +172,7 @@ impl MemoryMaintenanceExtension {
             .get_memories_for_entity_enrichment(
                 &[MemoryKind::Fact, MemoryKind::Episode],
                 self.config.enrichment_max_entities,
+                self.config.max_enrichment_attempts,
                 self.config.enrichment_batch,
             )
             .await?;
@@ -177,7 +182,7 @@ impl MemoryMaintenanceExtension {
                 Ok(_) => enriched += 1,
                 Err(error) => {
                     failed += 1;
-                    tracing::warn!(memory_id = %candidate.id, %error, "enrichment failed; retried next run");
+                    tracing::warn!(memory_id = %candidate.id, %error, "enrichment failed; retried next run, up to max_enrichment_attempts");
                 }
             }
         }

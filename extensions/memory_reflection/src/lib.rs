@@ -2,8 +2,13 @@
 //! user's recent facts and episodes from the `memory` extension's [`MemoryApi`], asks the LLM for
 //! a short reflection, and saves it as a `reflection` memory tagged `weekly` (never decays, shown
 //! in the context under "Weekly insight").
+//!
+//! One reflection per scope a user has memories in: their personal memories, and each chat on
+//! its own, saved in that chat. A reflection is seen where its memories could be seen, so a
+//! chat's memories never reach another chat through it. A scope whose model call fails, or
+//! whose reflection mostly repeats its input, is counted as failed and the others go on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -61,16 +66,20 @@ impl MemoryReflectionExtension {
         Self { config }
     }
 
-    /// Writes the reflection of one user, or says why not.
-    async fn reflect_user(
+    /// Writes the reflection of one user's memories in one scope (personal, or one chat), or
+    /// says why not.
+    async fn reflect_scope(
         &self,
         ctx: &KernelContext,
         memory: &dyn MemoryApi,
-        user_id: Option<&str>,
+        (user_id, chat_id): (Option<&str>, Option<&str>),
         recent: &[Memory],
     ) -> Result<Option<String>, BoxError> {
-        let who = user_id.unwrap_or("(no user)");
-        if let Some(latest) = memory.get_latest_reflection(user_id).await? {
+        let who = match chat_id {
+            Some(chat) => format!("{} in {chat}", user_id.unwrap_or("(no user)")),
+            None => user_id.unwrap_or("(no user)").to_owned(),
+        };
+        if let Some(latest) = memory.get_latest_reflection(user_id, chat_id).await? {
             if ctx.now() - latest.event_time < chrono::Duration::days(self.config.min_days_between)
             {
                 tracing::info!(user = %who, "reflection skipped: the last one is less than {} days old", self.config.min_days_between);
@@ -113,12 +122,43 @@ impl MemoryReflectionExtension {
         if text.is_empty() {
             return Err("the model's reflection is empty".into());
         }
+        let copied = copied_share(text, &listing);
+        if copied > MAX_COPIED_SHARE {
+            return Err(format!(
+                "the model's reflection repeats its input ({:.0}% of its word runs are copied); \
+                 it was not saved",
+                copied * 100.0
+            )
+            .into());
+        }
         let sources = recent.iter().map(|m| m.id.clone()).collect();
         let id = memory
-            .save_reflection(user_id, text, sources, vec!["weekly".to_owned()])
+            .save_reflection(user_id, chat_id, text, sources, vec!["weekly".to_owned()])
             .await?;
         Ok(Some(id))
     }
+}
+
+/// A reflection whose four-word runs come from its input more than this is a copy, not a
+/// reflection (a small model's echo of the listing was stored as the week's insight).
+const MAX_COPIED_SHARE: f64 = 0.5;
+
+/// Lower-case words of `text`.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The share of `text`'s four-word runs that also occur in `input`.
+fn copied_share(text: &str, input: &str) -> f64 {
+    let source: HashSet<Vec<String>> = words(input).windows(4).map(<[String]>::to_vec).collect();
+    let runs: Vec<Vec<String>> = words(text).windows(4).map(<[String]>::to_vec).collect();
+    if runs.is_empty() {
+        return 0.0;
+    }
+    runs.iter().filter(|run| source.contains(*run)).count() as f64 / runs.len() as f64
 }
 
 /// The factory the `mnemo` host registers.
@@ -186,23 +226,41 @@ impl SchedulerProvider for MemoryReflectionExtension {
                 self.config.max_memories.saturating_mul(100),
             )
             .await?;
-        let mut by_user: BTreeMap<Option<String>, Vec<Memory>> = BTreeMap::new();
+        let mut by_scope: BTreeMap<(Option<String>, Option<String>), Vec<Memory>> = BTreeMap::new();
         for item in recent {
-            by_user.entry(item.user_id.clone()).or_default().push(item);
+            by_scope
+                .entry((item.user_id.clone(), item.chat_id.clone()))
+                .or_default()
+                .push(item);
         }
-        let (mut written, mut skipped) = (0, 0);
-        for (user_id, mut memories) in by_user {
+        let (mut written, mut skipped, mut failed) = (0, 0, 0);
+        let mut first_failure = None;
+        for ((user_id, chat_id), mut memories) in by_scope {
             memories.truncate(self.config.max_memories);
+            let scope = (user_id.as_deref(), chat_id.as_deref());
             match self
-                .reflect_user(ctx, memory.as_ref(), user_id.as_deref(), &memories)
-                .await?
+                .reflect_scope(ctx, memory.as_ref(), scope, &memories)
+                .await
             {
-                Some(_) => written += 1,
-                None => skipped += 1,
+                Ok(Some(_)) => written += 1,
+                Ok(None) => skipped += 1,
+                Err(error) => {
+                    let who = match &chat_id {
+                        Some(chat) => format!("{} in {chat}", user_id.as_deref().unwrap_or("-")),
+                        None => user_id.clone().unwrap_or_else(|| "-".to_owned()),
+                    };
+                    tracing::warn!(user = %who, %error, "reflection failed; the other users go on");
+                    failed += 1;
+                    first_failure.get_or_insert(format!("{who}: {error}"));
+                }
             }
         }
-        Ok(format!(
-            "{written} reflections written, {skipped} users skipped"
-        ))
+        let why = first_failure.map_or(String::new(), |first| format!(" (first: {first})"));
+        let summary =
+            format!("{written} reflections written, {skipped} skipped, {failed} failed{why}");
+        if failed > 0 && written == 0 {
+            return Err(summary.into());
+        }
+        Ok(summary)
     }
 }
