@@ -81,13 +81,16 @@ pub struct FactInput {
     pub supersede: bool,
 }
 
+/// A reflection's scope: its user, and its chat (`None` for the personal one).
+type ReflectionScope = (Option<String>, Option<String>);
+
 /// The memory extension's working parts, shared by its roles and its published API.
 pub struct MemoryService {
     config: MemoryConfig,
     state: OnceLock<State>,
     /// Whether `vec_memories` was checked against the provider (once it is ready).
     vector_checked: tokio::sync::Mutex<bool>,
-    reflections: Mutex<HashMap<(Option<String>, Option<String>), Option<Memory>>>,
+    reflections: Mutex<HashMap<ReflectionScope, Option<Memory>>>,
     fallback_warned: AtomicBool,
     index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
