@@ -71,8 +71,44 @@ fn clean(word: &str) -> &str {
         .unwrap_or(word)
 }
 
-/// Parses "my wife", "Sarah", "my wife Sarah", "my boss, Michael".
+/// The few character references a model writes into JSON strings ("&#34;Sarah&#34;"), decoded.
+fn decode_entities(text: &str) -> String {
+    [
+        ("&#34;", "\""),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&apos;", "'"),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text.to_owned(), |text, (entity, plain)| {
+        text.replace(entity, plain)
+    })
+}
+
+/// Parses "my wife", "Sarah", "my wife Sarah", "my boss, Michael" to look a person up: a
+/// lowercase word that is no relation counts as a name too ("marco").
 pub(crate) fn parse_reference(text: &str) -> Reference {
+    parse(text, true)
+}
+
+/// Parses a reference to a person that may be created: it must name a relation or hold a
+/// capitalised name. A model's subjects are not always people ("family", "food"), and some
+/// come as markup ("&#34;beverages&#34;", "<b>Sarah</b>"): those name nobody.
+pub(crate) fn parse_person_to_create(text: &str) -> Reference {
+    let decoded = decode_entities(text);
+    if decoded.contains(['<', '>', '&', ';', '{', '}', '[', ']', '='])
+        || decoded.chars().any(|c| c.is_ascii_digit())
+        || decoded.split_whitespace().count() > 6
+    {
+        return Reference::default();
+    }
+    parse(&decoded, false)
+}
+
+fn parse(text: &str, lowercase_names: bool) -> Reference {
     let words: Vec<&str> = text
         .split_whitespace()
         .map(clean)
@@ -97,7 +133,8 @@ pub(crate) fn parse_reference(text: &str) -> Reference {
         .copied()
         .filter(|word| word.chars().next().is_some_and(char::is_uppercase))
         .collect();
-    let name = if relation.is_none() && name_words.is_empty() && !rest.is_empty() {
+    let name = if lowercase_names && relation.is_none() && name_words.is_empty() && !rest.is_empty()
+    {
         Some(rest.join(" "))
     } else if name_words.is_empty() {
         None
@@ -147,7 +184,7 @@ pub(crate) async fn resolve_or_create_person(
     reference: &str,
     name_hint: Option<&str>,
 ) -> Result<Option<(Person, bool)>> {
-    let parsed = parse_reference(reference);
+    let parsed = parse_person_to_create(reference);
     let name = parsed.name.clone().or_else(|| name_hint.map(str::to_owned));
     if let Some(relation) = &parsed.relation {
         if let Some(person) = store.person_by_relation(owner, relation).await? {
@@ -214,6 +251,40 @@ mod tests {
             Some("wife")
         );
         assert_eq!(relations_in("What does my wife like?"), ["wife"]);
+        assert_eq!(parse_reference("marco").name.as_deref(), Some("marco"));
         assert!(relations_in("my car is red").is_empty());
+    }
+
+    /// A model's subjects that are no person, or come as markup, create nobody; a name in
+    /// quotes or escaped quotes is still the name.
+    #[test]
+    fn only_people_and_relations_become_people() {
+        for subject in [
+            "family",
+            "food",
+            "&#34;beverages&#34;",
+            "<b>Sarah</b>",
+            "the user",
+            "user123",
+            "{\"name\": \"Sarah\"}",
+        ] {
+            assert_eq!(
+                parse_person_to_create(subject),
+                Reference::default(),
+                "{subject}"
+            );
+        }
+        assert_eq!(
+            parse_person_to_create("&#34;Sarah&#34;").name.as_deref(),
+            Some("Sarah")
+        );
+        assert_eq!(
+            parse_person_to_create("my sister").relation.as_deref(),
+            Some("sister")
+        );
+        assert_eq!(
+            parse_person_to_create("Dr. Ana Lima").name.as_deref(),
+            Some("Dr Ana Lima")
+        );
     }
 }

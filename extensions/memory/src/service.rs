@@ -853,8 +853,11 @@ impl MemoryService {
                 .resolve_or_create_person(&scope.user_id, subject, name_hint.as_deref())
                 .await?
             {
-                subject_ids.push(person.id);
-                names.push(person.name);
+                // "my wife" and "Sarah" may be one person: linked and named once.
+                if !subject_ids.contains(&person.id) {
+                    subject_ids.push(person.id);
+                    names.push(person.name);
+                }
             }
         }
         let now = self.now()?;

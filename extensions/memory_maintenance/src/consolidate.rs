@@ -17,14 +17,15 @@ use mnemo_kernel::{
 use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use serde_json::{json, Value};
 
-const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers]}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
+const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers], \"confidence\": 0.0 to 1.0}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
 
 const CONFLICT_PROMPT: &str = "You check new facts (N1, N2, ...) against older facts (O1, O2, ...) about the same user. Two facts contradict when both cannot be true now (a changed preference, a new address, a cancelled plan). Facts that merely add detail do not contradict. Reply with JSON only: {\"contradictions\": [{\"new\": \"N1\", \"old\": \"O2\"}]}, or {\"contradictions\": []}.";
 
 /// What happened to one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// Facts saved (and skipped as duplicates), contradictions resolved.
+    /// Facts saved (and skipped: duplicates, or not found in the turns they cite),
+    /// contradictions resolved.
     Consolidated {
         saved: usize,
         skipped: usize,
@@ -110,21 +111,60 @@ fn reply_json(response: &ChatResponse) -> Option<Value> {
     response.content.as_deref().and_then(extract_json)
 }
 
-/// Facts from a model's JSON, field by field: a malformed item is skipped, not fatal.
-/// `None` when the reply has no `facts` list at all (nonsense).
-fn parse_facts(reply: &Value, page: &[Memory]) -> Option<Vec<NewFact>> {
+/// The confidence of an extracted fact whose model states none: below an explicitly
+/// remembered fact's 1.0, since a model's reading of a conversation can be wrong.
+const DEFAULT_EXTRACTED_CONFIDENCE: f64 = 0.8;
+
+/// Words too common to show that a fact comes from a text.
+const STOP_WORDS: &[&str] = &[
+    "the", "and", "for", "are", "was", "were", "has", "have", "had", "his", "her", "hers", "their",
+    "they", "them", "she", "him", "its", "this", "that", "with", "from", "user", "users", "about",
+    "will", "would", "should", "could", "been", "being", "into", "than", "then", "there", "what",
+    "when", "who", "which", "also", "very", "does", "did", "not", "but", "you", "your", "our",
+];
+
+/// The content words of `text`, cut to five characters so that inflections meet ("loves" and
+/// "love", "hiking" and "hikes" do not all, but most paraphrases keep a noun or a name).
+fn content_stems(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()))
+        .map(|word| word.chars().take(5).collect())
+        .collect()
+}
+
+/// Whether a fact shares at least one content word with the turns it cites. A fact that shares
+/// none was not read from them (a small model's invention, or its prompt echoed back).
+fn grounded(content: &str, sources: &[&Memory]) -> bool {
+    let cited: HashSet<String> = sources
+        .iter()
+        .flat_map(|episode| content_stems(&episode.content))
+        .collect();
+    content_stems(content)
+        .iter()
+        .any(|stem| cited.contains(stem))
+}
+
+/// Facts from a model's JSON, field by field: a malformed item is skipped, not fatal, and so is
+/// a fact that shares no content word with the turns it cites (counted, second). `None` when
+/// the reply has no `facts` list at all (nonsense).
+fn parse_facts(reply: &Value, page: &[Memory]) -> Option<(Vec<NewFact>, usize)> {
     let items = match reply {
         Value::Object(object) => object.get("facts")?.as_array()?,
         Value::Array(items) => items,
         _ => return None,
     };
-    let all_ids: Vec<String> = page.iter().map(|episode| episode.id.clone()).collect();
     let mut facts = Vec::new();
+    let mut ungrounded = 0;
     for item in items {
-        let (content, sources) = match item {
-            Value::String(text) => (text.as_str(), None),
+        let (content, sources, confidence) = match item {
+            Value::String(text) => (text.as_str(), None, None),
             Value::Object(object) => match object.get("content").and_then(Value::as_str) {
-                Some(text) => (text, object.get("sources").and_then(Value::as_array)),
+                Some(text) => (
+                    text,
+                    object.get("sources").and_then(Value::as_array),
+                    object.get("confidence").and_then(Value::as_f64),
+                ),
                 None => continue,
             },
             _ => continue,
@@ -133,23 +173,35 @@ fn parse_facts(reply: &Value, page: &[Memory]) -> Option<Vec<NewFact>> {
         if content.is_empty() {
             continue;
         }
-        let mut source_ids: Vec<String> = sources
+        let mut cited: Vec<&Memory> = sources
             .into_iter()
             .flatten()
             .filter_map(Value::as_u64)
             .filter_map(|turn| page.get((turn as usize).checked_sub(1)?))
-            .map(|episode| episode.id.clone())
             .collect();
-        if source_ids.is_empty() {
-            source_ids = all_ids.clone();
+        if cited.is_empty() {
+            cited = page.iter().collect();
+        }
+        if !grounded(content, &cited) {
+            tracing::info!(
+                fact_chars = content.len(),
+                "an extracted fact shares no word with the turns it cites; not saved"
+            );
+            ungrounded += 1;
+            continue;
         }
         facts.push(NewFact {
             content: content.to_owned(),
-            source_ids,
+            source_ids: cited.iter().map(|episode| episode.id.clone()).collect(),
+            confidence: Some(
+                confidence
+                    .filter(|value| (0.0..=1.0).contains(value))
+                    .unwrap_or(DEFAULT_EXTRACTED_CONFIDENCE),
+            ),
             ..NewFact::default()
         });
     }
-    Some(facts)
+    Some((facts, ungrounded))
 }
 
 fn transcript(page: &[Memory]) -> String {
@@ -204,6 +256,7 @@ pub(crate) async fn consolidate(
     // 1. Extract facts from every page before saving any, so a failure saves nothing.
     let mut facts = Vec::new();
     let mut read = Vec::new();
+    let mut ungrounded = 0;
     let mut offset = 0;
     loop {
         let page = memory
@@ -212,7 +265,10 @@ pub(crate) async fn consolidate(
         read.extend(page.episodes.iter().map(|episode| episode.id.clone()));
         if !page.episodes.is_empty() {
             match extract_page(llm.as_ref(), &page.episodes).await {
-                Ok(mut page_facts) => facts.append(&mut page_facts),
+                Ok((mut page_facts, page_ungrounded)) => {
+                    facts.append(&mut page_facts);
+                    ungrounded += page_ungrounded;
+                }
                 Err(reason) => {
                     let attempts = memory
                         .record_consolidation_failure(session, &reason)
@@ -263,12 +319,15 @@ pub(crate) async fn consolidate(
     memory.mark_session_consolidated(session, &read).await?;
     Ok(Outcome::Consolidated {
         saved: saved.saved.len(),
-        skipped: saved.skipped.len(),
+        skipped: saved.skipped.len() + ungrounded,
         conflicts,
     })
 }
 
-async fn extract_page(llm: &dyn LlmClient, page: &[Memory]) -> Result<Vec<NewFact>, String> {
+async fn extract_page(
+    llm: &dyn LlmClient,
+    page: &[Memory],
+) -> Result<(Vec<NewFact>, usize), String> {
     let request = ChatRequest {
         messages: vec![
             ChatMessage::system(EXTRACT_PROMPT),
