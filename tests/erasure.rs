@@ -97,6 +97,7 @@ async fn every_route(kernel: &Kernel, user: &str, query: &str) -> String {
             session_id: format!("{user}-probe"),
             chat_id: None,
             at: scope.at,
+            history_messages: 0,
         })
         .await;
     for (_, block) in blocks {

@@ -49,6 +49,7 @@ fn request(prompt: &str) -> ContextRequest {
         session_id: "s1".into(),
         chat_id: None,
         at: t(1, 12),
+        history_messages: 0,
     }
 }
 

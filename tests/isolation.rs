@@ -247,6 +247,7 @@ async fn check_seed(seed: u64) {
                         session_id: format!("{user}-probe"),
                         chat_id: chat.map(str::to_owned),
                         at: start,
+                        history_messages: 0,
                     })
                     .await;
                 for (_, block) in blocks {

@@ -97,6 +97,9 @@ pub struct ContextRequest {
     pub chat_id: Option<String>,
     /// The kernel clock's time.
     pub at: DateTime<Utc>,
+    /// How many of this session's latest messages the host sends to the model itself (its
+    /// chat history, before `prompt`): a provider need not repeat them.
+    pub history_messages: usize,
 }
 
 /// Contributes a block to the system prompt before each agent turn.

@@ -57,13 +57,16 @@ pub struct TurnOutcome {
 
 impl Kernel {
     /// Gathers every context provider's block into the system prompt and collects every tool.
-    pub async fn prepare_turn(&self, input: &TurnInput) -> PreparedTurn {
+    /// `history_messages` says how many of the session's latest messages go to the model as
+    /// chat history beside it.
+    pub async fn prepare_turn(&self, input: &TurnInput, history_messages: usize) -> PreparedTurn {
         let request = ContextRequest {
             prompt: input.text.clone(),
             user_id: input.user_id.clone(),
             session_id: input.session_id.clone(),
             chat_id: input.chat_id.clone(),
             at: self.context().now(),
+            history_messages,
         };
         let blocks = self.gather_context(&request).await;
         let mut system_prompt = self.config().kernel.system_prompt.clone();
@@ -108,7 +111,7 @@ impl Kernel {
                 ),
             )
             .await?;
-        let prepared = self.prepare_turn(input).await;
+        let prepared = self.prepare_turn(input, history.len()).await;
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(ChatMessage::system(prepared.system_prompt));
         messages.extend(history.iter().cloned());

@@ -205,10 +205,11 @@ impl ContextProvider for MemoryExtension {
                         request.chat_id.clone(),
                         request.session_id.clone(),
                     ),
-                    config.context_window,
+                    config.context_window + request.history_messages + 1,
                 )
                 .await?
         };
+        let turns = conversation_so_far(turns, request, config.context_window);
         let people = store.known_people(&request.user_id).await?;
         let subject_ids: Vec<String> = facts
             .iter()
@@ -244,6 +245,26 @@ impl ContextProvider for MemoryExtension {
             token_budget: config.context_token_budget,
         }))
     }
+}
+
+/// The turns of "This conversation so far": the session's latest turns without the message
+/// being answered (sent to the model as the user message; whether it is stored yet depends on
+/// how far the bus got) and without the host's chat history (sent as messages), at most
+/// `window`.
+fn conversation_so_far(
+    mut turns: Vec<Memory>,
+    request: &ContextRequest,
+    window: usize,
+) -> Vec<Memory> {
+    if turns.last().is_some_and(|last| {
+        last.source_role.as_deref() == Some("user") && last.content.trim() == request.prompt.trim()
+    }) {
+        turns.pop();
+    }
+    turns.truncate(turns.len().saturating_sub(request.history_messages));
+    let excess = turns.len().saturating_sub(window);
+    turns.drain(..excess);
+    turns
 }
 
 #[async_trait]

@@ -629,7 +629,7 @@ impl Run<'_> {
                 not_contains,
             } => {
                 let input = self.turn_input(who, prompt);
-                let prepared = self.kernel.prepare_turn(&input).await;
+                let prepared = self.kernel.prepare_turn(&input, 0).await;
                 self.report.log.push(format!(
                     "context for {prompt:?} ({} blocks):\n{}",
                     prepared.blocks.len(),
