@@ -411,6 +411,12 @@ fn markdown(records: &[Value]) -> String {
 /// `mnemo import`: conversation events (as in replay) or an export, idempotent: events by their
 /// id, export rows by their key, so an import killed half-way and run again stores everything
 /// exactly once.
+///
+/// Each event is stored directly (as `ingest` does), so that an event the store refuses is a
+/// problem named by its line; only an event stored now is then published to the other
+/// extensions. One stored before, or stored and then forgotten, counts as already present and is
+/// not published again, so the markdown mirror gets neither a second copy nor a forgotten text
+/// back. An event without an `id` gets one derived from its content ([`content_event_id`]).
 pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Result<bool> {
     let file = tokio::fs::File::open(path)
         .await
@@ -419,7 +425,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     let service = memory_service(&kernel)?;
     let limit = service.config().max_event_bytes;
     let mut reader = tokio::io::BufReader::new(file);
-    let (mut events, mut rows, mut present, mut problems) = (0_u64, 0_u64, 0_u64, 0_u64);
+    let mut counts = ImportCounts::default();
     let mut number = 0_u64;
     loop {
         let line = match crate::input::next_line(&mut reader, limit).await {
@@ -431,11 +437,14 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
             }
         };
         number += 1;
+        let problem = |text: &dyn std::fmt::Display| {
+            eprintln!("mnemo: {}:{number}: {text}", path.display());
+        };
         let line = match line.into_text(limit) {
             Ok(line) => line,
-            Err(problem) => {
-                eprintln!("mnemo: {}:{number}: {problem}", path.display());
-                problems += 1;
+            Err(error) => {
+                problem(&error);
+                counts.problems += 1;
                 continue;
             }
         };
@@ -446,50 +455,127 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
         let value: Value = match serde_json::from_str(trimmed) {
             Ok(value) => value,
             Err(error) => {
-                eprintln!("mnemo: {}:{number}: not JSON: {error}", path.display());
-                problems += 1;
+                problem(&format_args!("not JSON: {error}"));
+                counts.problems += 1;
                 continue;
             }
         };
         match value["type"].as_str() {
             Some("user_message") | Some("agent_response") => {
-                match mnemo_kernel::ConversationEvent::from_value(value) {
-                    Ok(event) => {
-                        if event.id.is_none() {
-                            eprintln!("mnemo: {}:{number}: warning: an event without an id cannot be deduplicated", path.display());
-                        }
-                        kernel.publish(event.into_event()).await?;
-                        events += 1;
-                    }
+                let event = match mnemo_kernel::ConversationEvent::from_value(value) {
+                    Ok(event) => event,
                     Err(error) => {
-                        eprintln!("mnemo: {}:{number}: {error}", path.display());
-                        problems += 1;
+                        problem(&error);
+                        counts.problems += 1;
+                        continue;
+                    }
+                };
+                let event = match event.id.as_deref() {
+                    Some(id) if id.trim().is_empty() => {
+                        problem(&"the event's `id` is empty; give it an id or leave `id` out");
+                        counts.problems += 1;
+                        continue;
+                    }
+                    Some(_) => event.into_event(),
+                    None => {
+                        let id = content_event_id(&event);
+                        let mut event = event.into_event();
+                        event.id = id;
+                        event
+                    }
+                };
+                match service.ingest(&event).await {
+                    Ok(Some(_)) => {
+                        counts.events += 1;
+                        // The memory extension gets it again and skips it by its id; the
+                        // others (the markdown mirror) take their copy.
+                        if let Err(error) = kernel.publish(event).await {
+                            tracing::warn!(%error, "a stored event was not passed on to the other extensions");
+                        }
+                    }
+                    Ok(None) => counts.events_present += 1,
+                    Err(error) => {
+                        problem(&error);
+                        counts.problems += 1;
                     }
                 }
             }
             Some(table) => match service.store()?.import_row(table, &value["row"]).await {
-                Ok(true) => rows += 1,
-                Ok(false) => present += 1,
+                Ok(true) => counts.rows += 1,
+                Ok(false) => counts.rows_present += 1,
                 Err(error) => {
-                    eprintln!("mnemo: {}:{number}: {error}", path.display());
-                    problems += 1;
+                    problem(&error);
+                    counts.problems += 1;
                 }
             },
             None => {
-                eprintln!("mnemo: {}:{number}: no `type`", path.display());
-                problems += 1;
+                problem(&"no `type`");
+                counts.problems += 1;
             }
         }
-        if (events + rows + present) % 1_000 == 0 && events + rows + present > 0 {
-            eprintln!("mnemo: import: {} lines read", events + rows + present);
+        let read = counts.lines();
+        if read % 1_000 == 0 && read > 0 {
+            eprintln!("mnemo: import: {read} lines read");
         }
     }
     kernel.settle().await;
     kernel.shutdown().await;
-    println!(
-        "imported {events} conversation events, {rows} rows ({present} already present), {problems} problems"
-    );
-    Ok(problems == 0)
+    println!("{counts}");
+    Ok(counts.problems == 0)
+}
+
+/// What `mnemo import` did, line by line.
+#[derive(Debug, Default)]
+struct ImportCounts {
+    /// Conversation events stored now.
+    events: u64,
+    /// Conversation events stored before (or stored and forgotten since).
+    events_present: u64,
+    /// Export rows stored now.
+    rows: u64,
+    /// Export rows already in the store.
+    rows_present: u64,
+    /// Lines refused.
+    problems: u64,
+}
+
+impl ImportCounts {
+    fn lines(&self) -> u64 {
+        self.events + self.events_present + self.rows + self.rows_present + self.problems
+    }
+}
+
+impl std::fmt::Display for ImportCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "imported {} conversation events ({} already present), {} rows ({} already present), {} problems",
+            self.events, self.events_present, self.rows, self.rows_present, self.problems
+        )
+    }
+}
+
+/// The id of an event that came without one: `imp_` and the SHA-256 of what it says (type,
+/// time, user, chat, session, text), so that importing the same file again finds it stored,
+/// and the memory extension's own handler skips it when it is published.
+fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
+    use sha2::Digest as _;
+    // A JSON array: each part is delimited, so no two different events give the same bytes.
+    let parts = json!([
+        event.kind,
+        event.at.to_rfc3339(),
+        event.user_id,
+        event.chat_id,
+        event.session_id,
+        event.text
+    ]);
+    let digest = sha2::Sha256::digest(parts.to_string().as_bytes());
+    let mut id = String::with_capacity(4 + 2 * digest.len());
+    id.push_str("imp_");
+    for byte in digest {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
 }
 
 /// `mnemo ingest`: stores the conversation events read from standard input (JSONL in the wire
