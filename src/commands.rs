@@ -185,13 +185,34 @@ pub(crate) async fn search(
             println!(
                 "{:.4}  {:<22} {:<10} {}",
                 hit["score"].as_f64().unwrap_or_default(),
-                hit["id"].as_str().unwrap_or_default(),
-                hit["kind"].as_str().unwrap_or_default(),
-                hit["content"].as_str().unwrap_or_default()
+                visible(hit["id"].as_str().unwrap_or_default()),
+                visible(hit["kind"].as_str().unwrap_or_default()),
+                visible(hit["content"].as_str().unwrap_or_default())
             );
         }
     }
     Ok(true)
+}
+
+/// `text` made safe for a terminal: every control character but tab is shown as an escape
+/// (`\n`, `\r`, `\e` for ESC, `\u{..}` for the others), so that stored text cannot move the
+/// cursor, recolour or retitle the terminal, or break a one-line listing.
+pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => shown.push(c),
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\u{1b}' => shown.push_str("\\e"),
+            c if c.is_control() => shown.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => shown.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 /// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
@@ -335,10 +356,13 @@ fn markdown(records: &[Value]) -> String {
         .collect();
     users.sort();
     users.dedup();
-    let text = |value: &Value| value.as_str().unwrap_or_default().replace('\n', " ");
+    // One line each, and no control character reaches the terminal.
+    let text = |value: &Value| {
+        visible(&value.as_str().unwrap_or_default().replace('\n', " ")).into_owned()
+    };
     let mut out = String::from("# mnemo memory export\n");
     for user in users {
-        out.push_str(&format!("\n## {user}\n"));
+        out.push_str(&format!("\n## {}\n", visible(&user)));
         let mine: Vec<&&Value> = memories
             .iter()
             .filter(|memory| memory["user_id"].as_str().unwrap_or("(nobody)") == user)
@@ -352,7 +376,7 @@ fn markdown(records: &[Value]) -> String {
             for person in people {
                 let relation = person["relation"]
                     .as_str()
-                    .map(|r| format!(" ({r})"))
+                    .map(|r| format!(" ({})", visible(r)))
                     .unwrap_or_default();
                 out.push_str(&format!(
                     "\n#### {}{relation}\n",
@@ -392,13 +416,13 @@ fn markdown(records: &[Value]) -> String {
         if !sessions.is_empty() {
             out.push_str("\n### Conversations\n");
             for session in sessions {
-                out.push_str(&format!("\n#### Session {session}\n"));
+                out.push_str(&format!("\n#### Session {}\n", visible(&session)));
                 for memory in mine.iter().filter(|memory| {
                     memory["kind"] == "episode" && memory["session_id"] == session.as_str()
                 }) {
                     out.push_str(&format!(
                         "- {}: {}\n",
-                        memory["source_role"].as_str().unwrap_or("user"),
+                        visible(memory["source_role"].as_str().unwrap_or("user")),
                         text(&memory["content"])
                     ));
                 }
