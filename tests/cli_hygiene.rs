@@ -1,9 +1,11 @@
-//! The command line's smaller promises: stored text cannot drive the terminal.
+//! The command line's smaller promises: stored text cannot drive the terminal, and `jobs run`
+//! fails when its job's items failed.
 
 use std::path::Path;
 use std::process::Output;
 
-use serde_json::Value;
+use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
+use serde_json::{json, Value};
 
 mod common;
 
@@ -62,4 +64,62 @@ fn stored_escape_sequences_reach_the_terminal_only_as_visible_escapes() {
     let markdown = ok(dir.path(), CONFIG, &["export", "--format", "markdown"]);
     assert_eq!(controls(&markdown), Vec::<char>::new(), "{markdown:?}");
     assert!(markdown.contains(r"\e[31mred\e[0m"), "{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_run_fails_when_the_job_reports_failures() {
+    // A model that answers every request with prose instead of the facts asked for.
+    let server = HttpTestServer::respond_with(|_| {
+        CannedAnswer::json(&json!({"choices": [{"message": {"role": "assistant",
+            "content": "I would rather talk about the weather."}, "finish_reason": "stop"}]}))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+        [extensions.memory_maintenance]\nenabled = true\n";
+    let base_url = server.base_url.clone();
+    let path = dir.path().to_path_buf();
+    let consolidate = move || {
+        common::mnemo(&path, config)
+            .args(["jobs", "run", "execute_consolidation"])
+            .env("MNEMO_LLM_BASE_URL", &base_url)
+            .env("MNEMO_LLM_MODEL", "test-model")
+            .output()
+            .unwrap()
+    };
+
+    // Nothing pending: nothing failed, and the run succeeds.
+    let idle = tokio::task::spawn_blocking(consolidate.clone())
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&idle.stdout).to_string();
+    assert!(report.contains(" 0 failed"), "{report}");
+    assert!(
+        idle.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&idle.stderr)
+    );
+
+    let events = dir.path().join("events.jsonl");
+    let lines: Vec<String> = (0..4)
+        .map(|n| {
+            json!({"type": if n % 2 == 0 { "user_message" } else { "agent_response" },
+                "id": format!("e{n}"), "at": format!("2026-03-02T08:0{n}:00Z"),
+                "session_id": "s1", "user_id": "ana",
+                "text": format!("message {n}: my sister moves to Porto in May")})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&events, lines.join("\n") + "\n").unwrap();
+    ok(dir.path(), config, &["import", events.to_str().unwrap()]);
+
+    let failed = tokio::task::spawn_blocking(consolidate).await.unwrap();
+    let report = String::from_utf8_lossy(&failed.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&failed.stderr).to_string();
+    assert!(
+        report.contains("0 sessions consolidated") && report.contains(" 1 failed"),
+        "{report}{stderr}"
+    );
+    assert!(!failed.status.success(), "every session failed: {report}");
+    assert!(stderr.contains("1 of its items failed"), "{stderr}");
 }
