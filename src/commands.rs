@@ -682,6 +682,10 @@ pub(crate) async fn ingest(config: Config) -> anyhow::Result<bool> {
 
 /// `mnemo reindex`: re-embeds memories after a model change, batch by batch, with progress.
 /// Stopped half-way, it resumes where it was when run again.
+///
+/// The background indexer (this process's, or another mnemo process's on the same store) takes
+/// batches off the same queue meanwhile; the report counts what left the queue, and says how
+/// much of it this command embedded itself.
 pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
@@ -710,11 +714,20 @@ pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
         }
     };
     let _ = writeln!(stderr);
+    let left = match service.store() {
+        Ok(store) => store.pending_index().await,
+        Err(error) => Err(error),
+    };
     kernel.shutdown().await;
     outcome?;
+    let left = left?;
+    // What others added to the queue meanwhile can make `left` larger than `total - embedded`;
+    // what this command took is part of what left the queue in any case.
+    let embedded = (total - left).max(done);
     println!(
-        "reindexed {done} memories in {:.1} s",
-        started.elapsed().as_secs_f64()
+        "reindexed {embedded} memories in {:.1} s ({done} by this command, {} by the background indexer meanwhile)",
+        started.elapsed().as_secs_f64(),
+        embedded - done
     );
     Ok(true)
 }
