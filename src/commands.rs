@@ -117,13 +117,15 @@ pub(crate) async fn chat(
     Ok(ok)
 }
 
-/// `mnemo remember`: stores one fact for a user through the `remember` tool.
+/// `mnemo remember`: stores one fact for a user through the `remember` tool. Said in a chat,
+/// it belongs to that chat (the user's own there, or everyone's there with `shared`).
 pub(crate) async fn remember(
     config: Config,
     text: &str,
     user: &str,
     subjects: &[String],
     chat: Option<&str>,
+    shared: bool,
     json_output: bool,
 ) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
@@ -131,7 +133,7 @@ pub(crate) async fn remember(
         .call_tool(
             &scope(&kernel, user, chat, None),
             "remember",
-            json!({"content": text, "subjects": subjects}),
+            json!({"content": text, "subjects": subjects, "shared": shared}),
         )
         .await;
     kernel.settle().await;

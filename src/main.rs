@@ -118,9 +118,13 @@ enum Command {
         /// Who the fact is about ("my wife", "Sarah"); repeatable.
         #[arg(long = "subject")]
         subjects: Vec<String>,
-        /// The chat it belongs to.
+        /// The chat it is said in: it belongs to that chat, and searches in other chats do not
+        /// find it.
         #[arg(long)]
         chat: Option<String>,
+        /// Share it with everyone in the chat instead of keeping it the user's own.
+        #[arg(long, requires = "chat")]
+        shared: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -430,6 +434,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             user,
             subjects,
             chat,
+            shared,
             json,
         } => {
             commands::remember(
@@ -438,6 +443,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 user,
                 subjects,
                 chat.as_deref(),
+                *shared,
                 *json,
             )
             .await

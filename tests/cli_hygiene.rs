@@ -1,10 +1,12 @@
-//! The command line's smaller promises: stored text cannot drive the terminal, and `jobs run`
-//! fails when its job's items failed.
+//! The command line's smaller promises: stored text cannot drive the terminal, `jobs run` fails
+//! when its job's items failed, and a memory saved in a chat belongs to that chat.
 
 use std::path::Path;
 use std::process::Output;
 
+use chrono::Utc;
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
+use mnemo_kernel::{Config, Kernel, ToolScope};
 use serde_json::{json, Value};
 
 mod common;
@@ -122,4 +124,133 @@ async fn jobs_run_fails_when_the_job_reports_failures() {
     );
     assert!(!failed.status.success(), "every session failed: {report}");
     assert!(stderr.contains("1 of its items failed"), "{stderr}");
+}
+
+#[test]
+fn remember_in_a_chat_belongs_to_that_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = |user: &str, chat: Option<&str>| -> Vec<String> {
+        let mut args = vec!["search", "locker", "--user", user, "--json"];
+        if let Some(chat) = chat {
+            args.extend(["--chat", chat]);
+        }
+        let hits: Value = serde_json::from_str(&ok(dir.path(), CONFIG, &args)).unwrap();
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| hit["content"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    const MINE: &str = "My locker at the gym is number 212";
+    const TEAM: &str = "The team locker code is 9021";
+    ok(
+        dir.path(),
+        CONFIG,
+        &["remember", MINE, "--user", "ana", "--chat", "gym"],
+    );
+    ok(
+        dir.path(),
+        CONFIG,
+        &[
+            "remember", TEAM, "--user", "ana", "--chat", "gym", "--shared",
+        ],
+    );
+    let mut in_gym = search("ana", Some("gym"));
+    in_gym.sort();
+    assert_eq!(in_gym, vec![MINE.to_owned(), TEAM.to_owned()]);
+    assert_eq!(search("ana", Some("work")), Vec::<String>::new());
+    assert_eq!(search("ana", None), Vec::<String>::new());
+    assert_eq!(
+        search("ben", Some("gym")),
+        vec![TEAM.to_owned()],
+        "only the shared one reaches another member of the chat"
+    );
+    let refused = run(
+        dir.path(),
+        CONFIG,
+        &["remember", TEAM, "--user", "ana", "--shared"],
+    );
+    assert!(!refused.status.success(), "--shared needs a chat");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_tools_keep_what_they_store_in_the_callers_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(
+        mnemo::builtin_extensions(),
+        Config::parse(CONFIG, "test.toml").unwrap(),
+    )
+    .data_dir(dir.path())
+    .start()
+    .await
+    .unwrap();
+    let scope = |chat: Option<&str>| ToolScope {
+        user_id: "ana".to_owned(),
+        session_id: Some("s1".to_owned()),
+        chat_id: chat.map(str::to_owned),
+        at: Utc::now(),
+    };
+    let gym = scope(Some("gym"));
+    for (tool, arguments) in [
+        (
+            "remember",
+            json!({"content": "The locker by the sauna is mine"}),
+        ),
+        (
+            "store_memory",
+            json!({"content": "The locker key hangs at reception", "memory_type": "fact"}),
+        ),
+        (
+            "store_memory",
+            json!({"content": "Today the locker room is closed", "memory_type": "conversation"}),
+        ),
+        (
+            "set_context",
+            json!({"key": "locker", "value": "locker 212 today"}),
+        ),
+    ] {
+        kernel.call_tool(&gym, tool, arguments).await.unwrap();
+    }
+    let found = |scope: ToolScope| {
+        let kernel = kernel.clone();
+        async move {
+            let hits = kernel
+                .call_tool(
+                    &scope,
+                    "search_memory",
+                    json!({"query": "locker", "mode": "fts", "limit": 50}),
+                )
+                .await
+                .unwrap();
+            hits.as_array().unwrap().len()
+        }
+    };
+    assert_eq!(found(scope(Some("gym"))).await, 4);
+    assert_eq!(found(scope(Some("work"))).await, 0);
+    assert_eq!(found(scope(None)).await, 0);
+
+    // A context value is the chat's own: another chat neither reads nor replaces it.
+    let value = |chat: Option<&'static str>| {
+        let kernel = kernel.clone();
+        async move {
+            kernel
+                .call_tool(&scope(chat), "get_context", json!({"key": "locker"}))
+                .await
+                .unwrap()["value"]
+                .clone()
+        }
+    };
+    assert_eq!(value(Some("work")).await, Value::Null);
+    kernel
+        .call_tool(
+            &scope(Some("work")),
+            "set_context",
+            json!({"key": "locker", "value": "no locker at work"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(value(Some("gym")).await, "locker 212 today");
+    assert_eq!(value(Some("work")).await, "no locker at work");
+    assert_eq!(value(None).await, Value::Null);
+    kernel.shutdown().await;
 }

@@ -507,7 +507,7 @@ pub(crate) async fn call(
         "get_context" => {
             let key = arguments["key"].as_str().unwrap_or_default();
             let found = service
-                .context_value(&scope.user_id, key)
+                .context_value(&scope.user_id, scope.chat_id.as_deref(), key)
                 .await
                 .map_err(|error| tool_error(name, error))?;
             Ok(
