@@ -117,13 +117,15 @@ pub(crate) async fn chat(
     Ok(ok)
 }
 
-/// `mnemo remember`: stores one fact for a user through the `remember` tool.
+/// `mnemo remember`: stores one fact for a user through the `remember` tool. Said in a chat,
+/// it belongs to that chat (the user's own there, or everyone's there with `shared`).
 pub(crate) async fn remember(
     config: Config,
     text: &str,
     user: &str,
     subjects: &[String],
     chat: Option<&str>,
+    shared: bool,
     json_output: bool,
 ) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
@@ -131,7 +133,7 @@ pub(crate) async fn remember(
         .call_tool(
             &scope(&kernel, user, chat, None),
             "remember",
-            json!({"content": text, "subjects": subjects}),
+            json!({"content": text, "subjects": subjects, "shared": shared}),
         )
         .await;
     kernel.settle().await;
@@ -185,13 +187,34 @@ pub(crate) async fn search(
             println!(
                 "{:.4}  {:<22} {:<10} {}",
                 hit["score"].as_f64().unwrap_or_default(),
-                hit["id"].as_str().unwrap_or_default(),
-                hit["kind"].as_str().unwrap_or_default(),
-                hit["content"].as_str().unwrap_or_default()
+                visible(hit["id"].as_str().unwrap_or_default()),
+                visible(hit["kind"].as_str().unwrap_or_default()),
+                visible(hit["content"].as_str().unwrap_or_default())
             );
         }
     }
     Ok(true)
+}
+
+/// `text` made safe for a terminal: every control character but tab is shown as an escape
+/// (`\n`, `\r`, `\e` for ESC, `\u{..}` for the others), so that stored text cannot move the
+/// cursor, recolour or retitle the terminal, or break a one-line listing.
+pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => shown.push(c),
+            '\n' => shown.push_str("\\n"),
+            '\r' => shown.push_str("\\r"),
+            '\u{1b}' => shown.push_str("\\e"),
+            c if c.is_control() => shown.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => shown.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 /// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
@@ -335,10 +358,13 @@ fn markdown(records: &[Value]) -> String {
         .collect();
     users.sort();
     users.dedup();
-    let text = |value: &Value| value.as_str().unwrap_or_default().replace('\n', " ");
+    // One line each, and no control character reaches the terminal.
+    let text = |value: &Value| {
+        visible(&value.as_str().unwrap_or_default().replace('\n', " ")).into_owned()
+    };
     let mut out = String::from("# mnemo memory export\n");
     for user in users {
-        out.push_str(&format!("\n## {user}\n"));
+        out.push_str(&format!("\n## {}\n", visible(&user)));
         let mine: Vec<&&Value> = memories
             .iter()
             .filter(|memory| memory["user_id"].as_str().unwrap_or("(nobody)") == user)
@@ -352,7 +378,7 @@ fn markdown(records: &[Value]) -> String {
             for person in people {
                 let relation = person["relation"]
                     .as_str()
-                    .map(|r| format!(" ({r})"))
+                    .map(|r| format!(" ({})", visible(r)))
                     .unwrap_or_default();
                 out.push_str(&format!(
                     "\n#### {}{relation}\n",
@@ -392,13 +418,13 @@ fn markdown(records: &[Value]) -> String {
         if !sessions.is_empty() {
             out.push_str("\n### Conversations\n");
             for session in sessions {
-                out.push_str(&format!("\n#### Session {session}\n"));
+                out.push_str(&format!("\n#### Session {}\n", visible(&session)));
                 for memory in mine.iter().filter(|memory| {
                     memory["kind"] == "episode" && memory["session_id"] == session.as_str()
                 }) {
                     out.push_str(&format!(
                         "- {}: {}\n",
-                        memory["source_role"].as_str().unwrap_or("user"),
+                        visible(memory["source_role"].as_str().unwrap_or("user")),
                         text(&memory["content"])
                     ));
                 }
@@ -411,6 +437,12 @@ fn markdown(records: &[Value]) -> String {
 /// `mnemo import`: conversation events (as in replay) or an export, idempotent: events by their
 /// id, export rows by their key, so an import killed half-way and run again stores everything
 /// exactly once.
+///
+/// Each event is stored directly (as `ingest` does), so that an event the store refuses is a
+/// problem named by its line; only an event stored now is then published to the other
+/// extensions. One stored before, or stored and then forgotten, counts as already present and is
+/// not published again, so the markdown mirror gets neither a second copy nor a forgotten text
+/// back. An event without an `id` gets one derived from its content ([`content_event_id`]).
 pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Result<bool> {
     let file = tokio::fs::File::open(path)
         .await
@@ -419,7 +451,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     let service = memory_service(&kernel)?;
     let limit = service.config().max_event_bytes;
     let mut reader = tokio::io::BufReader::new(file);
-    let (mut events, mut rows, mut present, mut problems) = (0_u64, 0_u64, 0_u64, 0_u64);
+    let mut counts = ImportCounts::default();
     let mut number = 0_u64;
     loop {
         let line = match crate::input::next_line(&mut reader, limit).await {
@@ -431,11 +463,14 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
             }
         };
         number += 1;
+        let problem = |text: &dyn std::fmt::Display| {
+            eprintln!("mnemo: {}:{number}: {text}", path.display());
+        };
         let line = match line.into_text(limit) {
             Ok(line) => line,
-            Err(problem) => {
-                eprintln!("mnemo: {}:{number}: {problem}", path.display());
-                problems += 1;
+            Err(error) => {
+                problem(&error);
+                counts.problems += 1;
                 continue;
             }
         };
@@ -446,50 +481,127 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
         let value: Value = match serde_json::from_str(trimmed) {
             Ok(value) => value,
             Err(error) => {
-                eprintln!("mnemo: {}:{number}: not JSON: {error}", path.display());
-                problems += 1;
+                problem(&format_args!("not JSON: {error}"));
+                counts.problems += 1;
                 continue;
             }
         };
         match value["type"].as_str() {
             Some("user_message") | Some("agent_response") => {
-                match mnemo_kernel::ConversationEvent::from_value(value) {
-                    Ok(event) => {
-                        if event.id.is_none() {
-                            eprintln!("mnemo: {}:{number}: warning: an event without an id cannot be deduplicated", path.display());
-                        }
-                        kernel.publish(event.into_event()).await?;
-                        events += 1;
-                    }
+                let event = match mnemo_kernel::ConversationEvent::from_value(value) {
+                    Ok(event) => event,
                     Err(error) => {
-                        eprintln!("mnemo: {}:{number}: {error}", path.display());
-                        problems += 1;
+                        problem(&error);
+                        counts.problems += 1;
+                        continue;
+                    }
+                };
+                let event = match event.id.as_deref() {
+                    Some(id) if id.trim().is_empty() => {
+                        problem(&"the event's `id` is empty; give it an id or leave `id` out");
+                        counts.problems += 1;
+                        continue;
+                    }
+                    Some(_) => event.into_event(),
+                    None => {
+                        let id = content_event_id(&event);
+                        let mut event = event.into_event();
+                        event.id = id;
+                        event
+                    }
+                };
+                match service.ingest(&event).await {
+                    Ok(Some(_)) => {
+                        counts.events += 1;
+                        // The memory extension gets it again and skips it by its id; the
+                        // others (the markdown mirror) take their copy.
+                        if let Err(error) = kernel.publish(event).await {
+                            tracing::warn!(%error, "a stored event was not passed on to the other extensions");
+                        }
+                    }
+                    Ok(None) => counts.events_present += 1,
+                    Err(error) => {
+                        problem(&error);
+                        counts.problems += 1;
                     }
                 }
             }
             Some(table) => match service.store()?.import_row(table, &value["row"]).await {
-                Ok(true) => rows += 1,
-                Ok(false) => present += 1,
+                Ok(true) => counts.rows += 1,
+                Ok(false) => counts.rows_present += 1,
                 Err(error) => {
-                    eprintln!("mnemo: {}:{number}: {error}", path.display());
-                    problems += 1;
+                    problem(&error);
+                    counts.problems += 1;
                 }
             },
             None => {
-                eprintln!("mnemo: {}:{number}: no `type`", path.display());
-                problems += 1;
+                problem(&"no `type`");
+                counts.problems += 1;
             }
         }
-        if (events + rows + present) % 1_000 == 0 && events + rows + present > 0 {
-            eprintln!("mnemo: import: {} lines read", events + rows + present);
+        let read = counts.lines();
+        if read % 1_000 == 0 && read > 0 {
+            eprintln!("mnemo: import: {read} lines read");
         }
     }
     kernel.settle().await;
     kernel.shutdown().await;
-    println!(
-        "imported {events} conversation events, {rows} rows ({present} already present), {problems} problems"
-    );
-    Ok(problems == 0)
+    println!("{counts}");
+    Ok(counts.problems == 0)
+}
+
+/// What `mnemo import` did, line by line.
+#[derive(Debug, Default)]
+struct ImportCounts {
+    /// Conversation events stored now.
+    events: u64,
+    /// Conversation events stored before (or stored and forgotten since).
+    events_present: u64,
+    /// Export rows stored now.
+    rows: u64,
+    /// Export rows already in the store.
+    rows_present: u64,
+    /// Lines refused.
+    problems: u64,
+}
+
+impl ImportCounts {
+    fn lines(&self) -> u64 {
+        self.events + self.events_present + self.rows + self.rows_present + self.problems
+    }
+}
+
+impl std::fmt::Display for ImportCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "imported {} conversation events ({} already present), {} rows ({} already present), {} problems",
+            self.events, self.events_present, self.rows, self.rows_present, self.problems
+        )
+    }
+}
+
+/// The id of an event that came without one: `imp_` and the SHA-256 of what it says (type,
+/// time, user, chat, session, text), so that importing the same file again finds it stored,
+/// and the memory extension's own handler skips it when it is published.
+fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
+    use sha2::Digest as _;
+    // A JSON array: each part is delimited, so no two different events give the same bytes.
+    let parts = json!([
+        event.kind,
+        event.at.to_rfc3339(),
+        event.user_id,
+        event.chat_id,
+        event.session_id,
+        event.text
+    ]);
+    let digest = sha2::Sha256::digest(parts.to_string().as_bytes());
+    let mut id = String::with_capacity(4 + 2 * digest.len());
+    id.push_str("imp_");
+    for byte in digest {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
 }
 
 /// `mnemo ingest`: stores the conversation events read from standard input (JSONL in the wire
@@ -572,6 +684,10 @@ pub(crate) async fn ingest(config: Config) -> anyhow::Result<bool> {
 
 /// `mnemo reindex`: re-embeds memories after a model change, batch by batch, with progress.
 /// Stopped half-way, it resumes where it was when run again.
+///
+/// The background indexer (this process's, or another mnemo process's on the same store) takes
+/// batches off the same queue meanwhile; the report counts what left the queue, and says how
+/// much of it this command embedded itself.
 pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
     let kernel = start(config).await?;
     let service = memory_service(&kernel)?;
@@ -600,11 +716,20 @@ pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
         }
     };
     let _ = writeln!(stderr);
+    let left = match service.store() {
+        Ok(store) => store.pending_index().await,
+        Err(error) => Err(error),
+    };
     kernel.shutdown().await;
     outcome?;
+    let left = left?;
+    // What others added to the queue meanwhile can make `left` larger than `total - embedded`;
+    // what this command took is part of what left the queue in any case.
+    let embedded = (total - left).max(done);
     println!(
-        "reindexed {done} memories in {:.1} s",
-        started.elapsed().as_secs_f64()
+        "reindexed {embedded} memories in {:.1} s ({done} by this command, {} by the background indexer meanwhile)",
+        started.elapsed().as_secs_f64(),
+        embedded - done
     );
     Ok(true)
 }

@@ -118,9 +118,13 @@ enum Command {
         /// Who the fact is about ("my wife", "Sarah"); repeatable.
         #[arg(long = "subject")]
         subjects: Vec<String>,
-        /// The chat it belongs to.
+        /// The chat it is said in: it belongs to that chat, and searches in other chats do not
+        /// find it.
         #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
+        /// Share it with everyone in the chat instead of keeping it the user's own.
+        #[arg(long, requires = "chat")]
+        shared: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -385,7 +389,11 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
                 Ok(run) => match run.outcome {
                     Ok(report) => {
                         println!("{name}: {report}");
-                        true
+                        let failures = reported_failures(&report);
+                        if failures > 0 {
+                            eprintln!("mnemo: job {name} ran, but {failures} of its items failed");
+                        }
+                        failures == 0
                     }
                     Err(error) => {
                         eprintln!("mnemo: job {name} failed: {error}");
@@ -401,6 +409,23 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
     };
     kernel.shutdown().await;
     Ok(ok)
+}
+
+/// How many failures a job's one-line report counts: its first "N failed" (as in "3 sessions
+/// consolidated (5 facts), 2 failed (first: ...), 0 skipped"; the first, because the reason
+/// quoted after it may hold any words). Jobs report in words
+/// (`SchedulerProvider::run_job` returns a summary line), and a job whose every item failed
+/// still returns a report, not an error; so the report is what says whether it did its work.
+fn reported_failures(report: &str) -> u64 {
+    let words: Vec<&str> = report
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .find(|pair| pair[1] == "failed" && pair[0].parse::<u64>().is_ok())
+        .and_then(|pair| pair[0].parse::<u64>().ok())
+        .unwrap_or(0)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<bool> {
@@ -420,6 +445,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             user,
             subjects,
             chat,
+            shared,
             json,
         } => {
             commands::remember(
@@ -428,6 +454,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 user,
                 subjects,
                 chat.as_deref(),
+                *shared,
                 *json,
             )
             .await

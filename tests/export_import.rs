@@ -131,3 +131,87 @@ fn import_is_idempotent_and_export_round_trips_byte_for_byte() {
         "{markdown}"
     );
 }
+
+/// `metadata` of exactly `bytes` bytes as JSON, holding an array nested `depth` deep (the
+/// object itself is level 1), filled with the characters JSON escapes longest.
+fn metadata(bytes: usize, depth: usize) -> serde_json::Value {
+    let mut deep = serde_json::json!("core");
+    for _ in 1..depth {
+        deep = serde_json::Value::Array(vec![deep]);
+    }
+    let mut value = serde_json::json!({"deep": deep, "note": ""});
+    let missing = bytes - value.to_string().len();
+    // "\u0001" takes 6 bytes as JSON, a quote 2 (\"), a letter 1.
+    let filler =
+        "\u{1}".repeat(missing / 6) + &"\"".repeat(missing % 6 / 2) + &"x".repeat(missing % 2);
+    value["note"] = serde_json::json!(filler);
+    assert_eq!(value.to_string().len(), bytes);
+    value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_metadata_store_memory_accepts_exports_and_imports_back() {
+    use mnemo_kernel::{Config, Kernel, ToolScope};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(
+        mnemo::builtin_extensions(),
+        Config::parse(CONFIG, "test.toml").unwrap(),
+    )
+    .data_dir(dir.path().join("one"))
+    .start()
+    .await
+    .unwrap();
+    let scope = ToolScope {
+        user_id: "ana".to_owned(),
+        session_id: Some("s1".to_owned()),
+        chat_id: None,
+        at: chrono::Utc::now(),
+    };
+    // The largest content (max_content_chars, 20,000, of a character JSON writes in 6 bytes)
+    // and the largest metadata: 16 KiB, 32 levels deep.
+    let content = "\u{1}".repeat(20_000);
+    let store = |metadata: serde_json::Value| {
+        let (kernel, scope, content) = (kernel.clone(), scope.clone(), content.clone());
+        async move {
+            kernel
+                .call_tool(
+                    &scope,
+                    "store_memory",
+                    json!({"content": content, "memory_type": "fact", "metadata": metadata}),
+                )
+                .await
+        }
+    };
+    store(metadata(16 * 1024, 32)).await.unwrap();
+    for (metadata, limit) in [
+        (metadata(16 * 1024 + 1, 32), "16384"),
+        (metadata(200, 33), "32"),
+        (metadata(10 << 20, 2), "16384"),
+    ] {
+        let refused = store(metadata).await.unwrap_err().to_string();
+        assert!(
+            refused.contains("argument `metadata`") && refused.contains(limit),
+            "{refused}"
+        );
+    }
+    let stats = kernel
+        .call_tool(&scope, "memory_stats", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(stats["counts"]["fact"], 1, "nothing stored for a refusal");
+    kernel.shutdown().await;
+
+    let first = mnemo(dir.path(), "one", &["export"]);
+    let longest = first.lines().map(str::len).max().unwrap();
+    assert!(
+        longest < 1 << 20,
+        "a line of {longest} bytes is over max_event_bytes"
+    );
+    let export = dir.path().join("export.jsonl");
+    std::fs::write(&export, &first).unwrap();
+    let report = mnemo(dir.path(), "two", &["import", export.to_str().unwrap()]);
+    assert!(report.contains("0 problems"), "{report}");
+    assert_eq!(mnemo(dir.path(), "two", &["export"]), first);
+}

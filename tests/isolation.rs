@@ -141,8 +141,7 @@ async fn check_seed(seed: u64) {
                     )
                     .await
                     .unwrap();
-                // Unshared facts told in a chat are personal.
-                let chat = if shared { chat } else { None };
+                // Told in a chat, a fact belongs to that chat, shared or not.
                 owners.insert(token, Owner { user, chat, shared });
             }
             2 => {
@@ -169,7 +168,14 @@ async fn check_seed(seed: u64) {
                     .await
                     .unwrap();
                 contexts.push(index);
-                owners.insert(token, personal(user));
+                owners.insert(
+                    token,
+                    Owner {
+                        user,
+                        chat,
+                        shared: false,
+                    },
+                );
             }
             _ => {
                 kernel
@@ -180,7 +186,14 @@ async fn check_seed(seed: u64) {
                     )
                     .await
                     .unwrap();
-                owners.insert(token, personal(user));
+                owners.insert(
+                    token,
+                    Owner {
+                        user,
+                        chat,
+                        shared: false,
+                    },
+                );
             }
         }
     }

@@ -148,3 +148,120 @@ fn an_mcp_client_lists_and_calls_the_memory_tools() {
         "the server exits cleanly when stdin closes"
     );
 }
+
+/// Lines the server writes, read on a thread so that a test can wait with a deadline.
+fn lines_of(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Value> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let Ok(message) = serde_json::from_str(&line) else {
+                break;
+            };
+            if sender.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+#[test]
+fn bad_request_lines_get_a_json_rpc_error_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["mcp", "--user", "ana"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(120));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let replies = lines_of(child.stdout.take().unwrap());
+    let mut send = |line: &[u8]| {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = |what: &str| -> Value {
+        replies
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no answer to {what} within 30 s"))
+    };
+
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(next("initialize")["id"], 1);
+    send(br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#);
+
+    send(b"{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": ");
+    let malformed = next("malformed JSON");
+    assert_eq!(malformed["id"], Value::Null, "{malformed}");
+    assert_eq!(malformed["error"]["code"], -32700, "{malformed}");
+
+    send(br#"{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "remember", "arguments": {"content": "half a pair \ud800 here"}}}"#);
+    let surrogate = next("a lone surrogate");
+    assert_eq!(surrogate["id"], Value::Null, "{surrogate}");
+    assert_eq!(surrogate["error"]["code"], -32700, "{surrogate}");
+    assert!(
+        surrogate["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("hex escape"),
+        "{surrogate}"
+    );
+
+    let mut oversized =
+        br#"{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "remember", "arguments": {"content": ""#
+            .to_vec();
+    oversized.extend(std::iter::repeat_n(b'x', 2 << 20));
+    oversized.extend(br#""}}}"#);
+    send(&oversized);
+    let too_long = next("an oversized request");
+    assert_eq!(too_long["error"]["code"], -32600, "{too_long}");
+    assert!(
+        too_long["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 1048576 bytes"),
+        "{too_long}"
+    );
+
+    // The server goes on: the next request is answered, and nothing was stored meanwhile.
+    send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_stats", "arguments": {}}})
+            .to_string()
+            .as_bytes(),
+    );
+    let stats = next("memory_stats");
+    assert_eq!(stats["id"], 5, "{stats}");
+    let counts: Value =
+        serde_json::from_str(stats["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(counts["counts"]["fact"], 0, "{counts}");
+
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the server exits cleanly when stdin closes"
+    );
+}

@@ -73,3 +73,33 @@ fn reindex_embeds_what_was_stored_without_a_model() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("reindexed 3 memories"), "{stdout}");
 }
+
+#[test]
+fn reindex_counts_what_the_background_indexer_embedded_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    // Enough memories, one per batch, that the background indexer (it wakes every 5 seconds)
+    // takes over part of the queue while reindex works through it.
+    let count = 300;
+    let events: String = (0..count)
+        .map(|n| {
+            format!(
+                "{{\"id\":\"e{n}\",\"type\":\"user_message\",\"at\":\"2026-03-02T08:00:00Z\",\"session_id\":\"s1\",\"user_id\":\"ana\",\"text\":\"note {n}: the delivery for order {n} comes by van on the afternoon of day {n}\"}}\n"
+            )
+        })
+        .collect();
+    let file = dir.path().join("events.jsonl");
+    std::fs::write(&file, events).unwrap();
+    let (ok, _, stderr) = mnemo(dir.path(), WITHOUT, &["import", file.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let one_per_batch = format!("{WITH}index_batch_size = 1\n");
+    let started = std::time::Instant::now();
+    let (ok, stdout, stderr) = mnemo(dir.path(), &one_per_batch, &["reindex"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!("reindexed {count} memories")),
+        "{stdout} (after {:?})",
+        started.elapsed()
+    );
+    let (_, stats, _) = mnemo(dir.path(), WITH, &["stats", "--json"]);
+    assert!(stats.contains("\"pending_index\":0"), "{stats}");
+}

@@ -866,7 +866,8 @@ impl MemoryService {
             .save_fact(FactInput {
                 user_id: Some(scope.user_id.clone()),
                 session_id: scope.session_id.clone(),
-                chat_id: if shared { scope.chat_id.clone() } else { None },
+                // Said in a chat, it belongs to that chat; shared, every member sees it.
+                chat_id: scope.chat_id.clone(),
                 content: content.to_owned(),
                 confidence: 1.0,
                 subject_ids,
@@ -913,13 +914,18 @@ impl MemoryService {
             memory_type,
             metadata.get("key").and_then(|key| key.as_str()),
         ) {
-            ("context", Some(key)) => self.context_value(&scope.user_id, key).await?,
+            // The value this one replaces: the one set in the same chat (or outside any).
+            ("context", Some(key)) => self
+                .context_value(&scope.user_id, scope.chat_id.as_deref(), key)
+                .await?
+                .filter(|previous| previous.chat_id == scope.chat_id),
             _ => None,
         };
         let id = if kind == MemoryKind::Fact {
             self.save_fact(FactInput {
                 user_id: Some(scope.user_id.clone()),
                 session_id: scope.session_id.clone(),
+                chat_id: scope.chat_id.clone(),
                 content: content.to_owned(),
                 confidence: 1.0,
                 expires_at,
@@ -940,7 +946,7 @@ impl MemoryService {
                         content: content.trim().to_owned(),
                         session_id: scope.session_id.clone(),
                         user_id: Some(scope.user_id.clone()),
-                        chat_id: None,
+                        chat_id: scope.chat_id.clone(),
                         event_time: now,
                         created_at: now,
                         source_role: Some("user".to_owned()),
@@ -966,12 +972,20 @@ impl MemoryService {
         Ok(id)
     }
 
-    /// The value stored today under `key` with `set_context`.
+    /// The value stored today under `key` with `set_context`: in a chat, the one set in that
+    /// chat, else the one set outside any chat.
     ///
     /// # Errors
     /// The store fails.
-    pub async fn context_value(&self, owner: &str, key: &str) -> Result<Option<Memory>> {
-        self.store()?.context_value(owner, key, self.now()?).await
+    pub async fn context_value(
+        &self,
+        owner: &str,
+        chat_id: Option<&str>,
+        key: &str,
+    ) -> Result<Option<Memory>> {
+        self.store()?
+            .context_value(owner, chat_id, key, self.now()?)
+            .await
     }
 
     /// Forgets one of the owner's memories for good (see [`Self::purge`]). Decay and corrections

@@ -3322,23 +3322,29 @@ impl MemoryStore {
         Ok(ids.len() as u64)
     }
 
-    /// The latest active, unexpired `context` memory of `owner` with attribute `key`.
+    /// The latest active, unexpired `context` memory of `owner` with attribute `key`, set in
+    /// `chat_id` (or, failing that, outside any chat).
     ///
     /// # Errors
     /// The database fails.
     pub async fn context_value(
         &self,
         owner: &str,
+        chat_id: Option<&str>,
         key: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Memory>> {
+        // In a chat: the value set in that chat, else the owner's value set outside any chat.
         let row = sqlx::query(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.memory_type = 'context' \
+             AND (m.chat_id IS NULL OR m.chat_id = ?) \
              AND m.valid_until IS NULL AND m.superseded_at IS NULL \
              AND (m.expires_at IS NULL OR m.expires_at > ?) \
-             AND json_extract(m.attributes, '$.key') = ? ORDER BY m.created_at DESC, m.rowid DESC LIMIT 1"
+             AND json_extract(m.attributes, '$.key') = ? \
+             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.rowid DESC LIMIT 1"
         ))
         .bind(owner)
+        .bind(chat_id)
         .bind(ts(now))
         .bind(key)
         .fetch_optional(&self.pool)

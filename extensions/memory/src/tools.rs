@@ -162,7 +162,7 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
                 "properties": {
                     "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars},
                     "memory_type": {"type": "string", "enum": MEMORY_TYPES},
-                    "metadata": {"type": "object"}
+                    "metadata": {"type": "object", "description": format!("free-form JSON kept with the memory: at most {MAX_METADATA_BYTES} bytes as JSON, nested at most {MAX_METADATA_DEPTH} deep")}
                 },
                 "required": ["content"],
                 "additionalProperties": false
@@ -468,6 +468,7 @@ pub(crate) async fn call(
         }
         "store_memory" => {
             let memory_type = arguments["memory_type"].as_str().unwrap_or("fact");
+            check_metadata(name, &arguments["metadata"])?;
             let metadata = arguments["metadata"]
                 .as_object()
                 .cloned()
@@ -506,7 +507,7 @@ pub(crate) async fn call(
         "get_context" => {
             let key = arguments["key"].as_str().unwrap_or_default();
             let found = service
-                .context_value(&scope.user_id, key)
+                .context_value(&scope.user_id, scope.chat_id.as_deref(), key)
                 .await
                 .map_err(|error| tool_error(name, error))?;
             Ok(
@@ -515,6 +516,58 @@ pub(crate) async fn call(
         }
         other => Err(ToolError::UnknownTool(other.to_owned())),
     }
+}
+
+/// The most bytes `store_memory`'s `metadata` may take as JSON. It is kept with the memory and
+/// exported on the memory's line, which must stay under `max_event_bytes` (1 MiB by default)
+/// for the export to import back: 16 KiB leaves room for the content and the escaping.
+pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+/// The deepest `store_memory`'s `metadata` may nest (objects and arrays; the metadata object
+/// itself is level 1), as deep as the kernel checks any tool argument.
+pub(crate) const MAX_METADATA_DEPTH: usize = 32;
+
+/// Refuses `metadata` nested deeper than [`MAX_METADATA_DEPTH`] or larger than
+/// [`MAX_METADATA_BYTES`] as JSON; the error names the argument and the limit.
+fn check_metadata(tool: &str, metadata: &Value) -> Result<(), ToolError> {
+    // Measured without recursion, so any nesting is safe to look at.
+    let mut stack = vec![(metadata, 1_usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(object) => Box::new(object.values()),
+            _ => continue,
+        };
+        if depth > MAX_METADATA_DEPTH {
+            return Err(ToolError::invalid(
+                tool,
+                format!("argument `metadata`: nested more than {MAX_METADATA_DEPTH} levels deep; the limit is {MAX_METADATA_DEPTH}"),
+            ));
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    // Counted while serialising, stopping at the limit rather than building a copy of it all.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            if self.0 > MAX_METADATA_BYTES {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    if serde_json::to_writer(&mut counter, metadata).is_err() {
+        return Err(ToolError::invalid(
+            tool,
+            format!("argument `metadata`: more than {MAX_METADATA_BYTES} bytes as JSON; the limit is {MAX_METADATA_BYTES} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// Search hits with the names of the people each is about.
