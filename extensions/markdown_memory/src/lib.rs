@@ -29,6 +29,7 @@ mod names;
 mod session;
 mod tools;
 mod workspace;
+mod writers;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

@@ -21,11 +21,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
-use crate::atomic::{self, is_temp_file};
+use crate::atomic::{self, is_temp_file, temp_file_writer};
 use crate::erasure::{scrub_text, Needle};
 use crate::error::{MarkdownError, Result};
 use crate::names::{check_agent_id, sanitize_topic, session_stem};
 use crate::session::BufferedMessage;
+use crate::writers;
 
 /// The long-term memory file.
 pub const MEMORY_FILE: &str = "MEMORY.md";
@@ -39,6 +40,16 @@ const DAILY_DIR: &str = "daily";
 const SESSIONS_DIR: &str = ".sessions";
 /// A user directory being erased is first renamed to `users/.erased-…`.
 const ERASED_PREFIX: &str = ".erased-";
+
+/// The writer named in a directory being erased, `.erased-{stem}.{writer}.{nanos}`.
+fn erased_dir_writer(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(ERASED_PREFIX)?;
+    let mut parts = rest.rsplitn(3, '.');
+    parts.next()?.parse::<i64>().ok()?;
+    let writer = parts.next()?;
+    parts.next()?;
+    Some(writer)
+}
 
 /// One timestamped entry of a history file or a daily log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +155,8 @@ pub struct Workspace {
 
 impl Workspace {
     /// Opens (creating if needed) the workspace at `root`, and removes temporary files left by
-    /// writes a crash interrupted.
+    /// writes a crash interrupted: only those certainly abandoned (their writer is gone, or they
+    /// are older than any write takes), since other processes may be writing here right now.
     ///
     /// # Errors
     /// A directory cannot be created or listed.
@@ -170,7 +182,11 @@ impl Workspace {
         let mut swept = 0;
         for dir in dirs {
             for name in workspace.list(&dir)? {
-                if is_temp_file(&name) && fs::remove_file(dir.join(&name)).is_ok() {
+                let path = dir.join(&name);
+                if is_temp_file(&name)
+                    && writers::is_abandoned(&path, temp_file_writer(&name))
+                    && fs::remove_file(&path).is_ok()
+                {
                     swept += 1;
                 }
             }
@@ -178,8 +194,11 @@ impl Workspace {
         // A user erasure interrupted between its rename and its removal.
         let users = workspace.root.join(USERS_DIR);
         for name in workspace.list(&users)? {
-            if name.starts_with(ERASED_PREFIX) && fs::remove_dir_all(users.join(&name)).is_ok() {
-                swept += 1;
+            let path = users.join(&name);
+            if let Some(writer) = erased_dir_writer(&name) {
+                if writers::is_abandoned(&path, Some(writer)) && fs::remove_dir_all(&path).is_ok() {
+                    swept += 1;
+                }
             }
         }
         if swept > 0 {
@@ -226,12 +245,16 @@ impl Workspace {
         }
         let doomed = users.join(format!(
             "{ERASED_PREFIX}{stem}.{}.{}",
-            std::process::id(),
+            writers::tag(),
             Utc::now().timestamp_nanos_opt().unwrap_or_default()
         ));
         fs::rename(&root, &doomed).map_err(|err| self.io("rename", &root, err))?;
-        fs::remove_dir_all(&doomed).map_err(|err| self.io("remove", &doomed, err))?;
-        Ok(true)
+        match fs::remove_dir_all(&doomed) {
+            Ok(()) => Ok(true),
+            // Removed meanwhile by another process's sweep: gone either way.
+            Err(_) if !doomed.exists() => Ok(true),
+            Err(err) => Err(self.io("remove", &doomed, err)),
+        }
     }
 
     /// Removes every copy of a forgotten text from this workspace's own files (see
