@@ -55,7 +55,7 @@ pub(crate) fn tag() -> String {
 
 /// Whether the writer named by `writer` (a [`tag`]) is certainly gone: it ran here and its
 /// process no longer exists.
-fn writer_is_gone(writer: &str) -> bool {
+pub(crate) fn is_gone(writer: &str) -> bool {
     let (Some(here), Some((host, pid))) = (host(), writer.split_once('-')) else {
         // Untagged (no `/proc` when it was written, or an older version): it cannot be judged.
         return false;
@@ -69,7 +69,7 @@ fn writer_is_gone(writer: &str) -> bool {
 /// Whether the temporary file or directory at `path`, written by `writer` (the tag in its
 /// name, if it has one), is certainly abandoned and may be removed.
 pub(crate) fn is_abandoned(path: &Path, writer: Option<&str>) -> bool {
-    if writer.is_some_and(writer_is_gone) {
+    if writer.is_some_and(is_gone) {
         return true;
     }
     let age = fs::symlink_metadata(path)
@@ -85,20 +85,17 @@ mod tests {
 
     #[test]
     fn only_a_gone_writer_of_this_host_is_judged() {
-        assert!(!writer_is_gone(&tag()), "this process is alive");
+        assert!(!is_gone(&tag()), "this process is alive");
+        assert!(!is_gone("12345"), "an untagged writer cannot be judged");
         assert!(
-            !writer_is_gone("12345"),
-            "an untagged writer cannot be judged"
-        );
-        assert!(
-            !writer_is_gone("00000000-4000000"),
+            !is_gone("00000000-4000000"),
             "another host's writer is not judged"
         );
-        assert!(!writer_is_gone("garbage"));
+        assert!(!is_gone("garbage"));
         if let Some(here) = host() {
             // No Linux pid is this large (pid_max is at most 2^22).
-            assert!(writer_is_gone(&format!("{here}-4000000000")));
-            assert!(!writer_is_gone(&format!("{here}-1")), "init is alive");
+            assert!(is_gone(&format!("{here}-4000000000")));
+            assert!(!is_gone(&format!("{here}-1")), "init is alive");
         }
     }
 }
