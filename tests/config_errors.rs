@@ -71,6 +71,51 @@ async fn several_problems_are_reported_at_once() {
 }
 
 #[tokio::test]
+async fn every_bad_type_in_an_extension_section_is_reported() {
+    let err =
+        start("[extensions.notes]\nmax_notes_per_user = \"lots\"\ndigest_cron = 5\ncolour = 1\n")
+            .await
+            .unwrap_err();
+    assert!(err.starts_with("test.toml: 3 problems"), "{err}");
+    for (key, reason) in [
+        ("max_notes_per_user", "invalid type: string \"lots\""),
+        ("digest_cron", "invalid type: integer `5`"),
+        ("colour", "unknown field `colour`"),
+    ] {
+        assert!(
+            err.lines().any(|line| line.contains("[extensions.notes]")
+                && line.contains(key)
+                && line.contains(reason)),
+            "{key}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_bad_type_in_a_kernel_section_is_reported() {
+    let err = start(
+        "[kernel]\nqueue_capacity = \"many\"\nmax_tool_rounds = -1\nshutdown_grace_ms = 0\n\
+         [llm]\ntimeout_secs = \"soon\"\ntemperature = 9.0\n",
+    )
+    .await
+    .unwrap_err();
+    assert!(err.starts_with("test.toml: 4 problems"), "{err}");
+    for (key, reason) in [
+        ("kernel.queue_capacity", "invalid type"),
+        ("kernel.max_tool_rounds", "invalid value: integer `-1`"),
+        ("llm.timeout_secs", "invalid type"),
+        // A value check of a key that parsed, beside the type errors of the others.
+        ("llm.temperature", "must be between 0 and 2"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|line| line.contains(&format!("key `{key}`")) && line.contains(reason)),
+            "{key}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_shipped_config_starts() {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
