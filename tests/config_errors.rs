@@ -143,3 +143,64 @@ fn the_binary_exits_non_zero_with_a_one_line_reason() {
     assert!(stderr.contains("bad.toml"), "{stderr}");
     assert!(stderr.contains("unknown extension `memroy`"), "{stderr}");
 }
+
+/// `mnemo stats` on the config file `config`, with a fresh data directory and no model settings
+/// from the environment: its output.
+fn stats(config: &std::path::Path) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(config)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .env_remove("MNEMO_LLM_BASE_URL")
+        .env_remove("MNEMO_LLM_API_KEY")
+        .env_remove("MNEMO_LLM_MODEL")
+        .arg("stats")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_default_config_is_quiet() {
+    let output = stats(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config.toml"
+    )));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // The shipped config asks for the local embedding model; where `scripts/fetch-model` has not
+    // installed it, saying so is right. Nothing else may warn.
+    let model_installed = std::env::var_os("HOME").is_some_and(|home| {
+        std::path::Path::new(&home)
+            .join(".cache/mnemo/models/all-MiniLM-L6-v2/config.json")
+            .exists()
+    });
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("WARN") || line.contains("ERROR"))
+        .filter(|line| model_installed || !line.contains("local embeddings unavailable"))
+        .collect();
+    assert!(warnings.is_empty(), "{stderr}");
+}
+
+#[test]
+fn an_accurate_strategy_chosen_by_hand_warns_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\naccurate = [\"llm\"]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let output = stats(&config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("WARN") && line.contains("`accurate` lists `llm`")),
+        "{stderr}"
+    );
+}
