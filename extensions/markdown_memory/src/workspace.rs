@@ -307,7 +307,7 @@ impl Workspace {
                 // A claim whose process died before it finished.
                 match claim.split_once('.') {
                     Some((writer, legacy)) if writers::is_gone(writer) => {
-                        self.carry_into_history(&dir, &path, legacy).map(|()| true)
+                        self.claim_and_carry(&dir, &name, legacy)
                     }
                     _ => Ok(false),
                 }
@@ -316,7 +316,7 @@ impl Workspace {
             } else if name.ends_with(".jsonl") || name.ends_with(".recap.md") {
                 match user {
                     Some(user) => self.move_legacy(&dir, &name, user),
-                    None if name.ends_with(".jsonl") => self.claim_and_carry(&dir, &name),
+                    None if name.ends_with(".jsonl") => self.claim_and_carry(&dir, &name, &name),
                     None => remove_if_present(&path).map_err(|err| self.io("remove", &path, err)),
                 }
             } else {
@@ -363,17 +363,18 @@ impl Workspace {
         remove_if_present(&from).map_err(|err| self.io("remove", &from, err))
     }
 
-    /// Claims a first-layout buffer of the shared workspace by renaming it (only one process
-    /// wins), then carries it into the history.
-    fn claim_and_carry(&self, dir: &Path, name: &str) -> Result<bool> {
-        let from = dir.join(name);
-        let claim = dir.join(format!("{CARRYING_PREFIX}{}.{name}", writers::tag()));
+    /// Claims the file `dir/{from}`, a first-layout buffer `legacy` of the shared workspace (or
+    /// a dead process's claim of it), by renaming it (only one process wins), then carries it
+    /// into the history.
+    fn claim_and_carry(&self, dir: &Path, from: &str, legacy: &str) -> Result<bool> {
+        let from = dir.join(from);
+        let claim = dir.join(format!("{CARRYING_PREFIX}{}.{legacy}", writers::tag()));
         match fs::rename(&from, &claim) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(err) => return Err(self.io("move", &from, err)),
         }
-        self.carry_into_history(dir, &claim, name)?;
+        self.carry_into_history(dir, &claim, legacy)?;
         Ok(true)
     }
 
@@ -965,6 +966,32 @@ mod tests {
         assert_eq!(entries[2].at, Some(at("2026-03-02T10:00:00Z")));
         assert!(entries[2].text.contains("forged"));
         assert!(text.contains("## 2026-03-02T09:00:00.000Z\n\nfirst"));
+    }
+
+    #[test]
+    fn a_dead_processs_claim_is_carried_over_and_a_live_ones_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join(SESSIONS_DIR);
+        fs::create_dir_all(&sessions).unwrap();
+        let tag = writers::tag();
+        let Some((host, _)) = tag.split_once('-') else {
+            // No `/proc`: a claim's process cannot be judged, so claims are left (tested below).
+            return;
+        };
+        let line = "{\"role\":\"user\",\"at\":\"2026-03-01T08:00:00Z\",\"text\":\"hello\"}\n";
+        let dead = sessions.join(format!("{CARRYING_PREFIX}{host}-4000000000.default.jsonl"));
+        let live = sessions.join(format!("{CARRYING_PREFIX}{tag}.other.jsonl"));
+        fs::write(&dead, line).unwrap();
+        fs::write(&live, line).unwrap();
+        Workspace::open(dir.path()).unwrap();
+        let history = fs::read_to_string(dir.path().join(HISTORY_FILE)).unwrap();
+        assert_eq!(history.matches("[carried-over]").count(), 1, "{history}");
+        assert!(
+            history.contains("[carried-over] session default: "),
+            "{history}"
+        );
+        assert!(!dead.exists());
+        assert!(live.exists(), "a live process is still carrying it");
     }
 
     #[test]
