@@ -71,6 +71,51 @@ async fn several_problems_are_reported_at_once() {
 }
 
 #[tokio::test]
+async fn every_bad_type_in_an_extension_section_is_reported() {
+    let err =
+        start("[extensions.notes]\nmax_notes_per_user = \"lots\"\ndigest_cron = 5\ncolour = 1\n")
+            .await
+            .unwrap_err();
+    assert!(err.starts_with("test.toml: 3 problems"), "{err}");
+    for (key, reason) in [
+        ("max_notes_per_user", "invalid type: string \"lots\""),
+        ("digest_cron", "invalid type: integer `5`"),
+        ("colour", "unknown field `colour`"),
+    ] {
+        assert!(
+            err.lines().any(|line| line.contains("[extensions.notes]")
+                && line.contains(key)
+                && line.contains(reason)),
+            "{key}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_bad_type_in_a_kernel_section_is_reported() {
+    let err = start(
+        "[kernel]\nqueue_capacity = \"many\"\nmax_tool_rounds = -1\nshutdown_grace_ms = 0\n\
+         [llm]\ntimeout_secs = \"soon\"\ntemperature = 9.0\n",
+    )
+    .await
+    .unwrap_err();
+    assert!(err.starts_with("test.toml: 4 problems"), "{err}");
+    for (key, reason) in [
+        ("kernel.queue_capacity", "invalid type"),
+        ("kernel.max_tool_rounds", "invalid value: integer `-1`"),
+        ("llm.timeout_secs", "invalid type"),
+        // A value check of a key that parsed, beside the type errors of the others.
+        ("llm.temperature", "must be between 0 and 2"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|line| line.contains(&format!("key `{key}`")) && line.contains(reason)),
+            "{key}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_shipped_config_starts() {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
@@ -97,4 +142,65 @@ fn the_binary_exits_non_zero_with_a_one_line_reason() {
     assert!(stderr.starts_with("mnemo: "), "{stderr}");
     assert!(stderr.contains("bad.toml"), "{stderr}");
     assert!(stderr.contains("unknown extension `memroy`"), "{stderr}");
+}
+
+/// `mnemo stats` on the config file `config`, with a fresh data directory and no model settings
+/// from the environment: its output.
+fn stats(config: &std::path::Path) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(config)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .env_remove("MNEMO_LLM_BASE_URL")
+        .env_remove("MNEMO_LLM_API_KEY")
+        .env_remove("MNEMO_LLM_MODEL")
+        .arg("stats")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_default_config_is_quiet() {
+    let output = stats(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config.toml"
+    )));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // The shipped config asks for the local embedding model; where `scripts/fetch-model` has not
+    // installed it, saying so is right. Nothing else may warn.
+    let model_installed = std::env::var_os("HOME").is_some_and(|home| {
+        std::path::Path::new(&home)
+            .join(".cache/mnemo/models/all-MiniLM-L6-v2/config.json")
+            .exists()
+    });
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("WARN") || line.contains("ERROR"))
+        .filter(|line| model_installed || !line.contains("local embeddings unavailable"))
+        .collect();
+    assert!(warnings.is_empty(), "{stderr}");
+}
+
+#[test]
+fn an_accurate_strategy_chosen_by_hand_warns_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\naccurate = [\"llm\"]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let output = stats(&config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("WARN") && line.contains("`accurate` lists `llm`")),
+        "{stderr}"
+    );
 }

@@ -180,20 +180,25 @@ impl ExtensionSection {
     /// Use `#[serde(deny_unknown_fields)]` on `C`, so that a misspelt key stops start-up.
     ///
     /// # Errors
-    /// A [`ConfigError`] naming the file, `[extensions.<name>]`, the key and the reason.
+    /// A [`ConfigError`] listing every key of the section that is unknown or has a value of the
+    /// wrong type, each with the file, `[extensions.<name>]`, the key and the reason.
     pub fn parse<C: DeserializeOwned>(&self) -> Result<C, ConfigError> {
-        serde_path_to_error::deserialize(toml::Value::Table(self.table.clone())).map_err(|err| {
-            let path = err.path().to_string();
-            let key = if path == "." {
-                String::new()
-            } else {
-                format!(" key `{path}`")
-            };
-            ConfigError::new(
-                self.file.clone(),
-                format!("[extensions.{}]{key}: {}", self.name, err.into_inner()),
-            )
-        })
+        let (parsed, problems) = deserialize_all::<C>(&self.table);
+        match parsed {
+            Some(config) if problems.is_empty() => Ok(config),
+            _ => Err(ConfigError {
+                file: self.file.clone(),
+                problems: problems
+                    .into_iter()
+                    .map(|problem| {
+                        let key = problem
+                            .path
+                            .map_or(String::new(), |path| format!(" key `{path}`"));
+                        format!("[extensions.{}]{key}: {}", self.name, problem.reason)
+                    })
+                    .collect(),
+            }),
+        }
     }
 
     /// The raw keys of the section (without `enabled`).
@@ -370,25 +375,99 @@ impl Config {
     }
 }
 
+/// `[key]` of the file, with every problem of its keys added to `problems`. When some keys are
+/// bad, the section as the other keys give it, so that their values can be checked too.
 fn section<T: DeserializeOwned + Default>(
     root: &toml::Table,
     key: &str,
     problems: &mut Vec<String>,
 ) -> Option<T> {
-    let value = root.get(key)?.clone();
-    match serde_path_to_error::deserialize::<_, T>(value) {
-        Ok(parsed) => Some(parsed),
-        Err(err) => {
-            let path = err.path().to_string();
-            let full = if path == "." {
-                key.to_owned()
-            } else {
-                format!("{key}.{path}")
-            };
-            problems.push(format!("key `{full}`: {}", err.into_inner()));
-            None
+    let table = match root.get(key)? {
+        toml::Value::Table(table) => table,
+        other => {
+            problems.push(format!(
+                "key `{key}`: expected a table, found {}",
+                other.type_str()
+            ));
+            return None;
         }
+    };
+    let (parsed, found) = deserialize_all::<T>(table);
+    for problem in found {
+        let full = problem
+            .path
+            .map_or_else(|| key.to_owned(), |path| format!("{key}.{path}"));
+        problems.push(format!("key `{full}`: {}", problem.reason));
     }
+    parsed
+}
+
+/// One problem [`deserialize_all`] found.
+struct KeyProblem {
+    /// Where, as `key` or `key.inner.0`; `None` for the table as a whole.
+    path: Option<String>,
+    /// Why, in serde's words.
+    reason: String,
+}
+
+/// Deserialises `table` into `T`, collecting the problem of every key rather than stopping at
+/// the first: each key an error names is set aside and the others are tried again, so a section
+/// with two wrong-typed keys reports both. Returns what the keys without problems give (`None`
+/// when even they do not make a `T`, as when a required key is missing) and the problems.
+fn deserialize_all<T: DeserializeOwned>(table: &toml::Table) -> (Option<T>, Vec<KeyProblem>) {
+    let mut table = table.clone();
+    let mut problems = Vec::new();
+    let mut set_aside: Vec<String> = Vec::new();
+    // Each round sets one key aside, so this ends; the bound is a guard.
+    for _ in 0..=table.len() {
+        let err = match serde_path_to_error::deserialize::<_, T>(toml::Value::Table(table.clone()))
+        {
+            Ok(parsed) => return (Some(parsed), problems),
+            Err(err) => err,
+        };
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let reason = inner.message().trim().to_owned();
+        // The key at fault: the path's first segment, or the key an `unknown field` names.
+        let key = match err_first_key(&path) {
+            Some(key) if table.contains_key(key) => Some(key.to_owned()),
+            _ => named_in(&reason, "unknown field `").filter(|key| table.contains_key(key)),
+        };
+        let Some(key) = key else {
+            // A required key that was set aside is not missing: its problem is listed already.
+            if named_in(&reason, "missing field `").is_some_and(|key| set_aside.contains(&key)) {
+                return (None, problems);
+            }
+            problems.push(KeyProblem {
+                path: (path != ".").then_some(path),
+                reason,
+            });
+            return (None, problems);
+        };
+        table.remove(&key);
+        problems.push(KeyProblem {
+            path: Some(if path == "." { key.clone() } else { path }),
+            reason,
+        });
+        set_aside.push(key);
+    }
+    (None, problems)
+}
+
+/// The first key of a `serde_path_to_error` path (`a.b[0]` gives `a`), if it starts with one.
+fn err_first_key(path: &str) -> Option<&str> {
+    if path == "." {
+        return None;
+    }
+    let end = path.find(['.', '[']).unwrap_or(path.len());
+    Some(&path[..end]).filter(|key| !key.is_empty())
+}
+
+/// The key named in serde's `unknown field `name`, expected …` or `missing field `name``, when
+/// `reason` starts with `prefix` (up to the opening backtick).
+fn named_in(reason: &str, prefix: &str) -> Option<String> {
+    let rest = reason.strip_prefix(prefix)?;
+    rest.split_once('`').map(|(key, _)| key.to_owned())
 }
 
 #[cfg(test)]
@@ -429,6 +508,67 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.problems.len(), 2, "{err}");
+    }
+
+    #[test]
+    fn every_problem_of_a_section_is_listed() {
+        let err = Config::parse(
+            "[kernel]\nqueue_capacity = \"many\"\nqueue_capacit = 3\nmax_tool_rounds = \"x\"\n\
+             default_user = \"\"\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert_eq!(err.problems.len(), 4, "{err}");
+        for (key, reason) in [
+            ("kernel.queue_capacity", "invalid type: string \"many\""),
+            ("kernel.queue_capacit", "unknown field `queue_capacit`"),
+            ("kernel.max_tool_rounds", "invalid type: string \"x\""),
+            ("kernel.default_user", "must not be empty"),
+        ] {
+            assert!(
+                err.problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("key `{key}`: {reason}"))),
+                "{key}: {err}"
+            );
+        }
+        assert!(err.problems.iter().all(|p| !p.contains('\n')), "{err}");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // Only deserialised.
+    struct Shape {
+        name: String,
+        #[serde(default)]
+        sizes: Vec<u8>,
+        #[serde(default)]
+        ratio: f32,
+    }
+
+    #[test]
+    fn every_problem_of_an_extension_section_is_listed() {
+        let table: toml::Table =
+            toml::from_str("name = 1\nsizes = [1, 300]\nratio = \"half\"\ncolour = 2\n").unwrap();
+        let err = ExtensionSection::new("shapes", table)
+            .parse::<Shape>()
+            .unwrap_err();
+        assert_eq!(err.problems.len(), 4, "{err}");
+        for key in ["name", "sizes[1]", "ratio", "colour"] {
+            assert!(
+                err.problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("[extensions.shapes] key `{key}`: "))),
+                "{key}: {err}"
+            );
+        }
+        // With every key set aside, a required one is missing: that is said too, once.
+        let table: toml::Table = toml::from_str("colour = 2\n").unwrap();
+        let err = ExtensionSection::new("shapes", table)
+            .parse::<Shape>()
+            .unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(err.problems[1].contains("missing field `name`"), "{err}");
     }
 
     #[test]

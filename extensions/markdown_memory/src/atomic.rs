@@ -4,12 +4,16 @@
 //! system), is flushed to disk (`fsync`), then renamed over the target, and the directory is
 //! flushed too. A reader sees the old file or the new one, never a mix; a crash before the rename
 //! leaves the old file as it was and a stray temporary file, which readers skip (its name starts
-//! with `.` and ends with `.tmp`) and [`crate::Workspace::open`] removes.
+//! with `.` and ends with `.tmp`) and [`crate::Workspace::open`] removes once it is certainly
+//! abandoned: the name `.{target}.{writer}.{n}.tmp` tells which process wrote it (see
+//! `writers.rs`), so that a write another live process has in progress is never removed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::writers;
 
 /// Distinguishes temporary files of concurrent writes in one process.
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
@@ -17,6 +21,16 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 /// True for the name of a temporary file left by an unfinished [`StagedWrite`].
 pub fn is_temp_file(file_name: &str) -> bool {
     file_name.starts_with('.') && file_name.ends_with(".tmp")
+}
+
+/// The writer named in a temporary file's name `.{target}.{writer}.{n}.tmp`, if it is one.
+pub(crate) fn temp_file_writer(file_name: &str) -> Option<&str> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(3, '.');
+    parts.next()?.parse::<u64>().ok()?;
+    let writer = parts.next()?;
+    parts.next()?;
+    Some(writer)
 }
 
 /// A whole-file write in progress: the new content is on disk in a temporary file beside the
@@ -45,7 +59,7 @@ impl StagedWrite {
             })?;
         let temp = dir.join(format!(
             ".{file_name}.{}.{}.tmp",
-            std::process::id(),
+            writers::tag(),
             NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
         ));
         let staged = Self {
@@ -154,11 +168,25 @@ mod tests {
         fs::write(&target, "old").unwrap();
         let staged = StagedWrite::stage(&target, b"new").unwrap();
         let temp = staged.temp_path().to_path_buf();
-        assert!(is_temp_file(&temp.file_name().unwrap().to_string_lossy()));
+        let name = temp.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(is_temp_file(&name));
+        assert_eq!(temp_file_writer(&name), Some(writers::tag().as_str()));
         assert_eq!(fs::read_to_string(&temp).unwrap(), "new");
         drop(staged);
         assert!(!temp.exists());
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
+    }
+
+    #[test]
+    fn the_writer_is_read_from_the_end_of_the_name() {
+        assert_eq!(
+            temp_file_writer(".a.b.md.1f2e3d4c-77.3.tmp"),
+            Some("1f2e3d4c-77")
+        );
+        assert_eq!(temp_file_writer(".MEMORY.md.77.0.tmp"), Some("77"));
+        assert_eq!(temp_file_writer(".notes.tmp"), None);
+        assert_eq!(temp_file_writer(".x.77.zero.tmp"), None);
+        assert_eq!(temp_file_writer("x.77.0.tmp"), None);
     }
 
     #[test]

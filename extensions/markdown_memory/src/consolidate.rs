@@ -18,7 +18,7 @@ use mnemo_kernel::{extract_json, ChatRequest, KernelContext};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::session::{one_line, BufferedMessage};
+use crate::session::{one_line, BufferedMessage, SessionKey};
 use crate::workspace::Workspace;
 
 /// What a consolidation reply holds; either field may be missing.
@@ -298,7 +298,7 @@ impl Consolidator {
         })
     }
 
-    /// Consolidates `messages` of `session_id` into the workspace's history and memory.
+    /// Consolidates `messages` of `session` into the workspace's history and memory.
     ///
     /// # Errors
     /// Only when a file cannot be written; the caller then keeps the messages buffered.
@@ -306,16 +306,17 @@ impl Consolidator {
         &self,
         ctx: &KernelContext,
         workspace: &Workspace,
-        session_id: &str,
+        session: &SessionKey,
         messages: &[BufferedMessage],
     ) -> Result<Outcome> {
+        let session_id = session.session_id.as_str();
         let _turn = self.queue.lock().await;
         let memory = crate::blocking(workspace, |workspace| workspace.read_memory()).await?;
         let at = ctx.now();
         let (reply, tier) = match self.ask(ctx, &memory, messages).await {
             Ok(found) => found,
             Err(reason) => {
-                tracing::warn!(%session_id, messages = messages.len(), %reason, "consolidation fell back to a raw history entry");
+                tracing::warn!(%session, messages = messages.len(), %reason, "consolidation fell back to a raw history entry");
                 let entry = raw_fallback(session_id, &reason, messages);
                 crate::blocking(workspace, move |workspace| {
                     workspace.append_history(at, &entry)
@@ -344,7 +345,7 @@ impl Consolidator {
         if let Some(update) = update {
             crate::blocking(workspace, move |workspace| workspace.write_memory(&update)).await?;
         }
-        tracing::info!(%session_id, messages = messages.len(), ?tier, memory_updated, "session consolidated");
+        tracing::info!(%session, messages = messages.len(), ?tier, memory_updated, "session consolidated");
         Ok(Outcome::Consolidated {
             history_entry,
             memory_updated,

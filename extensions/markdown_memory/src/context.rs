@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 use mnemo_kernel::{BoxError, ContextProvider, ContextRequest, KernelContext};
 
+use crate::session::SessionKey;
 use crate::tools::ToolNames;
 use crate::workspace::MEMORY_FILE;
 use crate::MarkdownMemoryExtension;
@@ -108,12 +109,16 @@ impl ContextProvider for MarkdownMemoryExtension {
         request: &ContextRequest,
     ) -> Result<Option<String>, BoxError> {
         let workspace = self.open_workspace(Some(&request.user_id))?;
-        let session_id = request.session_id.clone();
+        let session = SessionKey::new(
+            Some(&request.user_id),
+            request.chat_id.as_deref(),
+            &request.session_id,
+        );
         let agent_id = self.config.agent_id.clone();
         let inject = self.config.inject;
         let (memory, agent_memory_file, agent_memory, recap) =
             crate::blocking(&workspace, move |workspace| {
-                let recap = workspace.session_recap(&session_id)?;
+                let recap = workspace.session_recap(&session)?;
                 if !inject {
                     return Ok((String::new(), String::new(), String::new(), recap));
                 }

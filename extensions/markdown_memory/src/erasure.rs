@@ -2,8 +2,8 @@
 //! the copies this extension keeps go too.
 //!
 //! The two announcements are read as a third-party extension would read them, by topic and field
-//! name: `memory.forgotten` (`content`, `user_id`, `session_id`) and `memory.user_erased`
-//! (`user_id`, `session_ids`).
+//! name: `memory.forgotten` (`content`, `user_id`, `chat_id`, `session_id`) and
+//! `memory.user_erased` (`user_id`).
 //!
 //! A forgotten text is removed where it was copied word for word: the session's buffered messages
 //! and recap, and every line of `MEMORY.md`, the history files, the agents' memory files and daily
@@ -11,7 +11,8 @@
 //! shared by all users and are not touched. A summary the model wrote in its own words cannot be
 //! recognised and stays; erasing the user removes those too when `per_user` is on, since the user's
 //! whole `users/{user}/` directory goes. With one shared workspace, an erasure removes the user's
-//! session buffers only: the shared history and memory files cannot be attributed to one user.
+//! session buffers and recaps (`.sessions/{user}/`, every chat and session) only: the shared
+//! history and memory files cannot be attributed to one user.
 
 use mnemo_kernel::TypedEvent;
 use serde::Deserialize;
@@ -31,6 +32,8 @@ pub(crate) struct Forgotten {
     #[serde(default)]
     pub user_id: Option<String>,
     #[serde(default)]
+    pub chat_id: Option<String>,
+    #[serde(default)]
     pub session_id: Option<String>,
 }
 
@@ -42,8 +45,6 @@ impl TypedEvent for Forgotten {
 #[derive(Debug, Deserialize, serde::Serialize)]
 pub(crate) struct UserErased {
     pub user_id: String,
-    #[serde(default)]
-    pub session_ids: Vec<String>,
 }
 
 impl TypedEvent for UserErased {

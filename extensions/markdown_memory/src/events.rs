@@ -14,7 +14,7 @@ use mnemo_kernel::{
 use crate::consolidate::Outcome;
 use crate::erasure::{Forgotten, Needle, UserErased};
 use crate::error::{MarkdownError, Result};
-use crate::session::{self, BufferedMessage, Role};
+use crate::session::{self, BufferedMessage, Role, SessionKey};
 use crate::workspace::Workspace;
 use crate::MarkdownMemoryExtension;
 
@@ -30,21 +30,21 @@ impl MarkdownMemoryExtension {
         &self,
         ctx: &KernelContext,
         workspace: &Workspace,
-        session_id: &str,
+        session: &SessionKey,
     ) -> Result<()> {
-        let id = session_id.to_owned();
+        let key = session.clone();
         let messages =
-            crate::blocking(workspace, move |workspace| workspace.session_messages(&id)).await?;
+            crate::blocking(workspace, move |workspace| workspace.session_messages(&key)).await?;
         if messages.is_empty() {
-            tracing::debug!(%session_id, "/new with nothing buffered");
+            tracing::debug!(%session, "/new with nothing buffered");
         } else {
             self.consolidator
-                .run(ctx, workspace, session_id, &messages)
+                .run(ctx, workspace, session, &messages)
                 .await?;
         }
-        let id = session_id.to_owned();
-        crate::blocking(workspace, move |workspace| workspace.session_reset(&id)).await?;
-        tracing::info!(%session_id, messages = messages.len(), "session consolidated and reset by /new");
+        let key = session.clone();
+        crate::blocking(workspace, move |workspace| workspace.session_reset(&key)).await?;
+        tracing::info!(%session, messages = messages.len(), "session consolidated and reset by /new");
         Ok(())
     }
 
@@ -54,14 +54,14 @@ impl MarkdownMemoryExtension {
         &self,
         ctx: &KernelContext,
         workspace: &Workspace,
-        session_id: &str,
+        session: &SessionKey,
         messages: Vec<BufferedMessage>,
     ) -> Result<()> {
         let cut = messages.len().saturating_sub(self.config.keep_messages);
         let (older, kept) = messages.split_at(cut);
         let outcome = self
             .consolidator
-            .run(ctx, workspace, session_id, older)
+            .run(ctx, workspace, session, older)
             .await?;
         let summary = match outcome {
             Outcome::Consolidated { history_entry, .. } => history_entry,
@@ -69,13 +69,13 @@ impl MarkdownMemoryExtension {
         };
         let recap = session::recap(summary.as_deref(), kept);
         let kept = kept.to_vec();
-        let id = session_id.to_owned();
+        let key = session.clone();
         crate::blocking(workspace, move |workspace| {
-            workspace.session_replace(&id, &kept)?;
-            workspace.write_session_recap(&id, &recap)
+            workspace.session_replace(&key, &kept)?;
+            workspace.write_session_recap(&key, &recap)
         })
         .await?;
-        tracing::info!(%session_id, consolidated = older.len(), kept = self.config.keep_messages, "session window consolidated");
+        tracing::info!(%session, consolidated = older.len(), kept = self.config.keep_messages, "session window consolidated");
         Ok(())
     }
 }
@@ -94,9 +94,15 @@ impl MarkdownMemoryExtension {
             },
             _ => base.clone(),
         };
-        let session_id = forgotten.session_id.clone();
+        let session = forgotten.session_id.as_deref().map(|session_id| {
+            SessionKey::new(
+                forgotten.user_id.as_deref(),
+                forgotten.chat_id.as_deref(),
+                session_id,
+            )
+        });
         let changed = crate::blocking(&workspace, move |workspace| {
-            workspace.scrub(session_id.as_deref(), &needle)
+            workspace.scrub(session.as_ref(), &needle)
         })
         .await?;
         if !changed.is_empty() {
@@ -105,27 +111,25 @@ impl MarkdownMemoryExtension {
         Ok(())
     }
 
-    /// `memory.user_erased`: removes the user's workspace, or with one shared workspace, the
-    /// buffers of their sessions.
+    /// `memory.user_erased`: removes the user's workspace, and the buffers of their sessions in
+    /// the shared workspace (all of them, whatever the chat or session).
     async fn erase_user(&self, erased: UserErased) -> Result<()> {
         let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
         let user = erased.user_id.clone();
-        if self.config.per_user {
-            let removed =
-                crate::blocking(base, move |workspace| workspace.remove_user(&user)).await?;
-            tracing::info!(user_id = %erased.user_id, removed, "user's markdown workspace erased");
-            return Ok(());
-        }
-        let sessions = erased.session_ids.clone();
-        crate::blocking(base, move |workspace| {
-            sessions
-                .iter()
-                .try_for_each(|session| workspace.session_reset(session))
+        let (workspace, sessions) = crate::blocking(base, move |workspace| {
+            Ok((
+                workspace.remove_user(&user)?,
+                workspace.remove_user_sessions(&user)?,
+            ))
         })
         .await?;
+        if self.config.per_user {
+            tracing::info!(user_id = %erased.user_id, workspace, sessions, "user's markdown files erased");
+            return Ok(());
+        }
         tracing::warn!(
             user_id = %erased.user_id,
-            sessions = erased.session_ids.len(),
+            sessions,
             "user erased from a shared markdown workspace: their session buffers are gone, but \
              MEMORY.md and the history files are shared and may still mention them; \
              set per_user = true to keep each user's files apart"
@@ -171,9 +175,14 @@ impl EventHandler for MarkdownMemoryExtension {
         };
         let workspace = self.open_workspace(event.user_id.as_deref())?;
         let workspace = &workspace;
+        let session = SessionKey::new(
+            event.user_id.as_deref(),
+            event.chat_id.as_deref(),
+            session_id,
+        );
         if role == Role::User {
             if let Some(rest) = new_command(text) {
-                self.reset_session(ctx, workspace, session_id).await?;
+                self.reset_session(ctx, workspace, &session).await?;
                 if rest.is_empty() {
                     return Ok(());
                 }
@@ -185,14 +194,14 @@ impl EventHandler for MarkdownMemoryExtension {
             at: event.at,
             text: text.to_owned(),
         };
-        let id = session_id.to_owned();
+        let key = session.clone();
         let messages = crate::blocking(workspace, move |workspace| {
-            workspace.session_append(&id, &message)?;
-            workspace.session_messages(&id)
+            workspace.session_append(&key, &message)?;
+            workspace.session_messages(&key)
         })
         .await?;
         if messages.len() > self.config.memory_window {
-            self.consolidate_window(ctx, workspace, session_id, messages)
+            self.consolidate_window(ctx, workspace, &session, messages)
                 .await?;
         }
         Ok(())

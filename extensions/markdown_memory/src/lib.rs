@@ -29,6 +29,7 @@ mod names;
 mod session;
 mod tools;
 mod workspace;
+mod writers;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -47,7 +48,7 @@ pub use consolidate::{parse_reply, ConsolidationReply, ParseTier};
 pub use erasure::{scrub_text, Needle};
 pub use error::{MarkdownError, Result};
 pub use names::{check_agent_id, sanitize_topic, MAX_NAME_CHARS};
-pub use session::{BufferedMessage, Role};
+pub use session::{BufferedMessage, Role, SessionKey};
 pub use workspace::{
     format_entry, monthly_history_file, parse_entries, Entry, Workspace, WorldWrite, HISTORY_FILE,
     MEMORY_FILE,

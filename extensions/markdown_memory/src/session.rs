@@ -1,7 +1,47 @@
 //! A session's messages not consolidated yet, kept in an append-only JSONL buffer file.
 
+use std::fmt;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+
+/// Whose conversation a session buffer holds. A session id alone names no conversation: hosts
+/// often call every session `default` or `1`, so two users, or one user in two chats, reuse it.
+/// Every buffer, recap and consolidation is keyed by all three.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey {
+    /// The user, if the event named one.
+    pub user_id: Option<String>,
+    /// The chat, if the session is in one; `None` for a personal session.
+    pub chat_id: Option<String>,
+    /// The session id as the host gave it.
+    pub session_id: String,
+}
+
+impl SessionKey {
+    /// The key of `session_id` of `user_id` in `chat_id`.
+    pub fn new(user_id: Option<&str>, chat_id: Option<&str>, session_id: &str) -> Self {
+        Self {
+            user_id: user_id.map(str::to_owned),
+            chat_id: chat_id.map(str::to_owned),
+            session_id: session_id.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for SessionKey {
+    /// `session s1 of user ana in chat family`, ids shortened to one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "session {}", one_line(&self.session_id, 80))?;
+        if let Some(user) = &self.user_id {
+            write!(f, " of user {}", one_line(user, 80))?;
+        }
+        if let Some(chat) = &self.chat_id {
+            write!(f, " in chat {}", one_line(chat, 80))?;
+        }
+        Ok(())
+    }
+}
 
 /// Who wrote a buffered message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +63,8 @@ impl Role {
     }
 }
 
-/// One message of a session, as kept in `.sessions/{session}.jsonl` until it is consolidated.
+/// One message of a session, as kept in `.sessions/{user}/{chat}/{session}.jsonl` until it is
+/// consolidated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BufferedMessage {
     /// Who wrote it.

@@ -6,8 +6,14 @@
 //! world/{topic}.md                       shared facts, rewritten by learn_fact
 //! agents/{agent_id}/MEMORY.md            the agent's curated memory, rewritten by reflect
 //! agents/{agent_id}/daily/YYYY-MM-DD.md  the agent's append-only daily log
-//! .sessions/{session}.jsonl              messages not consolidated yet (and .recap.md)
+//! .sessions/{user}/{chat}/{session}.jsonl  messages not consolidated yet (and .recap.md)
 //! ```
+//!
+//! A session buffer is keyed by user, chat and session ([`SessionKey`]): `{user}` is `_anonymous`
+//! for an event without a user, `{chat}` is `_personal` outside a chat (neither can be the name
+//! of a real id, see [`crate::names`]). Buffers of the first layout, `.sessions/{session}.jsonl`
+//! keyed by session alone, are carried over when the workspace opens (see
+//! [`Workspace::open`]).
 //!
 //! Whole-file writes are atomic ([`crate::write_atomic`]); appends never rewrite earlier entries.
 //! Every write in one workspace takes one lock, so two writers never interleave. The methods do
@@ -21,11 +27,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
-use crate::atomic::{self, is_temp_file};
+use crate::atomic::{self, is_temp_file, temp_file_writer};
 use crate::erasure::{scrub_text, Needle};
 use crate::error::{MarkdownError, Result};
 use crate::names::{check_agent_id, sanitize_topic, session_stem};
-use crate::session::BufferedMessage;
+use crate::session::{one_line, BufferedMessage, SessionKey};
+use crate::writers;
 
 /// The long-term memory file.
 pub const MEMORY_FILE: &str = "MEMORY.md";
@@ -37,8 +44,27 @@ const AGENTS_DIR: &str = "agents";
 const USERS_DIR: &str = "users";
 const DAILY_DIR: &str = "daily";
 const SESSIONS_DIR: &str = ".sessions";
-/// A user directory being erased is first renamed to `users/.erased-…`.
+/// A user directory being erased is first renamed to `users/.erased-…` (and a user's session
+/// buffers in a shared workspace to `.sessions/.erased-…`).
 const ERASED_PREFIX: &str = ".erased-";
+/// The `{user}` of a session buffer whose event named no user.
+const NO_USER_DIR: &str = "_anonymous";
+/// The `{chat}` of a session buffer outside any chat.
+const NO_CHAT_DIR: &str = "_personal";
+/// In `.sessions/`: present once the buffers of the first layout were carried over.
+const LAYOUT_MARK: &str = "_layout-2";
+/// In `.sessions/`: a first-layout buffer one process is carrying over, `.carrying.{writer}.{name}`.
+const CARRYING_PREFIX: &str = ".carrying.";
+
+/// The writer named in a directory being erased, `.erased-{stem}.{writer}.{nanos}`.
+fn erased_dir_writer(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(ERASED_PREFIX)?;
+    let mut parts = rest.rsplitn(3, '.');
+    parts.next()?.parse::<i64>().ok()?;
+    let writer = parts.next()?;
+    parts.next()?;
+    Some(writer)
+}
 
 /// One timestamped entry of a history file or a daily log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +170,8 @@ pub struct Workspace {
 
 impl Workspace {
     /// Opens (creating if needed) the workspace at `root`, and removes temporary files left by
-    /// writes a crash interrupted.
+    /// writes a crash interrupted: only those certainly abandoned (their writer is gone, or they
+    /// are older than any write takes), since other processes may be writing here right now.
     ///
     /// # Errors
     /// A directory cannot be created or listed.
@@ -170,16 +197,27 @@ impl Workspace {
         let mut swept = 0;
         for dir in dirs {
             for name in workspace.list(&dir)? {
-                if is_temp_file(&name) && fs::remove_file(dir.join(&name)).is_ok() {
+                let path = dir.join(&name);
+                if is_temp_file(&name)
+                    && writers::is_abandoned(&path, temp_file_writer(&name))
+                    && fs::remove_file(&path).is_ok()
+                {
                     swept += 1;
                 }
             }
         }
         // A user erasure interrupted between its rename and its removal.
-        let users = workspace.root.join(USERS_DIR);
-        for name in workspace.list(&users)? {
-            if name.starts_with(ERASED_PREFIX) && fs::remove_dir_all(users.join(&name)).is_ok() {
-                swept += 1;
+        for parent in [USERS_DIR, SESSIONS_DIR] {
+            let parent = workspace.root.join(parent);
+            for name in workspace.list(&parent)? {
+                let path = parent.join(&name);
+                if let Some(writer) = erased_dir_writer(&name) {
+                    if writers::is_abandoned(&path, Some(writer))
+                        && fs::remove_dir_all(&path).is_ok()
+                    {
+                        swept += 1;
+                    }
+                }
             }
         }
         if swept > 0 {
@@ -189,7 +227,181 @@ impl Workspace {
                 "removed temporary files of interrupted writes and erasures"
             );
         }
+        workspace.carry_over_sessions();
         Ok(workspace)
+    }
+
+    /// Carries session buffers of the first layout, `.sessions/{session}.jsonl` keyed by session
+    /// alone, into the layout keyed by user and chat, once per workspace (a mark in `.sessions/`
+    /// says it is done). Nothing is lost, and no buffer reaches a user it may not belong to:
+    ///
+    /// - in a user's workspace `users/{user}/`, the user is certain: the buffer and its recap
+    ///   move to `.sessions/{user}/_personal/` (the first layout did not record chats);
+    /// - in the shared workspace, the buffer may hold several users' turns and cannot be given
+    ///   to any one of them: its messages are appended whole to the history as a
+    ///   `[carried-over]` entry (where `search_history` finds them, as a raw fallback entry would
+    ///   be), and the buffer and its recap (a summary already in the history and a copy of the
+    ///   buffer's last messages) are removed.
+    ///
+    /// Safe beside other processes opening the same workspace: a buffer is moved or claimed by
+    /// one rename, which only one of them wins. A failure is logged and retried at the next open;
+    /// the old files stay until then. Once users' workspaces were looked through, a mark saves
+    /// the next opens from doing it again.
+    fn carry_over_sessions(&self) {
+        let mark = self.root.join(SESSIONS_DIR).join(LAYOUT_MARK);
+        if mark.exists() {
+            return;
+        }
+        let mut carried = 0;
+        let mut result = self.carry_over_legacy(&self.root, None, &mut carried);
+        let users = self.root.join(USERS_DIR);
+        let mut looked = 0;
+        for name in self.list(&users).unwrap_or_default() {
+            let root = users.join(&name);
+            if name.starts_with('.') || !root.is_dir() {
+                continue;
+            }
+            looked += 1;
+            result = result.and(self.carry_over_legacy(&root, Some(&name), &mut carried));
+        }
+        let worth_a_mark = looked > 0 || carried > 0;
+        let result = result.and_then(|()| {
+            if !worth_a_mark {
+                return Ok(());
+            }
+            atomic::write_atomic(
+                &mark,
+                b"Session buffers are kept as {user}/{chat}/{session}.jsonl.\n",
+            )
+            .map_err(|err| self.io("write", &mark, err))
+        });
+        match result {
+            Ok(()) if carried > 0 => tracing::info!(
+                carried,
+                workspace = %self.root.display(),
+                "session buffers carried over to the layout keyed by user and chat"
+            ),
+            Ok(()) => {}
+            Err(error) => tracing::warn!(
+                %error,
+                workspace = %self.root.display(),
+                "could not carry every old session buffer over; they stay as they are and \
+                 the next start tries again"
+            ),
+        }
+    }
+
+    /// Carries over the first-layout buffers in `root/.sessions/`; `user` is the user directory's
+    /// name for a user's workspace, `None` for the shared one.
+    fn carry_over_legacy(
+        &self,
+        root: &Path,
+        user: Option<&str>,
+        carried: &mut usize,
+    ) -> Result<()> {
+        let dir = root.join(SESSIONS_DIR);
+        let mut first_error = Ok(());
+        for name in self.list(&dir)? {
+            let path = dir.join(&name);
+            let done = if let Some(claim) = name.strip_prefix(CARRYING_PREFIX) {
+                // A claim whose process died before it finished.
+                match claim.split_once('.') {
+                    Some((writer, legacy)) if writers::is_gone(writer) => {
+                        self.claim_and_carry(&dir, &name, legacy)
+                    }
+                    _ => Ok(false),
+                }
+            } else if name.starts_with('.') || name.starts_with('_') || !path.is_file() {
+                Ok(false)
+            } else if name.ends_with(".jsonl") || name.ends_with(".recap.md") {
+                match user {
+                    Some(user) => self.move_legacy(&dir, &name, user),
+                    None if name.ends_with(".jsonl") => self.claim_and_carry(&dir, &name, &name),
+                    None => remove_if_present(&path).map_err(|err| self.io("remove", &path, err)),
+                }
+            } else {
+                Ok(false)
+            };
+            match done {
+                Ok(true) => *carried += 1,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "an old session buffer could not be carried over");
+                    if first_error.is_ok() {
+                        first_error = Err(error);
+                    }
+                }
+            }
+        }
+        first_error
+    }
+
+    /// Moves a user's first-layout buffer or recap `dir/{name}` to `dir/{user}/_personal/{name}`.
+    /// If that exists already (written since), an old buffer goes before its messages and an
+    /// old recap is dropped (a recap only repeats the history and the buffer).
+    fn move_legacy(&self, dir: &Path, name: &str, user: &str) -> Result<bool> {
+        let from = dir.join(name);
+        let to_dir = dir.join(user).join(NO_CHAT_DIR);
+        fs::create_dir_all(&to_dir).map_err(|err| self.io("create", &to_dir, err))?;
+        let to = to_dir.join(name);
+        let _guard = self.lock();
+        if !to.exists() {
+            return match fs::rename(&from, &to) {
+                Ok(()) => Ok(true),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(err) => Err(self.io("move", &from, err)),
+            };
+        }
+        if name.ends_with(".jsonl") {
+            let mut text = self.read_optional(&from)?;
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&self.read_optional(&to)?);
+            atomic::write_atomic(&to, text.as_bytes()).map_err(|err| self.io("write", &to, err))?;
+        }
+        remove_if_present(&from).map_err(|err| self.io("remove", &from, err))
+    }
+
+    /// Claims the file `dir/{from}`, a first-layout buffer `legacy` of the shared workspace (or
+    /// a dead process's claim of it), by renaming it (only one process wins), then carries it
+    /// into the history.
+    fn claim_and_carry(&self, dir: &Path, from: &str, legacy: &str) -> Result<bool> {
+        let from = dir.join(from);
+        let claim = dir.join(format!("{CARRYING_PREFIX}{}.{legacy}", writers::tag()));
+        match fs::rename(&from, &claim) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(err) => return Err(self.io("move", &from, err)),
+        }
+        self.carry_into_history(dir, &claim, legacy)?;
+        Ok(true)
+    }
+
+    /// Appends the messages of the claimed buffer `claim` (first named `name`) to the history as
+    /// one `[carried-over]` entry, then removes it and the session's old recap.
+    fn carry_into_history(&self, dir: &Path, claim: &Path, name: &str) -> Result<()> {
+        let stem = name.strip_suffix(".jsonl").unwrap_or(name);
+        let messages = self.read_messages(claim)?;
+        if let Some(last) = messages.last() {
+            let mut entry = format!(
+                "[carried-over] session {}: buffered before session buffers were kept apart by \
+                 user and chat, so whose it was is unknown; the {} messages as written, not \
+                 consolidated:\n",
+                one_line(stem, 80),
+                messages.len()
+            );
+            for message in &messages {
+                entry.push_str("- ");
+                entry.push_str(&message.line(usize::MAX));
+                entry.push('\n');
+            }
+            self.append_history(last.at, &entry)?;
+        }
+        let recap = dir.join(format!("{stem}.recap.md"));
+        remove_if_present(&recap).map_err(|err| self.io("remove", &recap, err))?;
+        remove_if_present(claim).map_err(|err| self.io("remove", claim, err))?;
+        Ok(())
     }
 
     /// The workspace of one user: their own MEMORY.md, history, agent memory, daily logs and
@@ -217,21 +429,38 @@ impl Workspace {
     /// # Errors
     /// The directory cannot be renamed or removed.
     pub fn remove_user(&self, user_id: &str) -> Result<bool> {
-        let users = self.root.join(USERS_DIR);
+        self.remove_dir_of(&self.root.join(USERS_DIR), user_id)
+    }
+
+    /// Removes every session buffer and recap of the user in this workspace,
+    /// `.sessions/{user}/`, as [`Workspace::remove_user`] does; returns whether there were any.
+    ///
+    /// # Errors
+    /// The directory cannot be renamed or removed.
+    pub fn remove_user_sessions(&self, user_id: &str) -> Result<bool> {
+        self.remove_dir_of(&self.root.join(SESSIONS_DIR), user_id)
+    }
+
+    /// Removes `parent/{user}/`: renamed out of the way first, so that it disappears at once.
+    fn remove_dir_of(&self, parent: &Path, user_id: &str) -> Result<bool> {
         let stem = session_stem(user_id);
-        let root = users.join(&stem);
+        let root = parent.join(&stem);
         let _guard = self.lock();
         if !root.is_dir() {
             return Ok(false);
         }
-        let doomed = users.join(format!(
+        let doomed = parent.join(format!(
             "{ERASED_PREFIX}{stem}.{}.{}",
-            std::process::id(),
+            writers::tag(),
             Utc::now().timestamp_nanos_opt().unwrap_or_default()
         ));
         fs::rename(&root, &doomed).map_err(|err| self.io("rename", &root, err))?;
-        fs::remove_dir_all(&doomed).map_err(|err| self.io("remove", &doomed, err))?;
-        Ok(true)
+        match fs::remove_dir_all(&doomed) {
+            Ok(()) => Ok(true),
+            // Removed meanwhile by another process's sweep: gone either way.
+            Err(_) if !doomed.exists() => Ok(true),
+            Err(err) => Err(self.io("remove", &doomed, err)),
+        }
     }
 
     /// Removes every copy of a forgotten text from this workspace's own files (see
@@ -241,11 +470,11 @@ impl Workspace {
     ///
     /// # Errors
     /// A file cannot be read or rewritten; the files already rewritten stay so.
-    pub fn scrub(&self, session_id: Option<&str>, needle: &Needle) -> Result<Vec<String>> {
+    pub fn scrub(&self, session: Option<&SessionKey>, needle: &Needle) -> Result<Vec<String>> {
         let _guard = self.lock();
         let mut changed = Vec::new();
-        if let Some(session_id) = session_id {
-            let path = self.session_path(session_id, "jsonl");
+        if let Some(session) = session {
+            let path = self.session_path(session, "jsonl");
             let text = self.read_optional(&path)?;
             let mut kept = String::with_capacity(text.len());
             let mut removed = false;
@@ -264,7 +493,7 @@ impl Workspace {
                     .map_err(|err| self.io("write", &path, err))?;
                 changed.push(self.relative(&path));
             }
-            let recap = self.session_path(session_id, "recap.md");
+            let recap = self.session_path(session, "recap.md");
             self.scrub_file(&recap, needle, false, &mut changed)?;
         }
         self.scrub_file(&self.root.join(MEMORY_FILE), needle, false, &mut changed)?;
@@ -589,18 +818,29 @@ impl Workspace {
 
     // Session buffers (consolidation).
 
-    fn session_path(&self, session_id: &str, extension: &str) -> PathBuf {
+    /// `.sessions/{user}/{chat}/{session}.{extension}`.
+    fn session_path(&self, session: &SessionKey, extension: &str) -> PathBuf {
+        let user = session
+            .user_id
+            .as_deref()
+            .map_or_else(|| NO_USER_DIR.to_owned(), session_stem);
+        let chat = session
+            .chat_id
+            .as_deref()
+            .map_or_else(|| NO_CHAT_DIR.to_owned(), session_stem);
         self.root
             .join(SESSIONS_DIR)
-            .join(format!("{}.{extension}", session_stem(session_id)))
+            .join(user)
+            .join(chat)
+            .join(format!("{}.{extension}", session_stem(&session.session_id)))
     }
 
     /// Appends one message to the session's buffer.
     ///
     /// # Errors
     /// The buffer cannot be appended to.
-    pub fn session_append(&self, session_id: &str, message: &BufferedMessage) -> Result<()> {
-        let path = self.session_path(session_id, "jsonl");
+    pub fn session_append(&self, session: &SessionKey, message: &BufferedMessage) -> Result<()> {
+        let path = self.session_path(session, "jsonl");
         let mut line = serde_json::to_string(message).map_err(|err| {
             MarkdownError::InvalidContent(format!("cannot encode a session message: {err}"))
         })?;
@@ -614,9 +854,12 @@ impl Workspace {
     ///
     /// # Errors
     /// The buffer exists but cannot be read.
-    pub fn session_messages(&self, session_id: &str) -> Result<Vec<BufferedMessage>> {
-        let path = self.session_path(session_id, "jsonl");
-        let text = self.read_optional(&path)?;
+    pub fn session_messages(&self, session: &SessionKey) -> Result<Vec<BufferedMessage>> {
+        self.read_messages(&self.session_path(session, "jsonl"))
+    }
+
+    fn read_messages(&self, path: &Path) -> Result<Vec<BufferedMessage>> {
+        let text = self.read_optional(path)?;
         let mut messages = Vec::new();
         for (index, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -625,7 +868,7 @@ impl Workspace {
             match serde_json::from_str::<BufferedMessage>(line) {
                 Ok(message) => messages.push(message),
                 Err(error) => tracing::warn!(
-                    file = %self.relative(&path), line = index + 1, %error,
+                    file = %self.relative(path), line = index + 1, %error,
                     "skipping an unreadable session buffer line"
                 ),
             }
@@ -637,8 +880,12 @@ impl Workspace {
     ///
     /// # Errors
     /// The buffer cannot be written; the old one is then intact.
-    pub fn session_replace(&self, session_id: &str, messages: &[BufferedMessage]) -> Result<()> {
-        let path = self.session_path(session_id, "jsonl");
+    pub fn session_replace(
+        &self,
+        session: &SessionKey,
+        messages: &[BufferedMessage],
+    ) -> Result<()> {
+        let path = self.session_path(session, "jsonl");
         let mut text = String::new();
         for message in messages {
             let line = serde_json::to_string(message).map_err(|err| {
@@ -646,6 +893,9 @@ impl Workspace {
             })?;
             text.push_str(&line);
             text.push('\n');
+        }
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|err| self.io("create", parent, err))?;
         }
         let _guard = self.lock();
         atomic::write_atomic(&path, text.as_bytes()).map_err(|err| self.io("write", &path, err))
@@ -655,8 +905,8 @@ impl Workspace {
     ///
     /// # Errors
     /// The recap exists but cannot be read.
-    pub fn session_recap(&self, session_id: &str) -> Result<Option<String>> {
-        let text = self.read_optional(&self.session_path(session_id, "recap.md"))?;
+    pub fn session_recap(&self, session: &SessionKey) -> Result<Option<String>> {
+        let text = self.read_optional(&self.session_path(session, "recap.md"))?;
         Ok(Some(text).filter(|text| !text.trim().is_empty()))
     }
 
@@ -664,25 +914,30 @@ impl Workspace {
     ///
     /// # Errors
     /// The recap cannot be written.
-    pub fn write_session_recap(&self, session_id: &str, recap: &str) -> Result<()> {
-        self.write_whole(&self.session_path(session_id, "recap.md"), recap)
+    pub fn write_session_recap(&self, session: &SessionKey, recap: &str) -> Result<()> {
+        self.write_whole(&self.session_path(session, "recap.md"), recap)
     }
 
     /// Forgets the session: removes its buffer and its recap (after `/new` consolidated it).
     ///
     /// # Errors
     /// A file exists but cannot be removed.
-    pub fn session_reset(&self, session_id: &str) -> Result<()> {
+    pub fn session_reset(&self, session: &SessionKey) -> Result<()> {
         let _guard = self.lock();
         for extension in ["jsonl", "recap.md"] {
-            let path = self.session_path(session_id, extension);
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(err) => return Err(self.io("remove", &path, err)),
-            }
+            let path = self.session_path(session, extension);
+            remove_if_present(&path).map_err(|err| self.io("remove", &path, err))?;
         }
         Ok(())
+    }
+}
+
+/// Removes a file; returns whether it was there.
+fn remove_if_present(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
@@ -711,6 +966,32 @@ mod tests {
         assert_eq!(entries[2].at, Some(at("2026-03-02T10:00:00Z")));
         assert!(entries[2].text.contains("forged"));
         assert!(text.contains("## 2026-03-02T09:00:00.000Z\n\nfirst"));
+    }
+
+    #[test]
+    fn a_dead_processs_claim_is_carried_over_and_a_live_ones_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join(SESSIONS_DIR);
+        fs::create_dir_all(&sessions).unwrap();
+        let tag = writers::tag();
+        let Some((host, _)) = tag.split_once('-') else {
+            // No `/proc`: a claim's process cannot be judged, so claims are left (tested below).
+            return;
+        };
+        let line = "{\"role\":\"user\",\"at\":\"2026-03-01T08:00:00Z\",\"text\":\"hello\"}\n";
+        let dead = sessions.join(format!("{CARRYING_PREFIX}{host}-4000000000.default.jsonl"));
+        let live = sessions.join(format!("{CARRYING_PREFIX}{tag}.other.jsonl"));
+        fs::write(&dead, line).unwrap();
+        fs::write(&live, line).unwrap();
+        Workspace::open(dir.path()).unwrap();
+        let history = fs::read_to_string(dir.path().join(HISTORY_FILE)).unwrap();
+        assert_eq!(history.matches("[carried-over]").count(), 1, "{history}");
+        assert!(
+            history.contains("[carried-over] session default: "),
+            "{history}"
+        );
+        assert!(!dead.exists());
+        assert!(live.exists(), "a live process is still carrying it");
     }
 
     #[test]

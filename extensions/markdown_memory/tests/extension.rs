@@ -162,7 +162,8 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
     say(&first, true, "I adopted a cat named Miso").await;
     say(&first, false, "Lovely! How old is Miso?").await;
     first.shutdown().await;
-    let buffer = fs::read_to_string(dir.path().join("markdown/.sessions/s1.jsonl")).unwrap();
+    let buffer =
+        fs::read_to_string(dir.path().join("markdown/.sessions/ana/_personal/s1.jsonl")).unwrap();
     assert_eq!(buffer.lines().count(), 2);
 
     // A long memory written by hand: the prompt must ask to compress it.
@@ -200,7 +201,10 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
         fs::read_to_string(dir.path().join("markdown/MEMORY.md")).unwrap(),
         "# Memory\n- The user has a cat named Miso.\n"
     );
-    assert!(!dir.path().join("markdown/.sessions/s1.jsonl").exists());
+    assert!(!dir
+        .path()
+        .join("markdown/.sessions/ana/_personal/s1.jsonl")
+        .exists());
     let found = second
         .call_tool(&scope(), "md_search_history", json!({"query": "Miso"}))
         .await
@@ -232,7 +236,7 @@ async fn a_shared_workspace_drops_forgotten_messages_and_an_erased_users_session
     let dir = tempfile::tempdir().unwrap();
     let config = "[extensions.markdown_memory]\nper_user = false\n";
     let kernel = start(config, dir.path(), Arc::new(ScriptedLlm::new())).await;
-    let buffer = dir.path().join("markdown/.sessions/s1.jsonl");
+    let buffer = dir.path().join("markdown/.sessions/ana/_personal/s1.jsonl");
     say(&kernel, true, "ok").await;
     say(&kernel, false, "ok, noted that the gate code is 7781").await;
     say(&kernel, true, "The gate code is 7781 for the whole summer").await;

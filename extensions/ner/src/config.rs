@@ -42,7 +42,9 @@ pub struct NerConfig {
     pub fast: Vec<ProviderName>,
     /// Providers of the accurate strategy (nightly enrichment). Default
     /// `["regex", "pattern", "llm"]`; accurate extraction is available only when a provider
-    /// beyond `regex`/`pattern` is listed and usable (`llm` needs a model in `[llm]`).
+    /// beyond `regex`/`pattern` is listed and usable (`llm` needs a model in `[llm]`). Without a
+    /// model, the default list is noted at `info` level at start, a list the user changed with a
+    /// warning: only the latter asked for a model.
     pub accurate: Vec<ProviderName>,
     /// Entities found with a lower confidence (0.0 to 1.0) are dropped. Default 0.0 (keep all);
     /// the weakest pattern guesses score 0.65, LLM entities 0.8, regex matches 0.8 and above.

@@ -76,6 +76,13 @@ impl Extension for NerExtension {
                     tracing::info!(model = llm.model(), "ner: accurate strategy uses the model");
                     self.service.attach_llm(llm);
                 }
+                // The default lists `llm` for when a model is configured: without one, that is
+                // the expected set-up, not a mistake, and the default config stays quiet. A list
+                // the user wrote themselves asked for the model, so its absence is worth a warning.
+                None if self.config.accurate == NerConfig::default().accurate => tracing::info!(
+                    "ner: no language model is configured in [llm], so the accurate strategy \
+                     (nightly entity enrichment) is unavailable"
+                ),
                 None => tracing::warn!(
                     "ner: `accurate` lists `llm` but no language model is configured in [llm]; \
                      accurate extraction is unavailable"
