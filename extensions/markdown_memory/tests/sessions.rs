@@ -68,6 +68,7 @@ async fn prompt(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str) 
             session_id: session.into(),
             chat_id: chat.map(str::to_owned),
             at: kernel.context().now(),
+            history_messages: 0,
         })
         .await
         .into_iter()
