@@ -20,7 +20,7 @@ const TURNS: usize = 20;
 /// prompt reads `facts`, the conflict check `contradictions`).
 fn llm_reply(index: usize) -> CannedAnswer {
     let content = json!({
-        "facts": [{"content": format!("The user mentioned project number {index}"), "sources": [1]}],
+        "facts": [{"content": format!("The user discussed the Lisbon budget, note {index}"), "sources": [1]}],
         "contradictions": []
     })
     .to_string();

@@ -124,6 +124,9 @@ pub struct LlmConfig {
     pub timeout_secs: u64,
     /// Sampling temperature.
     pub temperature: f32,
+    /// Most tokens in any reply, for requests that set no bound of their own: a runaway local
+    /// model otherwise generates long after the timeout, and the requests queued behind it fail.
+    pub max_tokens: u32,
 }
 
 impl fmt::Debug for LlmConfig {
@@ -135,6 +138,7 @@ impl fmt::Debug for LlmConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("timeout_secs", &self.timeout_secs)
             .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
             .finish()
     }
 }
@@ -148,6 +152,7 @@ impl Default for LlmConfig {
             api_key: None,
             timeout_secs: 60,
             temperature: 0.2,
+            max_tokens: 1_024,
         }
     }
 }
@@ -251,6 +256,9 @@ impl Config {
         }
         if !(0.0..=2.0).contains(&llm.temperature) {
             problems.push("key `llm.temperature`: must be between 0 and 2".to_owned());
+        }
+        if llm.max_tokens == 0 {
+            problems.push("key `llm.max_tokens`: must be at least 1".to_owned());
         }
         if llm.timeout_secs == 0 {
             problems.push("key `llm.timeout_secs`: must be at least 1".to_owned());

@@ -20,6 +20,7 @@ pub struct OpenAiClient {
     api_key: Option<String>,
     temperature: f32,
     timeout_secs: u64,
+    max_tokens: u32,
 }
 
 impl OpenAiClient {
@@ -39,6 +40,7 @@ impl OpenAiClient {
             api_key: config.api_key.clone(),
             temperature: config.temperature,
             timeout_secs: config.timeout_secs,
+            max_tokens: config.max_tokens,
         })
     }
 
@@ -102,9 +104,10 @@ impl OpenAiClient {
         if request.json_reply {
             body["response_format"] = json!({"type": "json_object"});
         }
-        if let Some(max_tokens) = request.max_tokens {
-            body["max_tokens"] = json!(max_tokens);
-        }
+        // Every request is bounded: its own bound, never above the configured one.
+        body["max_tokens"] = json!(request
+            .max_tokens
+            .map_or(self.max_tokens, |asked| asked.min(self.max_tokens)));
         body
     }
 }
@@ -257,6 +260,8 @@ mod tests {
         request.tools = vec![tool];
         let body = client().body(&request);
         assert_eq!(body["tool_choice"], json!("auto"));
+        // A request without a bound of its own gets the configured one.
+        assert_eq!(body["max_tokens"], json!(LlmConfig::default().max_tokens));
         let sent = body["tools"][0]["function"]["parameters"].to_string();
         assert!(
             !sent.contains("20000") && !sent.contains("minLength"),
