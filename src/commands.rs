@@ -24,7 +24,7 @@ fn scope(kernel: &Kernel, user: &str, chat: Option<&str>, session: Option<String
     }
 }
 
-fn memory_service(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
+pub(crate) fn memory_service(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
     kernel
         .context()
         .services()

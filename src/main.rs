@@ -211,6 +211,9 @@ enum JobsCommand {
         /// The job's name.
         name: String,
     },
+    /// Give the sessions and memories that the jobs gave up on after repeated failures (a model
+    /// outage used up `max_consolidation_attempts` or `max_enrichment_attempts`) a fresh start.
+    Retry,
 }
 
 /// `--user`: a user id by the kernel's one id rule (the same as on the wire and in tool calls).
@@ -381,6 +384,25 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
                 );
             }
             true
+        }
+        JobsCommand::Retry => {
+            let reset = match commands::memory_service(&kernel) {
+                Ok(service) => service.retry_given_up().await.map_err(anyhow::Error::from),
+                Err(error) => Err(error),
+            };
+            match reset {
+                Ok((sessions, memories)) => {
+                    println!(
+                        "{sessions} sessions and {memories} memories will be tried again by the \
+                         next run of their job (execute_consolidation, execute_entity_enrichment)"
+                    );
+                    true
+                }
+                Err(error) => {
+                    kernel.shutdown().await;
+                    return Err(error);
+                }
+            }
         }
         JobsCommand::Run { name } => {
             let run = kernel.run_job(name).await;

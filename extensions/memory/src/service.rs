@@ -1262,6 +1262,15 @@ impl MemoryService {
         }
     }
 
+    /// Gives the sessions and memories that the maintenance jobs gave up on after repeated
+    /// failures a fresh start (`mnemo jobs retry`); returns how many sessions and memories.
+    ///
+    /// # Errors
+    /// The store fails; nothing is changed then.
+    pub async fn retry_given_up(&self) -> Result<(u64, u64)> {
+        self.store()?.reset_failed_attempts().await
+    }
+
     /// The latest reflection for `user_id` in exactly the scope of `chat_id`, cached until a
     /// new reflection is saved.
     ///
