@@ -510,7 +510,9 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
                         event
                     }
                 };
-                match service.ingest(&event).await {
+                // Stored without announcing the sessions it closes: their consolidation is
+                // left to the scheduled job, not done inline while the file is read.
+                match service.import(&event).await {
                     Ok(Some(_)) => {
                         counts.events += 1;
                         // The memory extension gets it again and skips it by its id; the

@@ -81,6 +81,9 @@ pub struct FactInput {
     pub supersede: bool,
 }
 
+/// User messages that are commands to the host, not conversation.
+const SESSION_COMMANDS: [&str; 1] = ["/new"];
+
 /// A reflection's scope: its user, and its chat (`None` for the personal one).
 type ReflectionScope = (Option<String>, Option<String>);
 
@@ -621,6 +624,21 @@ impl MemoryService {
     /// # Errors
     /// The event lacks ids or text, the text is too long, or the store fails.
     pub async fn ingest(&self, event: &Event) -> Result<Option<String>> {
+        self.store_turn(event, true).await
+    }
+
+    /// Stores a conversation event as [`Self::ingest`] does, but announces none of the sessions
+    /// it closes: an import leaves their consolidation to the scheduled job (or `mnemo jobs run
+    /// execute_consolidation`) instead of waiting for the model session by session while it
+    /// reads the file (40 events took 404 s with a local model).
+    ///
+    /// # Errors
+    /// As [`Self::ingest`].
+    pub async fn import(&self, event: &Event) -> Result<Option<String>> {
+        self.store_turn(event, false).await
+    }
+
+    async fn store_turn(&self, event: &Event, announce: bool) -> Result<Option<String>> {
         let started = Instant::now();
         let state = self.state()?;
         let Some(text) = event.payload.text() else {
@@ -636,6 +654,12 @@ impl MemoryService {
         };
         self.check_content("text", text)?;
         let is_user = event.topic() == mnemo_kernel::TOPIC_USER_MESSAGE;
+        // "/new" tells the host (and the markdown mirror) to start a new session; it is not
+        // something the user said, so it is neither a turn nor reflected on.
+        if is_user && SESSION_COMMANDS.contains(&text.trim()) {
+            tracing::debug!(event_id = %event.id, "a session command; not stored as a turn");
+            return Ok(None);
+        }
         let entities = self.fast_entities(text);
         let episode = NewMemory {
             kind: MemoryKind::Episode,
@@ -670,7 +694,7 @@ impl MemoryService {
             return Ok(None);
         };
         // The user moved to a new session: the ones it closed are ready for consolidation.
-        for session in stored.closed_sessions {
+        for session in stored.closed_sessions.into_iter().filter(|_| announce) {
             let completed = SessionCompleted { session };
             let announcement = Event::new(state.ctx.now(), completed.into_payload())
                 .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
