@@ -1,0 +1,89 @@
+//! Every replay scenario of `tests/scenarios/` is its own test case: the real binary replays it
+//! on the shipped config, and every expectation in it must hold. A scenario file without a test
+//! case here is an error (`every_scenario_file_is_a_test_case`).
+
+use std::path::Path;
+use std::process::Command;
+
+/// Replays one scenario; every expectation must hold.
+fn replay(scenario: &str) {
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUST_LOG")
+        .args(["--config", "config.toml", "replay"])
+        .arg(format!("tests/scenarios/{scenario}"))
+        .output()
+        .expect("mnemo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && last.ends_with(" passed, 0 failed") && !last.starts_with("0 "),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                replay(concat!(stringify!($name), ".jsonl"));
+            }
+        )*
+
+        /// Every scenario with a test case above.
+        const SCENARIOS: &[&str] = &[$(concat!(stringify!($name), ".jsonl")),*];
+    };
+}
+
+scenarios!(
+    agent_turn,
+    consolidation,
+    consolidation_failures,
+    consolidation_incremental,
+    consolidation_sanity,
+    context_current_message,
+    enrichment,
+    enrichment_failures,
+    kernel_basics,
+    markdown_beside_memory,
+    markdown_consolidation,
+    markdown_fallback,
+    markdown_only,
+    markdown_session_per_chat,
+    markdown_shared_session_id,
+    markdown_tools,
+    markdown_two_sessions,
+    markdown_window,
+    memory_decay_and_corrections,
+    memory_model_missing,
+    memory_search,
+    memory_semantic,
+    memory_without_embedding,
+    people,
+    people_from_model_subjects,
+    reflection,
+    reflection_scopes,
+    shared_session_id,
+    supersession_and_expiry,
+    virtual_clock,
+);
+
+#[test]
+fn every_scenario_file_is_a_test_case() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("tests/scenarios exists")
+        .map(|entry| entry.expect("readable entry").file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = SCENARIOS.iter().map(|name| (*name).to_owned()).collect();
+    listed.sort();
+    assert_eq!(
+        files, listed,
+        "add each scenario file to `scenarios!` in tests/scenarios.rs"
+    );
+}
