@@ -1,5 +1,5 @@
 //! Several mnemo processes on one store at once, as users run them: `mnemo ingest` producers,
-//! an `import`, and `remember` commands, all writing to one data directory. Every write either
+//! an `import`, `remember` commands and `mcp` servers, all writing to one data directory. Every write either
 //! commits or is refused with an error that names its cause; none fails with "database is
 //! locked", none is lost. Opening a fresh data directory from several processes at once is
 //! safe: they do not race on creating the schema.
@@ -84,14 +84,63 @@ fn ingest(dir: &Path, writer: String, count: usize) -> thread::JoinHandle<Ingest
     })
 }
 
-fn stored_episodes(dir: &Path) -> u64 {
+/// Saves `count` facts through a `mnemo mcp` server for `user`, one `tools/call` after another;
+/// returns the error replies.
+fn mcp_writer(dir: &Path, user: String, count: usize) -> thread::JoinHandle<Vec<String>> {
+    let mut child = common::mnemo_in(dir)
+        .args(["mcp", "--user", &user])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    thread::spawn(move || {
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut request = |id: usize, method: &str, params: Value| -> Value {
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            writeln!(stdin, "{message}").unwrap();
+            loop {
+                let mut line = String::new();
+                assert!(stdout.read_line(&mut line).unwrap() > 0, "mcp closed stdout");
+                let reply: Value = serde_json::from_str(&line).unwrap();
+                if reply["id"] == json!(id) {
+                    return reply;
+                }
+            }
+        };
+        request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "multi-process", "version": "1"}}),
+        );
+        let mut errors = Vec::new();
+        for index in 1..=count {
+            let reply = request(
+                index,
+                "tools/call",
+                json!({"name": "remember_fact", "arguments":
+                    {"content": format!("{user} noted item {index} for the Lisbon budget")}}),
+            );
+            if reply.get("error").is_some() || reply["result"]["isError"] == json!(true) {
+                errors.push(reply.to_string());
+            }
+        }
+        drop(stdin);
+        let _ = child.wait();
+        errors
+    })
+}
+
+fn stored(dir: &Path, kind: &str) -> u64 {
     let output = common::mnemo_in(dir)
         .args(["stats", "--json"])
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let stats: Value = serde_json::from_slice(&output.stdout).unwrap();
-    stats["counts"]["episode"].as_u64().unwrap()
+    stats["counts"][kind].as_u64().unwrap()
 }
 
 #[test]
@@ -99,6 +148,7 @@ fn writers_in_several_processes_commit_everything_without_lock_errors() {
     let writes = setting("MNEMO_STRESS_WRITES", 150);
     let writers = setting("MNEMO_STRESS_WRITERS", 3);
     let remembers = 8;
+    let (servers, server_writes) = (2, writes / 3);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.toml"), CONFIG).unwrap();
     let import_file = dir.path().join("import.jsonl");
@@ -115,6 +165,9 @@ fn writers_in_several_processes_commit_everything_without_lock_errors() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mcp_servers: Vec<_> = (0..servers)
+        .map(|server| mcp_writer(dir.path(), format!("mcp{server}"), server_writes))
+        .collect();
     let rememberer = {
         let dir = dir.path().to_owned();
         thread::spawn(move || {
@@ -143,10 +196,18 @@ fn writers_in_several_processes_commit_everything_without_lock_errors() {
     let import = importer.wait_with_output().unwrap();
     let import_stderr = String::from_utf8_lossy(&import.stderr).into_owned();
     let remember_failures = rememberer.join().unwrap();
+    let mcp_failures: Vec<String> = mcp_servers
+        .into_iter()
+        .flat_map(|server| server.join().unwrap())
+        .collect();
+    let episodes = stored(dir.path(), "episode");
+    let facts = stored(dir.path(), "fact");
     eprintln!(
         "{writers} ingest processes x {writes} events, 1 import x {writes}, {remembers} remember \
-         processes: {acknowledged} acknowledged, {} refused",
-        refused.len()
+         processes, {servers} mcp servers x {server_writes} facts: {acknowledged} acknowledged, \
+         {} refused, {} mcp errors; stored {episodes} episodes and {facts} facts",
+        refused.len(),
+        mcp_failures.len()
     );
 
     assert!(
@@ -162,8 +223,10 @@ fn writers_in_several_processes_commit_everything_without_lock_errors() {
         "import met a lock: {import_stderr}"
     );
     assert!(remember_failures.is_empty(), "{remember_failures:?}");
+    assert!(mcp_failures.is_empty(), "{mcp_failures:?}");
     // Nothing acknowledged is lost, nothing is stored twice.
-    assert_eq!(stored_episodes(dir.path()), ((writers + 1) * writes) as u64);
+    assert_eq!(episodes, ((writers + 1) * writes) as u64);
+    assert_eq!(facts, (remembers + servers * server_writes) as u64);
     let check = common::check(dir.path(), CONFIG);
     assert_eq!(check["problems"], json!([]), "{check}");
 }
