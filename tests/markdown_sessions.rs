@@ -1,5 +1,6 @@
-//! Markdown session buffers are keyed by user, chat and session (issue #17): each replay
-//! scenario, run by the real binary on the shipped config, is its own test case.
+//! Markdown session buffers are keyed by user, chat and session (issue #17), and a model's
+//! rewrite of MEMORY.md never silently deletes content (issue #23): each replay scenario, run by
+//! the real binary on the shipped config, is its own test case.
 
 use std::process::Command;
 
@@ -29,4 +30,9 @@ fn two_users_who_reuse_a_session_id_do_not_share_it() {
 #[test]
 fn a_users_session_in_one_chat_is_not_their_session_in_another() {
     replay("markdown_session_per_chat.jsonl");
+}
+
+#[test]
+fn a_consolidation_keeps_hand_written_lines_and_the_previous_memory() {
+    replay("markdown_memory_history.jsonl");
 }
