@@ -50,6 +50,7 @@ scenarios!(
     markdown_beside_memory,
     markdown_consolidation,
     markdown_fallback,
+    markdown_memory_history,
     markdown_only,
     markdown_session_per_chat,
     markdown_shared_session_id,

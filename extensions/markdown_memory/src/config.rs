@@ -29,6 +29,9 @@ pub struct MarkdownMemoryConfig {
     pub keep_messages: usize,
     /// When `MEMORY.md` is larger than this many bytes, consolidation asks the model to compress it.
     pub max_memory_size: usize,
+    /// Earlier versions of each `MEMORY.md` kept in `MEMORY.history/` before a rewrite (the
+    /// oldest go first); 0 keeps none.
+    pub memory_versions: usize,
     /// How long one consolidation waits for the model, in seconds, before writing a raw fallback.
     pub llm_timeout_secs: u64,
     /// Days of the daily log `recall` returns when the model gives no `days`.
@@ -50,6 +53,7 @@ impl Default for MarkdownMemoryConfig {
             memory_window: 50,
             keep_messages: 10,
             max_memory_size: 8_192,
+            memory_versions: crate::workspace::DEFAULT_MEMORY_VERSIONS,
             llm_timeout_secs: 30,
             recall_days: 3,
             search_limit: 10,
@@ -62,6 +66,8 @@ impl Default for MarkdownMemoryConfig {
 pub(crate) const MAX_RECALL_DAYS: u32 = 366;
 /// Most results one `search_history` call may return.
 pub(crate) const MAX_SEARCH_LIMIT: usize = 50;
+/// Most versions of a `MEMORY.md` that may be kept.
+const MAX_MEMORY_VERSIONS: usize = 1_000;
 /// Longest consolidation timeout, in seconds.
 const MAX_TIMEOUT_SECS: u64 = 3_600;
 /// Longest tool prefix, in characters.
@@ -122,6 +128,12 @@ impl MarkdownMemoryConfig {
         if self.max_memory_size < 256 {
             problem("max_memory_size", "must be at least 256 bytes".to_owned());
         }
+        if self.memory_versions > MAX_MEMORY_VERSIONS {
+            problem(
+                "memory_versions",
+                format!("must be at most {MAX_MEMORY_VERSIONS} (0 keeps no versions)"),
+            );
+        }
         if !(1..=MAX_TIMEOUT_SECS).contains(&self.llm_timeout_secs) {
             problem(
                 "llm_timeout_secs",
@@ -168,16 +180,18 @@ mod tests {
             memory_window: 5,
             keep_messages: 5,
             llm_timeout_secs: 0,
+            memory_versions: 1_001,
             ..MarkdownMemoryConfig::default()
         };
         let problems = config.problems();
-        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert_eq!(problems.len(), 6, "{problems:#?}");
         for key in [
             "workspace",
             "agent_id",
             "tool_prefix",
             "keep_messages",
             "llm_timeout_secs",
+            "memory_versions",
         ] {
             assert!(
                 problems.iter().any(|p| p.contains(&format!("`{key}`"))),

@@ -11,6 +11,11 @@
 //! Consolidations run one at a time (a queue on a tokio mutex), so two sessions never race on
 //! `MEMORY.md`. A model that times out, fails or is missing, or a reply without the fields, leaves
 //! a `[raw-fallback]` history entry with the last messages instead: nothing is lost.
+//!
+//! The model's `memory_update` is checked before it replaces `MEMORY.md` ([`crate::guard`]): one
+//! that drops most of the file is refused (a `[memory-refused]` history entry keeps it), and
+//! lines written by hand that it dropped are put back. The previous `MEMORY.md` is kept in
+//! `MEMORY.history/` before every rewrite.
 
 use std::time::Duration;
 
@@ -18,6 +23,7 @@ use mnemo_kernel::{extract_json, ChatRequest, KernelContext};
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::guard;
 use crate::session::{one_line, BufferedMessage, SessionKey};
 use crate::workspace::Workspace;
 
@@ -240,7 +246,8 @@ pub(crate) fn raw_fallback(session_id: &str, reason: &str, messages: &[BufferedM
 /// How a consolidation ended; either way a history entry was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// The model's history entry was appended (and `MEMORY.md` rewritten if it changed).
+    /// The model's history entry was appended (and `MEMORY.md` rewritten if it changed and the
+    /// update was not refused).
     Consolidated {
         /// The history entry written, for the recap.
         history_entry: Option<String>,
@@ -341,9 +348,33 @@ impl Consolidator {
         let update = reply
             .memory_update
             .filter(|update| !update.trim().is_empty() && update.trim() != memory.trim());
-        let memory_updated = update.is_some();
+        let mut memory_updated = false;
         if let Some(update) = update {
-            crate::blocking(workspace, move |workspace| workspace.write_memory(&update)).await?;
+            let compressing = memory.len() > self.max_memory_size;
+            if let Some(reason) = guard::refusal(&memory, &update, compressing) {
+                tracing::warn!(%session, %reason, "the model's memory_update drops most of MEMORY.md: refused, MEMORY.md kept as it was and the update recorded in the history");
+                let note = guard::refused_note(session_id, &reason, &update);
+                crate::blocking(workspace, move |workspace| {
+                    workspace.append_history(at, &note)
+                })
+                .await?;
+            } else {
+                let model_lines =
+                    crate::blocking(workspace, |workspace| workspace.memory_model_lines()).await?;
+                let merged = guard::merge(&memory, &update, model_lines.as_deref());
+                if !merged.restored.is_empty() {
+                    tracing::warn!(%session, restored = merged.restored.len(), "the model's memory_update dropped lines written by hand; they were put back");
+                }
+                memory_updated = merged.text.trim() != memory.trim();
+                crate::blocking(workspace, move |workspace| {
+                    if memory_updated {
+                        workspace.write_consolidated_memory(at, &merged.text, &merged.model_lines)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .await?;
+            }
         }
         tracing::info!(%session, messages = messages.len(), ?tier, memory_updated, "session consolidated");
         Ok(Outcome::Consolidated {

@@ -25,6 +25,7 @@ mod context;
 mod erasure;
 mod error;
 mod events;
+mod guard;
 mod names;
 mod session;
 mod tools;
@@ -50,8 +51,8 @@ pub use error::{MarkdownError, Result};
 pub use names::{check_agent_id, sanitize_topic, MAX_NAME_CHARS};
 pub use session::{BufferedMessage, Role, SessionKey};
 pub use workspace::{
-    format_entry, monthly_history_file, parse_entries, Entry, Workspace, WorldWrite, HISTORY_FILE,
-    MEMORY_FILE,
+    format_entry, monthly_history_file, parse_entries, Entry, Workspace, WorldWrite,
+    DEFAULT_MEMORY_VERSIONS, HISTORY_FILE, MEMORY_FILE, MEMORY_VERSIONS_DIR, MODEL_LINES_FILE,
 };
 
 use consolidate::Consolidator;
@@ -150,9 +151,12 @@ impl Extension for MarkdownMemoryExtension {
         } else {
             ctx.data_dir().join(configured)
         };
-        let workspace = tokio::task::spawn_blocking(move || Workspace::open(root))
-            .await
-            .map_err(|err| MarkdownError::Task(err.to_string()))??;
+        let versions = self.config.memory_versions;
+        let workspace = tokio::task::spawn_blocking(move || {
+            Workspace::open(root).map(|workspace| workspace.with_versions(versions))
+        })
+        .await
+        .map_err(|err| MarkdownError::Task(err.to_string()))??;
         tracing::info!(
             workspace = %workspace.root().display(),
             agent_id = %self.config.agent_id,

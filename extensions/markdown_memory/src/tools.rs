@@ -166,7 +166,13 @@ impl MarkdownMemoryExtension {
         Ok(json!({"saved": path, "at": at.to_rfc3339_opts(SecondsFormat::Millis, true)}))
     }
 
-    async fn reflect(&self, user: &str, tool: &str, arguments: &Value) -> Result<Value, ToolError> {
+    async fn reflect(
+        &self,
+        ctx: &KernelContext,
+        user: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Value, ToolError> {
         let content = text_argument(
             tool,
             arguments,
@@ -175,12 +181,13 @@ impl MarkdownMemoryExtension {
         )?
         .to_owned();
         let bytes = content.len();
+        let at = ctx.now();
         let agent_id = self.config.agent_id.clone();
         let workspace = self
             .open_workspace(Some(user))
             .map_err(|err| tool_error(tool, err))?;
         let path = crate::blocking(&workspace, move |workspace| {
-            workspace.write_agent_memory(&agent_id, &content)
+            workspace.write_agent_memory(&agent_id, at, &content)
         })
         .await
         .map_err(|err| tool_error(tool, err))?;
@@ -318,7 +325,8 @@ impl ToolProvider for MarkdownMemoryExtension {
             ToolSpec {
                 name: names.reflect.clone(),
                 description: "Rewrite your long-term memory (your MEMORY.md) with curated \
-                              learnings. Replaces the whole file: pass the complete new memory."
+                              learnings. Replaces the whole file: pass the complete new memory (the \
+                              previous version is kept in MEMORY.history/)."
                     .to_owned(),
                 parameters: json!({
                     "type": "object",
@@ -380,7 +388,7 @@ impl ToolProvider for MarkdownMemoryExtension {
         } else if name == names.remember {
             self.remember(ctx, user, name, &arguments).await
         } else if name == names.reflect {
-            self.reflect(user, name, &arguments).await
+            self.reflect(ctx, user, name, &arguments).await
         } else if name == names.learn_fact {
             self.learn_fact(user, name, &arguments).await
         } else if name == names.search_history {

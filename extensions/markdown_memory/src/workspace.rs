@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! MEMORY.md                              long-term memory, rewritten by consolidation
+//! MEMORY.history/MEMORY-{time}.md        its versions before each rewrite (the last `versions`)
+//! MEMORY.history/model-lines.md          the lines the last consolidation wrote (crate::guard)
 //! HISTORY.md, HISTORY-YYYY-MM.md         append-only history; every entry goes to both
 //! world/{topic}.md                       shared facts, rewritten by learn_fact
 //! agents/{agent_id}/MEMORY.md            the agent's curated memory, rewritten by reflect
+//! agents/{agent_id}/MEMORY.history/      its versions before each rewrite
 //! agents/{agent_id}/daily/YYYY-MM-DD.md  the agent's append-only daily log
 //! .sessions/{user}/{chat}/{session}.jsonl  messages not consolidated yet (and .recap.md)
 //! ```
@@ -36,6 +39,16 @@ use crate::writers;
 
 /// The long-term memory file.
 pub const MEMORY_FILE: &str = "MEMORY.md";
+/// Beside each `MEMORY.md`: its earlier versions, `MEMORY-{time}.md`, and the record of the
+/// lines the last consolidation wrote.
+pub const MEMORY_VERSIONS_DIR: &str = "MEMORY.history";
+/// In [`MEMORY_VERSIONS_DIR`]: the lines the last consolidation wrote, one a line.
+pub const MODEL_LINES_FILE: &str = "model-lines.md";
+/// Versions of each `MEMORY.md` kept when the workspace is not told otherwise.
+pub const DEFAULT_MEMORY_VERSIONS: usize = 20;
+const VERSION_PREFIX: &str = "MEMORY-";
+/// The time in a version's name: `2026-03-02T09-02-00.000Z` (no colons, sorts as it reads).
+const VERSION_TIME: &str = "%Y-%m-%dT%H-%M-%S%.3fZ";
 /// The all-time history file; monthly files are `HISTORY-YYYY-MM.md`.
 pub const HISTORY_FILE: &str = "HISTORY.md";
 const WORLD_DIR: &str = "world";
@@ -150,6 +163,25 @@ pub fn monthly_history_file(at: DateTime<Utc>) -> String {
     format!("HISTORY-{}.md", at.format("%Y-%m"))
 }
 
+/// The sort key of a version file name, `MEMORY-{time}.md` or `MEMORY-{time}-{n}.md` (the `n`th
+/// version written at the same time); `None` for any other name, which pruning leaves alone.
+fn version_key(name: &str) -> Option<(String, u64)> {
+    let rest = name.strip_prefix(VERSION_PREFIX)?.strip_suffix(".md")?;
+    let stamp_len = "2026-03-02T09-02-00.000Z".len();
+    let stamp = rest.get(..stamp_len)?;
+    chrono::NaiveDateTime::parse_from_str(stamp, VERSION_TIME).ok()?;
+    let number = match &rest[stamp_len..] {
+        "" => 1,
+        more => more.strip_prefix('-')?.parse().ok().filter(|n| *n >= 2)?,
+    };
+    Some((stamp.to_owned(), number))
+}
+
+/// The versions directory of the memory file `file`.
+fn versions_dir(file: &Path) -> PathBuf {
+    file.with_file_name(MEMORY_VERSIONS_DIR)
+}
+
 fn is_history_file(name: &str) -> bool {
     if name == HISTORY_FILE {
         return true;
@@ -166,6 +198,8 @@ pub struct Workspace {
     /// `world/`, shared by every user and agent even when the rest is per user.
     world_root: PathBuf,
     writes: Arc<Mutex<()>>,
+    /// Versions of each `MEMORY.md` kept before a rewrite; 0 keeps none.
+    versions: usize,
 }
 
 impl Workspace {
@@ -181,6 +215,7 @@ impl Workspace {
             world_root: root.join(WORLD_DIR),
             root,
             writes: Arc::new(Mutex::new(())),
+            versions: DEFAULT_MEMORY_VERSIONS,
         };
         for dir in ["", WORLD_DIR, AGENTS_DIR, SESSIONS_DIR] {
             let path = workspace.root.join(dir);
@@ -188,11 +223,14 @@ impl Workspace {
         }
         let mut dirs = vec![
             workspace.root.clone(),
+            workspace.root.join(MEMORY_VERSIONS_DIR),
             workspace.root.join(WORLD_DIR),
             workspace.root.join(SESSIONS_DIR),
         ];
         for agent in workspace.list(&workspace.root.join(AGENTS_DIR))? {
-            dirs.push(workspace.root.join(AGENTS_DIR).join(agent));
+            let dir = workspace.root.join(AGENTS_DIR).join(agent);
+            dirs.push(dir.join(MEMORY_VERSIONS_DIR));
+            dirs.push(dir);
         }
         let mut swept = 0;
         for dir in dirs {
@@ -413,7 +451,16 @@ impl Workspace {
             root: self.root.join(USERS_DIR).join(session_stem(user_id)),
             world_root: self.world_root.clone(),
             writes: self.writes.clone(),
+            versions: self.versions,
         }
+    }
+
+    /// This workspace keeping `versions` earlier versions of each `MEMORY.md` (config
+    /// `memory_versions`; the default is [`DEFAULT_MEMORY_VERSIONS`], 0 keeps none).
+    #[must_use]
+    pub fn with_versions(mut self, versions: usize) -> Self {
+        self.versions = versions;
+        self
     }
 
     /// The workspace of one user if they have one, without creating it.
@@ -497,6 +544,7 @@ impl Workspace {
             self.scrub_file(&recap, needle, false, &mut changed)?;
         }
         self.scrub_file(&self.root.join(MEMORY_FILE), needle, false, &mut changed)?;
+        self.scrub_versions(&self.root.join(MEMORY_VERSIONS_DIR), needle, &mut changed)?;
         for name in self.list(&self.root)? {
             if is_history_file(&name) {
                 self.scrub_file(&self.root.join(name), needle, true, &mut changed)?;
@@ -509,6 +557,7 @@ impl Workspace {
                 continue;
             }
             self.scrub_file(&dir.join(MEMORY_FILE), needle, false, &mut changed)?;
+            self.scrub_versions(&dir.join(MEMORY_VERSIONS_DIR), needle, &mut changed)?;
             let daily = dir.join(DAILY_DIR);
             for name in self.list(&daily)? {
                 if name.ends_with(".md") && !is_temp_file(&name) {
@@ -517,6 +566,17 @@ impl Workspace {
             }
         }
         Ok(changed)
+    }
+
+    /// Scrubs every file of a versions directory: the earlier versions and the record of the
+    /// model's lines; the caller holds the write lock.
+    fn scrub_versions(&self, dir: &Path, needle: &Needle, changed: &mut Vec<String>) -> Result<()> {
+        for name in self.list(dir)? {
+            if name.ends_with(".md") && !is_temp_file(&name) {
+                self.scrub_file(&dir.join(name), needle, false, changed)?;
+            }
+        }
+        Ok(())
     }
 
     /// Rewrites one file without the lines that copy `needle`; the caller holds the write lock.
@@ -599,13 +659,82 @@ impl Workspace {
     }
 
     fn write_whole(&self, path: &Path, content: &str) -> Result<()> {
+        let _guard = self.lock();
+        self.write_whole_locked(path, content)
+    }
+
+    /// [`Workspace::write_whole`] for a caller that holds the write lock.
+    fn write_whole_locked(&self, path: &Path, content: &str) -> Result<()> {
         let mut text = content.trim_end().to_owned();
         text.push('\n');
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(|err| self.io("create", parent, err))?;
         }
-        let _guard = self.lock();
         atomic::write_atomic(path, text.as_bytes()).map_err(|err| self.io("write", path, err))
+    }
+
+    /// Copies the memory file `file`, if it has any text, to its versions directory as
+    /// `MEMORY-{at}.md`, then removes the oldest versions beyond the configured number. The
+    /// caller holds the write lock. Returns the version written, relative to the workspace.
+    fn keep_version_locked(&self, file: &Path, at: DateTime<Utc>) -> Result<Option<String>> {
+        if self.versions == 0 {
+            return Ok(None);
+        }
+        let current = self.read_optional(file)?;
+        if current.trim().is_empty() {
+            return Ok(None);
+        }
+        let dir = versions_dir(file);
+        fs::create_dir_all(&dir).map_err(|err| self.io("create", &dir, err))?;
+        let stamp = at.format(VERSION_TIME).to_string();
+        let mut path = dir.join(format!("{VERSION_PREFIX}{stamp}.md"));
+        let mut number = 2_u64;
+        while path.exists() {
+            path = dir.join(format!("{VERSION_PREFIX}{stamp}-{number}.md"));
+            number += 1;
+        }
+        atomic::write_atomic(&path, current.as_bytes())
+            .map_err(|err| self.io("write", &path, err))?;
+        self.prune_versions(&dir);
+        Ok(Some(self.relative(&path)))
+    }
+
+    /// Removes the oldest versions in `dir` beyond the configured number. A version that cannot
+    /// be removed is left with a warning: an extra old copy harms nothing.
+    fn prune_versions(&self, dir: &Path) {
+        let mut versions: Vec<((String, u64), String)> = match self.list(dir) {
+            Ok(names) => names
+                .into_iter()
+                .filter_map(|name| Some((version_key(&name)?, name)))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot list the memory versions to prune them");
+                return;
+            }
+        };
+        versions.sort();
+        let excess = versions.len().saturating_sub(self.versions);
+        for (_, name) in versions.into_iter().take(excess) {
+            let path = dir.join(&name);
+            if let Err(error) = fs::remove_file(&path) {
+                tracing::warn!(file = %self.relative(&path), %error, "cannot remove an old memory version");
+            }
+        }
+    }
+
+    /// The versions kept of a memory file, oldest first, relative to the workspace.
+    fn versions_of(&self, file: &Path) -> Result<Vec<String>> {
+        let dir = versions_dir(file);
+        let mut versions: Vec<((String, u64), String)> = self
+            .list(&dir)?
+            .into_iter()
+            .filter_map(|name| Some((version_key(&name)?, name)))
+            .collect();
+        versions.sort();
+        Ok(versions
+            .into_iter()
+            .map(|(_, name)| self.relative(&dir.join(name)))
+            .collect())
     }
 
     fn append_locked(&self, path: &Path, text: &str) -> Result<()> {
@@ -625,12 +754,55 @@ impl Workspace {
         self.read_optional(&self.root.join(MEMORY_FILE))
     }
 
-    /// Replaces `MEMORY.md` atomically.
+    /// Replaces `MEMORY.md` atomically, first keeping its current text as the version of `at`
+    /// in `MEMORY.history/` (see [`Workspace::with_versions`]).
     ///
     /// # Errors
-    /// The file cannot be written; the old one is then intact.
-    pub fn write_memory(&self, content: &str) -> Result<()> {
-        self.write_whole(&self.root.join(MEMORY_FILE), content)
+    /// A file cannot be written; the old `MEMORY.md` is then intact.
+    pub fn write_memory(&self, at: DateTime<Utc>, content: &str) -> Result<()> {
+        let path = self.root.join(MEMORY_FILE);
+        let _guard = self.lock();
+        self.keep_version_locked(&path, at)?;
+        self.write_whole_locked(&path, content)
+    }
+
+    /// As [`Workspace::write_memory`], for a consolidation: also records `model_lines`, the lines
+    /// the model wrote, in `MEMORY.history/model-lines.md` (the next consolidation takes every
+    /// other line as written by hand). The record is written last: if it is not, the lines it
+    /// misses count as the user's, which keeps them.
+    ///
+    /// # Errors
+    /// A file cannot be written; the old `MEMORY.md` is intact if it was not written.
+    pub fn write_consolidated_memory(
+        &self,
+        at: DateTime<Utc>,
+        content: &str,
+        model_lines: &str,
+    ) -> Result<()> {
+        let path = self.root.join(MEMORY_FILE);
+        let record = self.root.join(MEMORY_VERSIONS_DIR).join(MODEL_LINES_FILE);
+        let _guard = self.lock();
+        self.keep_version_locked(&path, at)?;
+        self.write_whole_locked(&path, content)?;
+        self.write_whole_locked(&record, model_lines)
+    }
+
+    /// The lines the last consolidation wrote into `MEMORY.md`; `None` if none recorded them.
+    ///
+    /// # Errors
+    /// The record exists but cannot be read.
+    pub fn memory_model_lines(&self) -> Result<Option<String>> {
+        let path = self.root.join(MEMORY_VERSIONS_DIR).join(MODEL_LINES_FILE);
+        let text = self.read_optional(&path)?;
+        Ok(path.exists().then_some(text))
+    }
+
+    /// The earlier versions of `MEMORY.md` kept, oldest first, as paths relative to the workspace.
+    ///
+    /// # Errors
+    /// The versions directory cannot be listed.
+    pub fn memory_versions(&self) -> Result<Vec<String>> {
+        self.versions_of(&self.root.join(MEMORY_FILE))
     }
 
     /// Appends a timestamped entry to `HISTORY.md` and to the month's `HISTORY-YYYY-MM.md`.
@@ -751,14 +923,30 @@ impl Workspace {
         self.read_optional(&self.agent_dir(agent_id)?.join(MEMORY_FILE))
     }
 
-    /// Replaces `agents/{agent_id}/MEMORY.md` atomically.
+    /// Replaces `agents/{agent_id}/MEMORY.md` atomically, first keeping its current text as the
+    /// version of `at` in `agents/{agent_id}/MEMORY.history/`.
     ///
     /// # Errors
-    /// A bad agent id; the file cannot be written (the old one is then intact).
-    pub fn write_agent_memory(&self, agent_id: &str, content: &str) -> Result<String> {
+    /// A bad agent id; a file cannot be written (the old memory is then intact).
+    pub fn write_agent_memory(
+        &self,
+        agent_id: &str,
+        at: DateTime<Utc>,
+        content: &str,
+    ) -> Result<String> {
         let path = self.agent_dir(agent_id)?.join(MEMORY_FILE);
-        self.write_whole(&path, content)?;
+        let _guard = self.lock();
+        self.keep_version_locked(&path, at)?;
+        self.write_whole_locked(&path, content)?;
         Ok(self.relative(&path))
+    }
+
+    /// The earlier versions of the agent's `MEMORY.md` kept, oldest first, relative paths.
+    ///
+    /// # Errors
+    /// A bad agent id; the versions directory cannot be listed.
+    pub fn agent_memory_versions(&self, agent_id: &str) -> Result<Vec<String>> {
+        self.versions_of(&self.agent_dir(agent_id)?.join(MEMORY_FILE))
     }
 
     /// Appends a timestamped entry to `agents/{agent_id}/daily/{date of at}.md`; returns its path.

@@ -43,7 +43,7 @@ fn writer(root: &Path) {
             .write_world(&topic, &body(number))
             .expect("write a world topic");
         workspace
-            .write_agent_memory("assistant", &body(number))
+            .write_agent_memory("assistant", chrono::Utc::now(), &body(number))
             .expect("write the agent memory");
     }
 }
@@ -87,6 +87,18 @@ fn sigkill_never_leaves_a_torn_file() {
         let memory = workspace.read_agent_memory("assistant").unwrap();
         if !memory.is_empty() {
             assert!(is_whole(&memory), "round {round}: agent memory is torn");
+        }
+        // The versions kept before each rewrite are whole too, and no more than configured (one
+        // more when the kill came between keeping a version and pruning the oldest).
+        let versions = workspace.agent_memory_versions("assistant").unwrap();
+        assert!(
+            versions.len() <= mnemo_markdown_memory::DEFAULT_MEMORY_VERSIONS + 1,
+            "round {round}: {} versions",
+            versions.len()
+        );
+        for version in &versions {
+            let text = std::fs::read_to_string(dir.path().join(version)).unwrap();
+            assert!(is_whole(&text), "round {round}: version {version} is torn");
         }
         if round > 3 {
             assert!(

@@ -197,9 +197,19 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
     assert!(prompt.contains("over the limit of 256 bytes"), "{prompt}");
     assert!(!prompt.contains("/new"), "{prompt}");
 
+    // The hand-written line the model dropped while compressing comes back, once; the whole
+    // previous file is kept in MEMORY.history/.
     assert_eq!(
         fs::read_to_string(dir.path().join("markdown/MEMORY.md")).unwrap(),
-        "# Memory\n- The user has a cat named Miso.\n"
+        "# Memory\n- The user has a cat named Miso.\n- an old fact\n"
+    );
+    assert_eq!(
+        fs::read_to_string(
+            dir.path()
+                .join("markdown/MEMORY.history/MEMORY-2026-03-02T09-00-00.000Z.md")
+        )
+        .unwrap(),
+        format!("# Memory\n{}", "- an old fact\n".repeat(30))
     );
     assert!(!dir
         .path()

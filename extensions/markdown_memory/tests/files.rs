@@ -105,7 +105,9 @@ fn agent_ids_cannot_leave_the_workspace() {
             ),
             "{agent:?}: {error}"
         );
-        assert!(workspace.write_agent_memory(agent, "x").is_err());
+        assert!(workspace
+            .write_agent_memory(agent, at("2026-03-02T09:00:00Z"), "x")
+            .is_err());
     }
     assert_eq!(tree(outer.path()), Vec::<String>::new());
 }
@@ -164,7 +166,9 @@ fn readers_never_see_a_partial_file() {
     let workspace = Workspace::open(dir.path()).unwrap();
     let first = format!("A{}", "a".repeat(512 * 1024));
     let second = format!("B{}", "b".repeat(256 * 1024));
-    workspace.write_memory(&first).unwrap();
+    workspace
+        .write_memory(at("2026-03-02T09:00:00Z"), &first)
+        .unwrap();
     let done = Arc::new(AtomicBool::new(false));
 
     let writer = {
@@ -173,7 +177,9 @@ fn readers_never_see_a_partial_file() {
         std::thread::spawn(move || {
             for round in 0..40 {
                 let content = if round % 2 == 0 { &second } else { &first };
-                workspace.write_memory(content).unwrap();
+                workspace
+                    .write_memory(at("2026-03-02T09:00:00Z"), content)
+                    .unwrap();
             }
             done.store(true, Ordering::SeqCst);
         })
@@ -299,4 +305,110 @@ fn daily_logs_are_append_only_and_dated() {
         entries.iter().map(|e| e.text.as_str()).collect::<Vec<_>>(),
         vec!["first", "second", "next day"]
     );
+}
+
+#[test]
+fn every_rewrite_keeps_the_previous_memory_and_only_the_last_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap().with_versions(3);
+    // Nothing to keep before the first write.
+    workspace
+        .write_memory(at("2026-03-02T09:00:00Z"), "v1")
+        .unwrap();
+    assert_eq!(workspace.memory_versions().unwrap(), Vec::<String>::new());
+    for (n, time) in [
+        "2026-03-02T10:00:00Z",
+        "2026-03-02T10:00:00Z",
+        "2026-03-02T11:00:00Z",
+        "2026-03-02T12:00:00Z",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        workspace
+            .write_memory(at(time), &format!("v{}", n + 2))
+            .unwrap();
+    }
+    // v1..v4 were kept in turn (two at the same time apart by a number); the oldest went.
+    let versions = workspace.memory_versions().unwrap();
+    assert_eq!(
+        versions,
+        vec![
+            "MEMORY.history/MEMORY-2026-03-02T10-00-00.000Z-2.md",
+            "MEMORY.history/MEMORY-2026-03-02T11-00-00.000Z.md",
+            "MEMORY.history/MEMORY-2026-03-02T12-00-00.000Z.md",
+        ]
+    );
+    let texts: Vec<String> = versions
+        .iter()
+        .map(|version| fs::read_to_string(dir.path().join(version)).unwrap())
+        .collect();
+    assert_eq!(texts, vec!["v2\n", "v3\n", "v4\n"]);
+    assert_eq!(workspace.read_memory().unwrap(), "v5\n");
+    // A file the user put there is not a version and is never pruned.
+    fs::write(dir.path().join("MEMORY.history/notes.md"), "mine").unwrap();
+    workspace
+        .write_memory(at("2026-03-02T13:00:00Z"), "v6")
+        .unwrap();
+    assert!(dir.path().join("MEMORY.history/notes.md").exists());
+    assert_eq!(workspace.memory_versions().unwrap().len(), 3);
+
+    // The agent's memory keeps its own; 0 versions keeps none.
+    workspace
+        .write_agent_memory("assistant", at("2026-03-02T09:00:00Z"), "a1")
+        .unwrap();
+    workspace
+        .write_agent_memory("assistant", at("2026-03-02T10:00:00Z"), "a2")
+        .unwrap();
+    assert_eq!(
+        workspace.agent_memory_versions("assistant").unwrap(),
+        vec!["agents/assistant/MEMORY.history/MEMORY-2026-03-02T10-00-00.000Z.md"]
+    );
+    let none = workspace.clone().with_versions(0).for_user("ana");
+    none.write_memory(at("2026-03-02T09:00:00Z"), "u1").unwrap();
+    none.write_memory(at("2026-03-02T10:00:00Z"), "u2").unwrap();
+    assert_eq!(none.memory_versions().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_forgotten_text_leaves_the_memory_versions_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let secret = "my locker code is 31-17-42";
+    workspace
+        .write_consolidated_memory(
+            at("2026-03-02T09:00:00Z"),
+            &format!("- {secret}\n- likes tea"),
+            &format!("- {secret}\n- likes tea\n"),
+        )
+        .unwrap();
+    workspace
+        .write_consolidated_memory(
+            at("2026-03-02T10:00:00Z"),
+            &format!("- {secret}\n- likes coffee"),
+            &format!("- {secret}\n- likes coffee\n"),
+        )
+        .unwrap();
+    workspace
+        .write_agent_memory("assistant", at("2026-03-02T09:00:00Z"), secret)
+        .unwrap();
+    workspace
+        .write_agent_memory("assistant", at("2026-03-02T10:00:00Z"), "nothing")
+        .unwrap();
+    let changed = workspace
+        .scrub(None, &mnemo_markdown_memory::Needle::new(secret).unwrap())
+        .unwrap();
+    assert_eq!(
+        changed,
+        vec![
+            "MEMORY.md",
+            "MEMORY.history/MEMORY-2026-03-02T10-00-00.000Z.md",
+            "MEMORY.history/model-lines.md",
+            "agents/assistant/MEMORY.history/MEMORY-2026-03-02T10-00-00.000Z.md",
+        ]
+    );
+    for file in tree(dir.path()) {
+        let text = fs::read_to_string(dir.path().join(&file)).unwrap();
+        assert!(!text.contains("31-17-42"), "{file}: {text}");
+    }
 }

@@ -161,6 +161,24 @@ pub enum Step {
         /// The expected number.
         equals: u64,
     },
+    /// Write a file in the data directory, as a person editing it by hand would.
+    WriteFile {
+        /// Relative to the data directory; never leaves it.
+        path: String,
+        /// The whole new text.
+        text: String,
+    },
+    /// A file in the data directory must (not) exist and (not) contain texts.
+    ExpectFile {
+        /// Relative to the data directory; never leaves it.
+        path: String,
+        /// Whether it must exist.
+        exists: bool,
+        /// Texts that must appear (exact case).
+        contains: Vec<String>,
+        /// Texts that must not appear.
+        not_contains: Vec<String>,
+    },
 }
 
 /// What an `expect_count` counts.
@@ -287,6 +305,19 @@ enum RawStep {
         #[serde(default)]
         count: Option<usize>,
     },
+    WriteFile {
+        path: String,
+        text: String,
+    },
+    ExpectFile {
+        path: String,
+        #[serde(default = "yes")]
+        exists: bool,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        not_contains: Vec<String>,
+    },
     ExpectCount {
         of: String,
         equals: u64,
@@ -305,6 +336,18 @@ enum RawStep {
         #[serde(default)]
         chat_id: Option<String>,
     },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A path a scenario may name: relative, and with no `..`, so it stays in the data directory.
+fn inside_data_dir(path: &str) -> bool {
+    !path.is_empty()
+        && std::path::Path::new(path)
+            .components()
+            .all(|part| matches!(part, std::path::Component::Normal(_)))
 }
 
 fn last_request() -> i64 {
@@ -558,6 +601,26 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 top,
                 count,
             },
+            RawStep::WriteFile { path, .. } | RawStep::ExpectFile { path, .. }
+                if !inside_data_dir(&path) =>
+            {
+                fail(format!(
+                    "malformed line: path {path:?} must be relative to the data directory, without `..`"
+                ));
+                continue;
+            }
+            RawStep::WriteFile { path, text } => Step::WriteFile { path, text },
+            RawStep::ExpectFile {
+                path,
+                exists,
+                contains,
+                not_contains,
+            } => Step::ExpectFile {
+                path,
+                exists,
+                contains,
+                not_contains,
+            },
             RawStep::ExpectCount {
                 of,
                 equals,
@@ -653,6 +716,24 @@ mod tests {
         let scenario = parse_scenario(text, "s").unwrap();
         assert_eq!(scenario.start.to_rfc3339(), "2026-02-01T00:00:00+00:00");
         assert_eq!(scenario.steps.len(), 2);
+    }
+
+    #[test]
+    fn file_paths_stay_in_the_data_directory() {
+        for path in ["/etc/passwd", "../x", "a/../../x", ""] {
+            let line = format!(r#"{{"type":"write_file","path":{path:?},"text":"x"}}"#);
+            let errors = parse_scenario(&line, "t").unwrap_err();
+            assert!(errors[0].message.contains("relative"), "{path}: {errors:?}");
+        }
+        let scenario = parse_scenario(
+            r#"{"type":"expect_file","path":"markdown/MEMORY.md","contains":["x"]}"#,
+            "t",
+        )
+        .unwrap();
+        assert!(matches!(
+            &scenario.steps[0].1,
+            Step::ExpectFile { exists: true, .. }
+        ));
     }
 
     #[test]

@@ -743,6 +743,59 @@ impl Run<'_> {
                     Err(err) => self.unexpected(line, label, err.to_string()),
                 }
             }
+            Step::WriteFile { path, text } => {
+                let full = self.kernel.context().data_dir().join(path);
+                let written = match full.parent() {
+                    Some(parent) => std::fs::create_dir_all(parent),
+                    None => Ok(()),
+                }
+                .and_then(|()| std::fs::write(&full, text));
+                match written {
+                    Ok(()) => self.report.log.push(format!("wrote {path}")),
+                    Err(err) => {
+                        self.unexpected(line, format!("write_file {path}"), err.to_string())
+                    }
+                }
+            }
+            Step::ExpectFile {
+                path,
+                exists,
+                contains,
+                not_contains,
+            } => {
+                let full = self.kernel.context().data_dir().join(path);
+                let label = format!("expect_file {path}");
+                let mut problems = Vec::new();
+                let seen = match std::fs::read_to_string(&full) {
+                    Ok(text) => {
+                        if !exists {
+                            problems.push("the file exists".to_owned());
+                        }
+                        for needle in contains {
+                            if !text.contains(needle.as_str()) {
+                                problems.push(format!("missing {needle:?}"));
+                            }
+                        }
+                        for needle in not_contains {
+                            if text.contains(needle.as_str()) {
+                                problems.push(format!("unexpected {needle:?}"));
+                            }
+                        }
+                        text
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                        if *exists {
+                            problems.push("no such file".to_owned());
+                        }
+                        "(no file)".to_owned()
+                    }
+                    Err(err) => {
+                        problems.push(format!("cannot read it: {err}"));
+                        String::new()
+                    }
+                };
+                self.outcome(line, label, problems, seen);
+            }
             Step::ExpectCount { of, equals } => {
                 let (label, actual) = match of {
                     CountOf::Events(topic) => (
