@@ -102,7 +102,10 @@ fn mcp_writer(dir: &Path, user: String, count: usize) -> thread::JoinHandle<Vec<
             writeln!(stdin, "{message}").unwrap();
             loop {
                 let mut line = String::new();
-                assert!(stdout.read_line(&mut line).unwrap() > 0, "mcp closed stdout");
+                assert!(
+                    stdout.read_line(&mut line).unwrap() > 0,
+                    "mcp closed stdout"
+                );
                 let reply: Value = serde_json::from_str(&line).unwrap();
                 if reply["id"] == json!(id) {
                     return reply;
