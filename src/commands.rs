@@ -1,6 +1,6 @@
 //! The memory commands of the `mnemo` binary: `chat`, `remember`, `search`, `forget`, `stats`.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
@@ -54,13 +54,25 @@ pub(crate) async fn chat(
     let mut session = new_session_id();
     let mut history: Vec<ChatMessage> = Vec::new();
     let stdin = std::io::stdin();
+    // A prompt and a sign of activity only for a person at a terminal; piped input and output
+    // stay clean for scripts.
+    let prompt = stdin.is_terminal();
+    let thinking = std::io::stderr().is_terminal();
     let mut stdout = std::io::stdout();
     writeln!(
         stdout,
         "mnemo chat as {user} (session {session}); /new starts a new session, an empty line quits."
     )?;
     let mut ok = true;
-    for line in stdin.lock().lines() {
+    let mut lines = stdin.lock().lines();
+    loop {
+        if prompt {
+            write!(stdout, "> ")?;
+            stdout.flush()?;
+        }
+        let Some(line) = lines.next() else {
+            break;
+        };
         let line = line.context("reading standard input")?;
         let text = line.trim();
         if text.is_empty() {
@@ -92,21 +104,28 @@ pub(crate) async fn chat(
             chat_id: chat_id.map(str::to_owned),
             text: text.to_owned(),
         };
-        match kernel.run_turn(&input, &history).await {
+        if thinking {
+            eprint!("thinking…");
+        }
+        let result = kernel.run_turn(&input, &history).await;
+        if thinking {
+            // Erases the sign: back to the line's start, clear to its end.
+            eprint!("\r\x1b[K");
+        }
+        match result {
             Ok(outcome) => {
-                for (call, result) in &outcome.tool_calls {
-                    let shown = match result {
-                        Ok(_) => "ok".to_owned(),
-                        Err(error) => format!("error: {error}"),
-                    };
-                    writeln!(stdout, "  [{} {}: {shown}]", call.name, call.arguments)?;
-                }
+                show_tool_calls(&mut stdout, &outcome.tool_calls)?;
                 writeln!(stdout, "{}", outcome.reply)?;
                 history.push(ChatMessage::user(text));
                 history.push(ChatMessage::assistant(outcome.reply));
             }
             Err(error) => {
-                writeln!(stdout, "mnemo: {error}")?;
+                // What the tools did before the failure stands (facts saved, say): show it.
+                if let mnemo_kernel::KernelError::TurnFailedAfterTools { tool_calls, .. } = &error {
+                    show_tool_calls(&mut stdout, tool_calls)?;
+                }
+                stdout.flush()?;
+                eprintln!("mnemo: {error}");
                 ok = false;
             }
         }
@@ -115,6 +134,24 @@ pub(crate) async fn chat(
     }
     kernel.shutdown().await;
     Ok(ok)
+}
+
+/// One line per tool call of a chat turn: its name, arguments and whether it worked.
+fn show_tool_calls(
+    out: &mut impl Write,
+    tool_calls: &[(
+        mnemo_kernel::LlmToolCall,
+        Result<Value, mnemo_kernel::ToolError>,
+    )],
+) -> std::io::Result<()> {
+    for (call, result) in tool_calls {
+        let shown = match result {
+            Ok(_) => "ok".to_owned(),
+            Err(error) => format!("error: {error}"),
+        };
+        writeln!(out, "  [{} {}: {shown}]", call.name, call.arguments)?;
+    }
+    Ok(())
 }
 
 /// `mnemo remember`: stores one fact for a user through the `remember` tool. Said in a chat,
