@@ -2,7 +2,7 @@
 //! when its job's items failed, and a memory saved in a chat belongs to that chat.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use chrono::Utc;
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
@@ -253,4 +253,53 @@ async fn the_memory_tools_keep_what_they_store_in_the_callers_chat() {
     assert_eq!(value(Some("work")).await, "no locker at work");
     assert_eq!(value(None).await, Value::Null);
     kernel.shutdown().await;
+}
+
+/// Log lines carry ANSI colours only on a terminal, and not even there with `NO_COLOR`.
+#[test]
+fn log_colours_only_on_a_terminal_without_no_color() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = common::mnemo(dir.path(), CONFIG)
+        .args(["-v", "stats"])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("INFO"), "-v logs at info: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colours in a pipe: {stderr:?}");
+
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped the terminal half: no `script` command for a pseudo-terminal");
+        return;
+    }
+    let on_a_terminal = |no_color: Option<&str>| {
+        let command_line = format!(
+            "'{}' --config '{}' --data-dir '{}' -v stats",
+            env!("CARGO_BIN_EXE_mnemo"),
+            dir.path().join("config.toml").display(),
+            dir.path().join("data").display()
+        );
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &command_line, "/dev/null"])
+            .env_remove("RUST_LOG")
+            .env_remove("NO_COLOR");
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let shown = on_a_terminal(None);
+    assert!(
+        shown.contains("INFO") && shown.contains("\u{1b}["),
+        "{shown:?}"
+    );
+    let shown = on_a_terminal(Some("1"));
+    assert!(
+        shown.contains("INFO") && !shown.contains('\u{1b}'),
+        "{shown:?}"
+    );
 }
