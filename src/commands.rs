@@ -213,24 +213,37 @@ pub(crate) async fn search(
         .await;
     kernel.shutdown().await;
     let hits = result?;
-    if json_output {
-        println!("{hits}");
+    let mut stdout = std::io::stdout().lock();
+    let written = if json_output {
+        writeln!(stdout, "{hits}")
     } else {
         let hits = hits.as_array().cloned().unwrap_or_default();
+        let mut lines = Vec::with_capacity(hits.len().max(1));
         if hits.is_empty() {
-            println!("no results");
+            lines.push("no results".to_owned());
         }
         for hit in hits {
-            println!(
+            lines.push(format!(
                 "{:.4}  {:<22} {:<10} {}",
                 hit["score"].as_f64().unwrap_or_default(),
                 visible(hit["id"].as_str().unwrap_or_default()),
                 visible(hit["kind"].as_str().unwrap_or_default()),
                 visible(hit["content"].as_str().unwrap_or_default())
-            );
+            ));
         }
-    }
+        lines.iter().try_for_each(|line| writeln!(stdout, "{line}"))
+    };
+    unless_reader_left(written.and_then(|()| stdout.flush()))?;
     Ok(true)
+}
+
+/// A write to standard output, where a reader that stopped reading (`mnemo export | head`)
+/// is no error: it has what it wanted, so the command ends quietly and successfully.
+fn unless_reader_left(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// `text` made safe for a terminal: every control character but tab is shown as an escape
@@ -365,13 +378,14 @@ pub(crate) async fn export(
     kernel.shutdown().await;
     let records = records?;
     let mut stdout = std::io::stdout().lock();
-    if format == "jsonl" {
-        for record in &records {
-            writeln!(stdout, "{record}")?;
-        }
+    let written = if format == "jsonl" {
+        records
+            .iter()
+            .try_for_each(|record| writeln!(stdout, "{record}"))
     } else {
-        write!(stdout, "{}", markdown(&records))?;
-    }
+        write!(stdout, "{}", markdown(&records))
+    };
+    unless_reader_left(written.and_then(|()| stdout.flush()))?;
     Ok(true)
 }
 

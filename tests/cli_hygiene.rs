@@ -303,3 +303,44 @@ fn log_colours_only_on_a_terminal_without_no_color() {
         "{shown:?}"
     );
 }
+
+/// `mnemo export | head`, `mnemo search ... | head`: a reader that leaves early ends the command
+/// quietly and successfully, with no "Broken pipe" (nor a panic) on stderr.
+#[test]
+fn a_reader_that_stops_reading_ends_export_and_search_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        dir.path(),
+        CONFIG,
+        &[
+            "remember",
+            "The boiler was serviced on Monday",
+            "--user",
+            "ana",
+        ],
+    );
+    for args in [
+        &["export"][..],
+        &["export", "--format", "markdown"],
+        &["search", "boiler", "--user", "ana"],
+        &["search", "boiler", "--user", "ana", "--json"],
+    ] {
+        let mut child = common::mnemo_in(dir.path())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the command has written anything.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("broken pipe")
+                && !stderr.contains("panicked")
+                && !stderr.contains("mnemo:"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
