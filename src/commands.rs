@@ -470,9 +470,19 @@ fn markdown(records: &[Value]) -> String {
             out.push_str("\n### Conversations\n");
             for session in sessions {
                 out.push_str(&format!("\n#### Session {}\n", visible(&session)));
-                for memory in mine.iter().filter(|memory| {
-                    memory["kind"] == "episode" && memory["session_id"] == session.as_str()
-                }) {
+                // In the order they were said (ids are hashes); the id decides between turns
+                // of the same second, so that the order is the same on every export.
+                let mut turns: Vec<&&&Value> = mine
+                    .iter()
+                    .filter(|memory| {
+                        memory["kind"] == "episode" && memory["session_id"] == session.as_str()
+                    })
+                    .collect();
+                turns.sort_by(|a, b| {
+                    (a["event_time"].as_i64(), a["id"].as_str())
+                        .cmp(&(b["event_time"].as_i64(), b["id"].as_str()))
+                });
+                for memory in turns {
                     out.push_str(&format!(
                         "- {}: {}\n",
                         visible(memory["source_role"].as_str().unwrap_or("user")),

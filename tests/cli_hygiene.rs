@@ -344,3 +344,39 @@ fn a_reader_that_stops_reading_ends_export_and_search_quietly() {
         );
     }
 }
+
+/// The markdown export lists a session's turns in the order they were said, not by id.
+#[test]
+fn markdown_export_lists_turns_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // Newest first in the file, so that neither the file's order nor an id given in storing
+    // order is the time order.
+    let minutes = [5, 4, 3, 2, 1, 0];
+    let events: String = minutes
+        .iter()
+        .map(|minute| {
+            format!(
+                "{}\n",
+                json!({"type": "user_message", "id": format!("e{minute}"),
+                    "at": format!("2026-03-02T08:0{minute}:00Z"), "session_id": "s1",
+                    "user_id": "ana", "text": format!("turn number {minute}")})
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("events.jsonl"), events).unwrap();
+    let events = dir.path().join("events.jsonl");
+    ok(dir.path(), CONFIG, &["import", events.to_str().unwrap()]);
+    let turns = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|line| line.split_once("turn number "))
+            .map(|(_, number)| number.trim_end_matches('"').chars().take(1).collect())
+            .collect()
+    };
+    let in_time_order: Vec<String> = (0..6).map(|minute| minute.to_string()).collect();
+    // The lossless export lists rows by id: not the time order, or this test would prove nothing.
+    let by_id = turns(&ok(dir.path(), CONFIG, &["export"]));
+    assert_eq!(by_id.len(), 6, "{by_id:?}");
+    assert_ne!(by_id, in_time_order, "the ids happen to be in time order");
+    let markdown = ok(dir.path(), CONFIG, &["export", "--format", "markdown"]);
+    assert_eq!(turns(&markdown), in_time_order, "{markdown}");
+}
