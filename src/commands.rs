@@ -1,6 +1,6 @@
 //! The memory commands of the `mnemo` binary: `chat`, `remember`, `search`, `forget`, `stats`.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
@@ -54,13 +54,25 @@ pub(crate) async fn chat(
     let mut session = new_session_id();
     let mut history: Vec<ChatMessage> = Vec::new();
     let stdin = std::io::stdin();
+    // A prompt and a sign of activity only for a person at a terminal; piped input and output
+    // stay clean for scripts.
+    let prompt = stdin.is_terminal();
+    let thinking = std::io::stderr().is_terminal();
     let mut stdout = std::io::stdout();
     writeln!(
         stdout,
         "mnemo chat as {user} (session {session}); /new starts a new session, an empty line quits."
     )?;
     let mut ok = true;
-    for line in stdin.lock().lines() {
+    let mut lines = stdin.lock().lines();
+    loop {
+        if prompt {
+            write!(stdout, "> ")?;
+            stdout.flush()?;
+        }
+        let Some(line) = lines.next() else {
+            break;
+        };
         let line = line.context("reading standard input")?;
         let text = line.trim();
         if text.is_empty() {
@@ -92,21 +104,28 @@ pub(crate) async fn chat(
             chat_id: chat_id.map(str::to_owned),
             text: text.to_owned(),
         };
-        match kernel.run_turn(&input, &history).await {
+        if thinking {
+            eprint!("thinking…");
+        }
+        let result = kernel.run_turn(&input, &history).await;
+        if thinking {
+            // Erases the sign: back to the line's start, clear to its end.
+            eprint!("\r\x1b[K");
+        }
+        match result {
             Ok(outcome) => {
-                for (call, result) in &outcome.tool_calls {
-                    let shown = match result {
-                        Ok(_) => "ok".to_owned(),
-                        Err(error) => format!("error: {error}"),
-                    };
-                    writeln!(stdout, "  [{} {}: {shown}]", call.name, call.arguments)?;
-                }
+                show_tool_calls(&mut stdout, &outcome.tool_calls)?;
                 writeln!(stdout, "{}", outcome.reply)?;
                 history.push(ChatMessage::user(text));
                 history.push(ChatMessage::assistant(outcome.reply));
             }
             Err(error) => {
-                writeln!(stdout, "mnemo: {error}")?;
+                // What the tools did before the failure stands (facts saved, say): show it.
+                if let mnemo_kernel::KernelError::TurnFailedAfterTools { tool_calls, .. } = &error {
+                    show_tool_calls(&mut stdout, tool_calls)?;
+                }
+                stdout.flush()?;
+                eprintln!("mnemo: {error}");
                 ok = false;
             }
         }
@@ -115,6 +134,24 @@ pub(crate) async fn chat(
     }
     kernel.shutdown().await;
     Ok(ok)
+}
+
+/// One line per tool call of a chat turn: its name, arguments and whether it worked.
+fn show_tool_calls(
+    out: &mut impl Write,
+    tool_calls: &[(
+        mnemo_kernel::LlmToolCall,
+        Result<Value, mnemo_kernel::ToolError>,
+    )],
+) -> std::io::Result<()> {
+    for (call, result) in tool_calls {
+        let shown = match result {
+            Ok(_) => "ok".to_owned(),
+            Err(error) => format!("error: {error}"),
+        };
+        writeln!(out, "  [{} {}: {shown}]", call.name, call.arguments)?;
+    }
+    Ok(())
 }
 
 /// `mnemo remember`: stores one fact for a user through the `remember` tool. Said in a chat,
@@ -176,24 +213,37 @@ pub(crate) async fn search(
         .await;
     kernel.shutdown().await;
     let hits = result?;
-    if json_output {
-        println!("{hits}");
+    let mut stdout = std::io::stdout().lock();
+    let written = if json_output {
+        writeln!(stdout, "{hits}")
     } else {
         let hits = hits.as_array().cloned().unwrap_or_default();
+        let mut lines = Vec::with_capacity(hits.len().max(1));
         if hits.is_empty() {
-            println!("no results");
+            lines.push("no results".to_owned());
         }
         for hit in hits {
-            println!(
+            lines.push(format!(
                 "{:.4}  {:<22} {:<10} {}",
                 hit["score"].as_f64().unwrap_or_default(),
                 visible(hit["id"].as_str().unwrap_or_default()),
                 visible(hit["kind"].as_str().unwrap_or_default()),
                 visible(hit["content"].as_str().unwrap_or_default())
-            );
+            ));
         }
-    }
+        lines.iter().try_for_each(|line| writeln!(stdout, "{line}"))
+    };
+    unless_reader_left(written.and_then(|()| stdout.flush()))?;
     Ok(true)
+}
+
+/// A write to standard output, where a reader that stopped reading (`mnemo export | head`)
+/// is no error: it has what it wanted, so the command ends quietly and successfully.
+fn unless_reader_left(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// `text` made safe for a terminal: every control character but tab is shown as an escape
@@ -328,13 +378,14 @@ pub(crate) async fn export(
     kernel.shutdown().await;
     let records = records?;
     let mut stdout = std::io::stdout().lock();
-    if format == "jsonl" {
-        for record in &records {
-            writeln!(stdout, "{record}")?;
-        }
+    let written = if format == "jsonl" {
+        records
+            .iter()
+            .try_for_each(|record| writeln!(stdout, "{record}"))
     } else {
-        write!(stdout, "{}", markdown(&records))?;
-    }
+        write!(stdout, "{}", markdown(&records))
+    };
+    unless_reader_left(written.and_then(|()| stdout.flush()))?;
     Ok(true)
 }
 
@@ -419,9 +470,19 @@ fn markdown(records: &[Value]) -> String {
             out.push_str("\n### Conversations\n");
             for session in sessions {
                 out.push_str(&format!("\n#### Session {}\n", visible(&session)));
-                for memory in mine.iter().filter(|memory| {
-                    memory["kind"] == "episode" && memory["session_id"] == session.as_str()
-                }) {
+                // In the order they were said (ids are hashes); the id decides between turns
+                // of the same second, so that the order is the same on every export.
+                let mut turns: Vec<&&&Value> = mine
+                    .iter()
+                    .filter(|memory| {
+                        memory["kind"] == "episode" && memory["session_id"] == session.as_str()
+                    })
+                    .collect();
+                turns.sort_by(|a, b| {
+                    (a["event_time"].as_i64(), a["id"].as_str())
+                        .cmp(&(b["event_time"].as_i64(), b["id"].as_str()))
+                });
+                for memory in turns {
                     out.push_str(&format!(
                         "- {}: {}\n",
                         visible(memory["source_role"].as_str().unwrap_or("user")),

@@ -6,6 +6,7 @@ mod eval;
 mod input;
 mod mcp;
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -237,7 +238,17 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colours_on_stderr(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .init();
+}
+
+/// Whether log lines on stderr get ANSI colours: only on a terminal, and not when `NO_COLOR` is
+/// set to anything but the empty string (<https://no-color.org>).
+fn colours_on_stderr(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
 /// The config text and the name it is reported under.

@@ -2,7 +2,7 @@
 //! when its job's items failed, and a memory saved in a chat belongs to that chat.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use chrono::Utc;
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
@@ -253,4 +253,130 @@ async fn the_memory_tools_keep_what_they_store_in_the_callers_chat() {
     assert_eq!(value(Some("work")).await, "no locker at work");
     assert_eq!(value(None).await, Value::Null);
     kernel.shutdown().await;
+}
+
+/// Log lines carry ANSI colours only on a terminal, and not even there with `NO_COLOR`.
+#[test]
+fn log_colours_only_on_a_terminal_without_no_color() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = common::mnemo(dir.path(), CONFIG)
+        .args(["-v", "stats"])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("INFO"), "-v logs at info: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colours in a pipe: {stderr:?}");
+
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped the terminal half: no `script` command for a pseudo-terminal");
+        return;
+    }
+    let on_a_terminal = |no_color: Option<&str>| {
+        let command_line = format!(
+            "'{}' --config '{}' --data-dir '{}' -v stats",
+            env!("CARGO_BIN_EXE_mnemo"),
+            dir.path().join("config.toml").display(),
+            dir.path().join("data").display()
+        );
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &command_line, "/dev/null"])
+            .env_remove("RUST_LOG")
+            .env_remove("NO_COLOR");
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let shown = on_a_terminal(None);
+    assert!(
+        shown.contains("INFO") && shown.contains("\u{1b}["),
+        "{shown:?}"
+    );
+    let shown = on_a_terminal(Some("1"));
+    assert!(
+        shown.contains("INFO") && !shown.contains('\u{1b}'),
+        "{shown:?}"
+    );
+}
+
+/// `mnemo export | head`, `mnemo search ... | head`: a reader that leaves early ends the command
+/// quietly and successfully, with no "Broken pipe" (nor a panic) on stderr.
+#[test]
+fn a_reader_that_stops_reading_ends_export_and_search_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        dir.path(),
+        CONFIG,
+        &[
+            "remember",
+            "The boiler was serviced on Monday",
+            "--user",
+            "ana",
+        ],
+    );
+    for args in [
+        &["export"][..],
+        &["export", "--format", "markdown"],
+        &["search", "boiler", "--user", "ana"],
+        &["search", "boiler", "--user", "ana", "--json"],
+    ] {
+        let mut child = common::mnemo_in(dir.path())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the command has written anything.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("broken pipe")
+                && !stderr.contains("panicked")
+                && !stderr.contains("mnemo:"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// The markdown export lists a session's turns in the order they were said, not by id.
+#[test]
+fn markdown_export_lists_turns_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // Newest first in the file, so that neither the file's order nor an id given in storing
+    // order is the time order.
+    let minutes = [5, 4, 3, 2, 1, 0];
+    let events: String = minutes
+        .iter()
+        .map(|minute| {
+            format!(
+                "{}\n",
+                json!({"type": "user_message", "id": format!("e{minute}"),
+                    "at": format!("2026-03-02T08:0{minute}:00Z"), "session_id": "s1",
+                    "user_id": "ana", "text": format!("turn number {minute}")})
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("events.jsonl"), events).unwrap();
+    let events = dir.path().join("events.jsonl");
+    ok(dir.path(), CONFIG, &["import", events.to_str().unwrap()]);
+    let turns = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|line| line.split_once("turn number "))
+            .map(|(_, number)| number.trim_end_matches('"').chars().take(1).collect())
+            .collect()
+    };
+    let in_time_order: Vec<String> = (0..6).map(|minute| minute.to_string()).collect();
+    // The lossless export lists rows by id: not the time order, or this test would prove nothing.
+    let by_id = turns(&ok(dir.path(), CONFIG, &["export"]));
+    assert_eq!(by_id.len(), 6, "{by_id:?}");
+    assert_ne!(by_id, in_time_order, "the ids happen to be in time order");
+    let markdown = ok(dir.path(), CONFIG, &["export", "--format", "markdown"]);
+    assert_eq!(turns(&markdown), in_time_order, "{markdown}");
 }

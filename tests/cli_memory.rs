@@ -220,3 +220,86 @@ fn ingest_acknowledges_each_event_and_names_bad_lines() {
         (json!(0), json!(1))
     );
 }
+
+/// A turn whose model fails after its tool calls ran: the error goes to stderr, and stdout still
+/// shows the calls that ran (the fact is saved, and the user should know).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_reports_the_tool_calls_of_a_failed_turn_and_its_error_on_stderr() {
+    let server = HttpTestServer::start(vec![
+        CannedAnswer::json(&json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "remember_fact", "arguments": "{\"content\":\"Ana's sister is called Inés\"}"}}
+        ]}, "finish_reason": "tool_calls"}]})),
+        CannedAnswer::raw(500, "{\"error\":\"model crashed\"}"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = server.base_url.clone();
+    let path = dir.path().to_path_buf();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut command = mnemo(&path);
+        command
+            .args(["chat", "--user", "ana"])
+            .env("MNEMO_LLM_BASE_URL", &base_url)
+            .env("MNEMO_LLM_MODEL", "test-model");
+        common::run_with_input(command, b"My sister is called Ines\n")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "a failed turn fails the run");
+    assert!(
+        stdout.contains("[remember_fact") && stdout.contains("Inés"),
+        "the call that ran is shown: {stdout}"
+    );
+    assert!(!stdout.contains("mnemo:"), "no error on stdout: {stdout}");
+    assert!(
+        stderr.contains("model crashed") && stderr.contains("after 1 tool calls"),
+        "{stderr}"
+    );
+    // Piped, there is no prompt and no activity sign to clutter a script's output.
+    assert!(!stdout.contains("> "), "{stdout}");
+    assert!(!stderr.contains("thinking"), "{stderr}");
+}
+
+/// At a terminal (here a pseudo-terminal from util-linux `script`), chat prompts for each line
+/// and shows that it is waiting for the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_at_a_terminal_prompts_and_shows_it_is_thinking() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` command to run chat on a pseudo-terminal");
+        return;
+    }
+    let server = HttpTestServer::start(vec![
+        text_reply("Hello Ana.").delayed(std::time::Duration::from_millis(300))
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), CONFIG).unwrap();
+    let command_line = format!(
+        "'{}' --config '{}' --data-dir '{}' chat --user ana",
+        env!("CARGO_BIN_EXE_mnemo"),
+        dir.path().join("config.toml").display(),
+        dir.path().join("data").display()
+    );
+    let base_url = server.base_url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &command_line, "/dev/null"])
+            .env_remove("RUST_LOG")
+            .env("MNEMO_LLM_BASE_URL", &base_url)
+            .env("MNEMO_LLM_MODEL", "test-model");
+        common::run_with_input(command, b"hi\n\n")
+    })
+    .await
+    .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{shown}");
+    let reply = shown.find("Hello Ana.").expect("the reply is shown");
+    let prompt = shown.find("> ").expect("a prompt is shown");
+    let thinking = shown
+        .find("thinking…")
+        .expect("a sign of activity is shown");
+    assert!(prompt < thinking && thinking < reply, "{shown}");
+}

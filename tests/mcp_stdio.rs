@@ -265,3 +265,106 @@ fn bad_request_lines_get_a_json_rpc_error_and_the_server_goes_on() {
         "the server exits cleanly when stdin closes"
     );
 }
+
+/// The memory context block, which mnemo puts in its own system prompt, offered to MCP clients
+/// as the prompt `memory_context` (for a query) and the resource `mnemo://memory/context`.
+#[test]
+fn an_mcp_client_gets_the_memory_context_as_a_prompt_and_a_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["mcp", "--user", "ana"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(120));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let mut client = Client {
+        stdin: child.stdin.take().unwrap(),
+        stdout: BufReader::new(child.stdout.take().unwrap()),
+        child,
+    };
+    let init = client.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    let capabilities = &init["result"]["capabilities"];
+    assert!(capabilities["prompts"].is_object(), "{init}");
+    assert!(capabilities["resources"].is_object(), "{init}");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let saved = client.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {"content": "My sister Inés plays the cello", "subjects": ["my sister Inés"]}}),
+    );
+    assert_eq!(saved["result"]["isError"], false, "{saved}");
+
+    let prompts = client.request(3, "prompts/list", json!({}));
+    let prompt = &prompts["result"]["prompts"][0];
+    assert_eq!(prompt["name"], "memory_context", "{prompts}");
+    assert_eq!(prompt["arguments"][0]["name"], "query", "{prompts}");
+    assert_eq!(prompt["arguments"][0]["required"], true, "{prompts}");
+
+    let got = client.request(
+        4,
+        "prompts/get",
+        json!({"name": "memory_context", "arguments": {"query": "Who plays the cello?"}}),
+    );
+    let message = &got["result"]["messages"][0];
+    assert_eq!(message["role"], "user", "{got}");
+    let block = message["content"]["text"].as_str().unwrap_or_default();
+    assert!(block.contains("## Known People"), "{got}");
+    assert!(block.contains("cello"), "{got}");
+
+    let missing = client.request(
+        5,
+        "prompts/get",
+        json!({"name": "memory_context", "arguments": {}}),
+    );
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("query"),
+        "{missing}"
+    );
+
+    let resources = client.request(6, "resources/list", json!({}));
+    let uri = resources["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(uri, "mnemo://memory/context", "{resources}");
+    let read = client.request(7, "resources/read", json!({"uri": uri}));
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["uri"], "mnemo://memory/context", "{read}");
+    assert!(
+        contents["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Inés"),
+        "{read}"
+    );
+    let unknown = client.request(8, "resources/read", json!({"uri": "mnemo://nothing"}));
+    assert!(unknown["error"]["code"].is_number(), "{unknown}");
+
+    drop(client.stdin);
+    assert!(client.child.wait().unwrap().success());
+}

@@ -179,3 +179,23 @@ async fn a_whole_agent_turn_over_http_calls_the_tool_and_replies() {
     assert_eq!(found[0]["content"], "buy oat milk");
     kernel.shutdown().await;
 }
+
+/// A base URL without `/v1` reaches a server that has no `/chat/completions`: the error names
+/// the URL and says what to try instead of a bare 404.
+#[tokio::test]
+async fn a_404_suggests_the_missing_v1() {
+    let server = serve(vec![CannedAnswer::raw(404, "{\"detail\":\"Not Found\"}")]).await;
+    let without_v1 = server.base_url.trim_end_matches("/v1").to_owned();
+    let client = OpenAiClient::new(&config(&without_v1, 5)).unwrap();
+    let err = client
+        .complete(ChatRequest::new("s", "u"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LlmError::NotFound {
+            url: format!("{without_v1}/chat/completions")
+        }
+    );
+    assert!(err.to_string().contains("end in /v1"), "{err}");
+}

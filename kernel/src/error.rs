@@ -91,6 +91,19 @@ pub enum KernelError {
     /// The LLM failed during an agent turn.
     #[error("llm: {0}")]
     Llm(#[from] crate::llm::LlmError),
+    /// An agent turn failed after the model's tool calls had run: what they did (saved facts,
+    /// say) stands, so the caller can report it beside the error.
+    #[error("{source} (after {} tool calls had run)", .tool_calls.len())]
+    TurnFailedAfterTools {
+        /// Each tool call that ran and its result, in order.
+        tool_calls: Vec<(
+            crate::llm::LlmToolCall,
+            Result<serde_json::Value, crate::extension::ToolError>,
+        )>,
+        /// Why the turn failed.
+        #[source]
+        source: Box<KernelError>,
+    },
     /// The event could not be published.
     #[error(transparent)]
     Publish(#[from] crate::router::PublishError),

@@ -89,7 +89,8 @@ impl Kernel {
     ///
     /// # Errors
     /// [`KernelError::NoLlm`] without a model; [`KernelError::Llm`] if the model fails; nothing of
-    /// the reply is published then.
+    /// the reply is published then. A failure after tool calls ran is
+    /// [`KernelError::TurnFailedAfterTools`], which holds those calls and their results.
     pub async fn run_turn(
         &self,
         input: &TurnInput,
@@ -123,7 +124,7 @@ impl Kernel {
         let reply = loop {
             rounds += 1;
             let offer_tools = rounds <= max_rounds;
-            let response = llm
+            let response = match llm
                 .complete(ChatRequest {
                     messages: messages.clone(),
                     tools: if offer_tools {
@@ -133,7 +134,11 @@ impl Kernel {
                     },
                     ..ChatRequest::default()
                 })
-                .await?;
+                .await
+            {
+                Ok(response) => response,
+                Err(error) => return Err(after_tools(error.into(), tool_calls)),
+            };
             if response.tool_calls.is_empty() || !offer_tools {
                 break response.content.unwrap_or_default();
             }
@@ -152,25 +157,44 @@ impl Kernel {
                 tool_calls.push((call, result));
             }
         };
-        self.publish(
-            Event::new(
-                self.context().now(),
-                EventPayload::AgentResponse {
-                    text: reply.clone(),
-                },
+        let published = self
+            .publish(
+                Event::new(
+                    self.context().now(),
+                    EventPayload::AgentResponse {
+                        text: reply.clone(),
+                    },
+                )
+                .with_scope(
+                    Some(input.session_id.clone()),
+                    Some(input.user_id.clone()),
+                    input.chat_id.clone(),
+                )
+                .with_parent(user_event.id),
             )
-            .with_scope(
-                Some(input.session_id.clone()),
-                Some(input.user_id.clone()),
-                input.chat_id.clone(),
-            )
-            .with_parent(user_event.id),
-        )
-        .await?;
+            .await;
+        if let Err(error) = published {
+            return Err(after_tools(error, tool_calls));
+        }
         Ok(TurnOutcome {
             reply,
             tool_calls,
             rounds,
         })
+    }
+}
+
+/// `error`, carrying the tool calls that ran before it, if any did.
+fn after_tools(
+    error: KernelError,
+    tool_calls: Vec<(LlmToolCall, Result<Value, ToolError>)>,
+) -> KernelError {
+    if tool_calls.is_empty() {
+        error
+    } else {
+        KernelError::TurnFailedAfterTools {
+            tool_calls,
+            source: Box::new(error),
+        }
     }
 }

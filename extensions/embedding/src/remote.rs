@@ -121,6 +121,12 @@ impl RemoteEmbedder {
             .text()
             .await
             .map_err(|err| self.transport_error(&err))?;
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Err(EmbeddingError::Failed(format!(
+                "the server has no {} (404 Not Found); does base_url need to end in /v1?",
+                self.endpoint
+            )));
+        }
         if !status.is_success() {
             return Err(EmbeddingError::Failed(format!(
                 "{} answered {status}: {}",

@@ -183,3 +183,19 @@ async fn an_unreachable_server_is_unavailable() {
         Err(EmbeddingError::Unavailable(_))
     ));
 }
+
+/// A base URL without `/v1` reaches a server that has no `/embeddings`: the error says what to
+/// try instead of a bare 404.
+#[tokio::test]
+async fn a_404_suggests_the_missing_v1() {
+    let server =
+        HttpTestServer::start(vec![CannedAnswer::raw(404, "{\"detail\":\"Not Found\"}")]).await;
+    let without_v1 = server.base_url.trim_end_matches("/v1").to_owned();
+    let embedder = RemoteEmbedder::new(&config(&without_v1));
+    let error = embedder.embed("hello").await.unwrap_err().to_string();
+    assert!(
+        error.contains(&format!("has no {without_v1}/embeddings")),
+        "{error}"
+    );
+    assert!(error.contains("end in /v1"), "{error}");
+}

@@ -110,7 +110,7 @@ impl Extension for MemoryExtension {
         if expired > 0 {
             tracing::info!(expired, "expired memories removed at start-up");
         }
-        tokio::spawn(self.service.clone().run_indexer(ctx.clone()));
+        self.service.start_indexer(ctx);
         Ok(())
     }
 

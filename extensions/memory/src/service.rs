@@ -97,6 +97,10 @@ pub struct MemoryService {
     fallback_warned: AtomicBool,
     index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
+    /// The background indexer's task, ended in [`MemoryService::close`] before the store.
+    indexer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set once the store is closing: no indexing pass starts a batch after it.
+    stopping: AtomicBool,
     /// Recent query vectors: a search never writes to the database.
     query_vectors: Mutex<QueryVectorCache>,
 }
@@ -173,6 +177,8 @@ impl MemoryService {
             fallback_warned: AtomicBool::new(false),
             index_wakeup: tokio::sync::Notify::new(),
             indexing: tokio::sync::Mutex::new(()),
+            indexer: Mutex::new(None),
+            stopping: AtomicBool::new(false),
             query_vectors: Mutex::new(QueryVectorCache::default()),
         }
     }
@@ -242,8 +248,36 @@ impl MemoryService {
         Ok(())
     }
 
-    /// Closes the store.
+    /// Starts the background indexer ([`MemoryService::run_indexer`]); [`MemoryService::close`]
+    /// ends it.
+    pub(crate) fn start_indexer(self: &Arc<Self>, ctx: &KernelContext) {
+        let task = tokio::spawn(self.clone().run_indexer(ctx.clone()));
+        let previous = self
+            .indexer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(task);
+        if let Some(previous) = previous {
+            previous.abort();
+        }
+    }
+
+    /// Closes the store, after everything that uses it has stopped: the background indexer
+    /// is ended (a batch it had begun stays queued) and an indexing pass in progress elsewhere
+    /// finishes its batch first, so that none of them meets a closed pool.
     pub(crate) async fn close(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let indexer = self
+            .indexer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(indexer) = indexer {
+            indexer.abort();
+            // Cancelled, or ended: either way it no longer runs.
+            let _ = indexer.await;
+        }
+        let _no_pass = self.indexing.lock().await;
         if let Ok(store) = self.store() {
             store.close().await;
         }
@@ -1145,6 +1179,9 @@ impl MemoryService {
         let _one_pass = self.indexing.lock().await;
         let mut indexed = 0;
         loop {
+            if self.stopping.load(Ordering::SeqCst) {
+                return indexed;
+            }
             let batch = match store.next_index_batch(self.config.index_batch_size).await {
                 Ok(batch) if batch.is_empty() => return indexed,
                 Ok(batch) => batch,
@@ -1253,6 +1290,9 @@ impl MemoryService {
         };
         let store = self.store()?;
         let _one_pass = self.indexing.lock().await;
+        if self.stopping.load(Ordering::SeqCst) {
+            return Ok(0);
+        }
         let batch = store.next_index_batch(self.config.index_batch_size).await?;
         let taken = batch.len();
         if taken > 0 {

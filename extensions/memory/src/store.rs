@@ -2475,18 +2475,39 @@ impl MemoryStore {
         let Some(id) = ids.first() else {
             return Ok(None);
         };
-        let row = sqlx::query(
-            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities WHERE id = ?",
+        self.entity_info_by_id(owner, chat_id, id, memory_limit)
+            .await
+    }
+
+    /// An entity by id, with its active memories (newest first); `None` if there is none, or
+    /// `owner` is given and it is not theirs.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn entity_info_by_id(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        id: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let Some(row) = sqlx::query(
+            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities \
+             WHERE id = ?1 AND (?2 IS NULL OR owner_id = ?2)",
         )
         .bind(id)
-        .fetch_one(&self.pool)
-        .await?;
+        .bind(owner)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
         let mut builder = QueryBuilder::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id \
              WHERE me.entity_id = "
         ));
         builder
-            .push_bind(id.clone())
+            .push_bind(id.to_owned())
             .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
         push_scope(&mut builder, owner, chat_id);
         builder

@@ -387,20 +387,30 @@ pub(crate) async fn call(
         }
         "get_entity_info" => {
             let entity_name = arguments["name"].as_str().unwrap_or_default();
-            let info = service
-                .store()
-                .map_err(|error| tool_error(name, error))?
-                .entity_info(
-                    user,
-                    scope.chat_id.as_deref(),
-                    entity_name,
-                    service.config().entity_memory_limit,
-                )
+            let store = service.store().map_err(|error| tool_error(name, error))?;
+            let limit = service.config().entity_memory_limit;
+            // A person by name or by relation ("my brother"), as `recall(about)` finds them;
+            // any other entity by its name or alias.
+            let person = service
+                .find_person(&scope.user_id, entity_name)
                 .await
-                .map_err(|error| tool_error(name, error))?
-                .ok_or_else(|| {
-                    ToolError::failed(name, format!("no entity named `{entity_name}` in memory"))
-                })?;
+                .map_err(|error| tool_error(name, error))?;
+            let info = match person {
+                Some(person) => {
+                    store
+                        .entity_info_by_id(user, scope.chat_id.as_deref(), &person.id, limit)
+                        .await
+                }
+                None => {
+                    store
+                        .entity_info(user, scope.chat_id.as_deref(), entity_name, limit)
+                        .await
+                }
+            }
+            .map_err(|error| tool_error(name, error))?
+            .ok_or_else(|| {
+                ToolError::failed(name, format!("no entity named `{entity_name}` in memory"))
+            })?;
             Ok(json!({
                 "id": info.id,
                 "name": info.name,

@@ -159,6 +159,12 @@ pub enum LlmError {
         /// The start of the body.
         body: String,
     },
+    /// The server answered 404 for the endpoint: usually a `base_url` without its `/v1`.
+    #[error("the server has no {url} (404 Not Found); does base_url need to end in /v1?")]
+    NotFound {
+        /// The URL the server does not know.
+        url: String,
+    },
     /// The server could not be reached.
     #[error("cannot reach the model server: {0}")]
     Transport(String),

@@ -212,6 +212,11 @@ impl LlmClient for OpenAiClient {
                 LlmError::Transport(err.to_string())
             }
         })?;
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Err(LlmError::NotFound {
+                url: self.endpoint.clone(),
+            });
+        }
         if !status.is_success() {
             return Err(LlmError::Status {
                 status: status.as_u16(),

@@ -573,20 +573,28 @@ impl Run<'_> {
                 let result = self.kernel.run_turn(&input, &[]).await;
                 self.kernel.settle().await;
                 let label = "agent_turn".to_owned();
+                // The calls that ran are shown for a failed turn too: what they did stands.
+                let calls = match &result {
+                    Ok(outcome) => outcome.tool_calls.as_slice(),
+                    Err(mnemo_kernel::KernelError::TurnFailedAfterTools { tool_calls, .. }) => {
+                        tool_calls.as_slice()
+                    }
+                    Err(_) => &[],
+                };
+                for (call, result) in calls {
+                    let shown = match result {
+                        Ok(value) => value.to_string(),
+                        Err(err) => format!("error: {err}"),
+                    };
+                    self.report.log.push(format!(
+                        "  model called {} {} → {}",
+                        call.name,
+                        call.arguments,
+                        shorten(&shown)
+                    ));
+                }
                 match (result, expect) {
                     (Ok(outcome), expect) => {
-                        for (call, result) in &outcome.tool_calls {
-                            let shown = match result {
-                                Ok(value) => value.to_string(),
-                                Err(err) => format!("error: {err}"),
-                            };
-                            self.report.log.push(format!(
-                                "  model called {} {} → {}",
-                                call.name,
-                                call.arguments,
-                                shorten(&shown)
-                            ));
-                        }
                         self.report
                             .log
                             .push(format!("  agent replied: {}", shorten(&outcome.reply)));

@@ -1,0 +1,140 @@
+//! Shutdown in order: what uses the memory store stops before the store's pool is closed, so a
+//! shutdown never logs "indexing failed … closed pool".
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
+use mnemo_kernel::{Config, ConversationEvent, Kernel};
+use serde_json::{json, Value};
+
+/// Log lines, collected from a subscriber on this thread.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An OpenAI-style embeddings answer: one small vector per input.
+fn embeddings(request: &ReceivedRequest) -> CannedAnswer {
+    let count = request.body["input"].as_array().map_or(0, Vec::len);
+    let data: Vec<Value> = (0..count)
+        .map(|index| json!({"object": "embedding", "index": index, "embedding": [1.0, 0.5, 0.25]}))
+        .collect();
+    CannedAnswer::json(&json!({"object": "list", "data": data}))
+}
+
+/// The background indexer is waiting for the embedding server when the kernel shuts down. It
+/// must be stopped with the store, not wake up afterwards to write into a closed pool.
+///
+/// A current-thread runtime, so that every task logs to this thread's subscriber and the
+/// runtime (with any task left running) outlives the shutdown.
+#[tokio::test(flavor = "current_thread")]
+async fn shutdown_stops_the_indexer_before_closing_the_store() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let server = HttpTestServer::respond_with(|request| {
+        embeddings(request).delayed(Duration::from_millis(700))
+    })
+    .await;
+    let config = format!(
+        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
+         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
+        server.base_url
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(
+        mnemo::builtin_extensions(),
+        Config::parse(&config, "test.toml").unwrap(),
+    )
+    .data_dir(dir.path())
+    .start()
+    .await
+    .unwrap();
+    let service = kernel
+        .context()
+        .services()
+        .get::<mnemo_memory::MemoryService>()
+        .unwrap();
+    let turn = ConversationEvent::from_value(json!({"type": "user_message", "id": "e1",
+        "at": "2026-04-06T09:00:00Z", "session_id": "s1", "user_id": "ana",
+        "text": "The boiler was serviced on Monday"}))
+    .unwrap()
+    .into_event();
+    // Stored at once; its vector is the background indexer's work, which asks the server and
+    // waits for the answer.
+    assert!(service.ingest(&turn).await.unwrap().is_some());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.received().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !server.received().is_empty(),
+        "the indexer asked the embedding server for a vector"
+    );
+    kernel.shutdown().await;
+    // Time for the answer to arrive, and for an indexer still running to try to store it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let logs = logs.text();
+    assert!(!logs.contains("indexing failed"), "{logs}");
+    assert!(!logs.contains("closed pool"), "{logs}");
+}
+
+/// A command that stores something with the embedding extension on ends without a warning.
+#[test]
+fn a_command_that_stores_with_embeddings_on_ends_without_warnings() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(HttpTestServer::respond_with(|request| {
+        embeddings(request).delayed(Duration::from_millis(100))
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
+         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
+        server.base_url
+    );
+    std::fs::write(dir.path().join("config.toml"), config).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(dir.path().join("config.toml"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args([
+            "remember",
+            "The boiler was serviced on Monday",
+            "--user",
+            "ana",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("indexing failed"), "{stderr}");
+    assert!(!stderr.contains("closed pool"), "{stderr}");
+    assert!(
+        !server.received().is_empty(),
+        "the fact was sent to the embedding server"
+    );
+}
