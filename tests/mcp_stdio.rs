@@ -37,8 +37,9 @@ impl Client {
     }
 }
 
-#[test]
-fn an_mcp_client_lists_and_calls_the_memory_tools() {
+/// `mnemo mcp --user ana` on a fresh data directory (memory without a model), with a watchdog
+/// that kills it after two minutes, so a hung server fails its test instead of hanging it.
+fn start_server() -> (tempfile::TempDir, Child) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
     std::fs::write(
@@ -46,7 +47,7 @@ fn an_mcp_client_lists_and_calls_the_memory_tools() {
         "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+    let child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .arg("--config")
         .arg(&config)
         .arg("--data-dir")
@@ -59,11 +60,16 @@ fn an_mcp_client_lists_and_calls_the_memory_tools() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    // A watchdog, so a hung server fails the test instead of hanging it.
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(120));
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     });
+    (dir, child)
+}
+
+#[test]
+fn an_mcp_client_lists_and_calls_the_memory_tools() {
+    let (_dir, mut child) = start_server();
     let mut client = Client {
         stdin: child.stdin.take().unwrap(),
         stdout: BufReader::new(child.stdout.take().unwrap()),
@@ -168,30 +174,7 @@ fn lines_of(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Valu
 
 #[test]
 fn bad_request_lines_get_a_json_rpc_error_and_the_server_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .args(["mcp", "--user", "ana"])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(120));
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
+    let (_dir, mut child) = start_server();
     let mut stdin = child.stdin.take().unwrap();
     let replies = lines_of(child.stdout.take().unwrap());
     let mut send = |line: &[u8]| {
@@ -270,30 +253,7 @@ fn bad_request_lines_get_a_json_rpc_error_and_the_server_goes_on() {
 /// as the prompt `memory_context` (for a query) and the resource `mnemo://memory/context`.
 #[test]
 fn an_mcp_client_gets_the_memory_context_as_a_prompt_and_a_resource() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .args(["mcp", "--user", "ana"])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(120));
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
+    let (_dir, mut child) = start_server();
     let mut client = Client {
         stdin: child.stdin.take().unwrap(),
         stdout: BufReader::new(child.stdout.take().unwrap()),
