@@ -39,6 +39,7 @@ macro_rules! scenarios {
 
 scenarios!(
     agent_turn,
+    agent_turn_small_model,
     consolidation,
     consolidation_failures,
     consolidation_incremental,

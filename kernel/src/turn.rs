@@ -81,6 +81,25 @@ impl Kernel {
         }
     }
 
+    /// Runs one tool call the model made. Arguments that came as a string the client could not
+    /// read as JSON are refused by saying so, rather than as "expected object, found string".
+    async fn run_tool_call(
+        &self,
+        input: &TurnInput,
+        call: &LlmToolCall,
+    ) -> Result<Value, ToolError> {
+        if let Value::String(raw) = &call.arguments {
+            if let Err(error) = serde_json::from_str::<Value>(raw) {
+                return Err(ToolError::invalid(
+                    &call.name,
+                    format!("the arguments are not valid JSON ({error})"),
+                ));
+            }
+        }
+        self.call_tool(&input.scope(self), &call.name, call.arguments.clone())
+            .await
+    }
+
     /// Runs one agent turn on the configured model.
     ///
     /// Publishes the `user_message`, prepares the prompt, lets the model call tools (dispatched by
@@ -120,6 +139,8 @@ impl Kernel {
 
         let max_rounds = self.config().kernel.max_tool_rounds;
         let mut tool_calls = Vec::new();
+        let mut done: std::collections::HashMap<String, Result<Value, ToolError>> =
+            std::collections::HashMap::new();
         let mut rounds = 0;
         let reply = loop {
             rounds += 1;
@@ -146,9 +167,18 @@ impl Kernel {
             assistant.tool_calls = response.tool_calls.clone();
             messages.push(assistant);
             for call in response.tool_calls {
-                let result = self
-                    .call_tool(&input.scope(self), &call.name, call.arguments.clone())
-                    .await;
+                // A small model repeats one call many times in a turn (8 identical
+                // `remember_fact` calls were seen): each distinct call runs once, and a repeat
+                // gets the first one's result.
+                let key = format!("{}\u{0}{}", call.name, call.arguments);
+                let result = match done.get(&key) {
+                    Some(first) => Clone::clone(first),
+                    None => {
+                        let result = self.run_tool_call(input, &call).await;
+                        done.insert(key, result.clone());
+                        result
+                    }
+                };
                 let shown = match &result {
                     Ok(value) => value.to_string(),
                     Err(error) => format!("error: {error}"),
