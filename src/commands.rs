@@ -397,7 +397,9 @@ fn markdown(records: &[Value]) -> String {
             .iter()
             .filter(|record| record["type"] == table)
             .map(|record| &record["row"])
+            // What retrieval shows: neither soft-deleted nor superseded.
             .filter(|row| row.get("valid_until").is_none_or(Value::is_null))
+            .filter(|row| row.get("superseded_at").is_none_or(Value::is_null))
             .collect()
     };
     let memories = rows("memories");

@@ -2419,7 +2419,8 @@ impl MemoryStore {
     /// The database fails.
     pub async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
         let mut builder = QueryBuilder::new(
-            "SELECT m.kind, COUNT(*), MAX(m.event_time) FROM memories m WHERE m.valid_until IS NULL",
+            "SELECT m.kind, COUNT(*), MAX(m.event_time) FROM memories m \
+             WHERE m.valid_until IS NULL AND m.superseded_at IS NULL",
         );
         if let Some(user_id) = user_id {
             builder

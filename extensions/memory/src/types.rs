@@ -268,7 +268,7 @@ pub struct EntityInfo {
 /// Counts for `memory_stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryStats {
-    /// Active episodes.
+    /// Active episodes (neither soft-deleted nor superseded, as for every count here).
     pub episodes: i64,
     /// Active facts.
     pub facts: i64,
