@@ -1,7 +1,8 @@
 //! The subset of JSON Schema the kernel checks tool arguments against before a call.
 //!
 //! Checked: `type` (one or a list), `required`, `properties`, `additionalProperties: false`,
-//! `enum`, `items`, `minimum`/`maximum`, `minLength`/`maxLength`, `maxItems`. Anything else in a
+//! `enum`, `items`, `minimum`/`maximum`, `minLength`/`maxLength`, `maxItems`, and nesting at most
+//! 32 deep everywhere, free-form values included. Anything else in a
 //! schema is documentation for the model and is not enforced here.
 
 use serde_json::Value;
@@ -10,7 +11,41 @@ const MAX_DEPTH: usize = 32;
 
 /// Checks `arguments` against `schema`; the error names the argument and the problem.
 pub(crate) fn check(schema: &Value, arguments: &Value) -> Result<(), String> {
+    check_nesting(arguments)?;
     check_at(schema, arguments, "", 0)
+}
+
+/// Refuses an object or array nested deeper than [`MAX_DEPTH`] anywhere in the arguments, in
+/// declared properties and in free-form values alike (an `object` schema without `properties`
+/// accepts any JSON, which the schema walk below never enters). Iterative, so any nesting is
+/// safe to look at; the error names the top-level argument.
+fn check_nesting(arguments: &Value) -> Result<(), String> {
+    let top_level: Vec<(&Value, &str)> = match arguments {
+        Value::Object(object) => object
+            .iter()
+            .map(|(name, value)| (value, name.as_str()))
+            .collect(),
+        other => vec![(other, "")],
+    };
+    let mut stack: Vec<(&Value, usize, &str)> = top_level
+        .into_iter()
+        .map(|(value, name)| (value, 1, name))
+        .collect();
+    while let Some((value, depth, name)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(object) => Box::new(object.values()),
+            _ => continue,
+        };
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "{} is nested more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}",
+                describe(name)
+            ));
+        }
+        stack.extend(children.map(|child| (child, depth + 1, name)));
+    }
+    Ok(())
 }
 
 fn type_name(value: &Value) -> &'static str {
@@ -229,5 +264,25 @@ mod tests {
             let err = check(&schema(), &arguments).unwrap_err();
             assert!(err.contains(expected), "{arguments}: {err}");
         }
+    }
+
+    /// A free-form argument (`object` without `properties`) is held to the same nesting limit
+    /// as declared ones: the schema walk never enters it.
+    #[test]
+    fn free_form_arguments_are_nested_at_most_the_limit() {
+        let schema = json!({"type": "object", "properties": {"metadata": {"type": "object"}}});
+        let nested = |levels: usize| {
+            let mut value = json!("leaf");
+            for _ in 1..levels {
+                value = Value::Array(vec![value]);
+            }
+            json!({"metadata": {"deep": value}})
+        };
+        assert!(check(&schema, &nested(MAX_DEPTH)).is_ok());
+        let err = check(&schema, &nested(MAX_DEPTH + 1)).unwrap_err();
+        assert!(
+            err.contains("argument `metadata`") && err.contains("32"),
+            "{err}"
+        );
     }
 }

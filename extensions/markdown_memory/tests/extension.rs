@@ -1,34 +1,18 @@
 //! The extension inside a real kernel: config checks, tool errors, and a session buffer that
 //! survives a restart.
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use mnemo_kernel::{
-    Config, Event, EventPayload, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm, ScriptedReply,
-    ToolError, ToolScope,
+    Config, Event, EventPayload, ExtensionRegistry, Kernel, ScriptedLlm, ScriptedReply, ToolError,
+    ToolScope,
 };
 use serde_json::{json, Value};
 
-fn at(text: &str) -> DateTime<Utc> {
-    text.parse().unwrap()
-}
-
-async fn start(config: &str, dir: &Path, llm: Arc<ScriptedLlm>) -> Kernel {
-    let config = Config::parse(config, "test.toml").unwrap();
-    Kernel::builder(
-        ExtensionRegistry::new().with(mnemo_markdown_memory::factory()),
-        config,
-    )
-    .virtual_clock(at("2026-03-02T09:00:00Z"))
-    .llm(llm as Arc<dyn LlmClient>)
-    .data_dir(dir)
-    .start()
-    .await
-    .unwrap()
-}
+use common::{announce, at, start};
 
 fn scope() -> ToolScope {
     ToolScope {
@@ -229,18 +213,6 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
 
 /// The announcements of the `memory` extension, as a third party publishes them: by topic and
 /// field names.
-async fn announce(kernel: &Kernel, topic: &str, data: Value) {
-    let payload = EventPayload::Custom {
-        topic: topic.into(),
-        data,
-    };
-    kernel
-        .publish(Event::new(kernel.context().now(), payload))
-        .await
-        .unwrap();
-    kernel.settle().await;
-}
-
 #[tokio::test]
 async fn a_shared_workspace_drops_forgotten_messages_and_an_erased_users_sessions() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,35 +3,17 @@
 //! (keyed by session alone) are carried over without loss; erasure and forgetting find the new
 //! keys. A real kernel, real files, a scripted model.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use mnemo_kernel::{
-    Config, ContextRequest, Event, EventPayload, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm,
-    ScriptedReply,
-};
+use mnemo_kernel::{ContextRequest, Event, EventPayload, Kernel, ScriptedLlm, ScriptedReply};
 use mnemo_markdown_memory::{SessionKey, Workspace};
-use serde_json::{json, Value};
+use serde_json::json;
 
-fn at(text: &str) -> DateTime<Utc> {
-    text.parse().unwrap()
-}
-
-async fn start(config: &str, dir: &Path, llm: Arc<ScriptedLlm>) -> Kernel {
-    let config = Config::parse(config, "test.toml").unwrap();
-    Kernel::builder(
-        ExtensionRegistry::new().with(mnemo_markdown_memory::factory()),
-        config,
-    )
-    .virtual_clock(at("2026-03-02T09:00:00Z"))
-    .llm(llm as Arc<dyn LlmClient>)
-    .data_dir(dir)
-    .start()
-    .await
-    .unwrap()
-}
+use common::{announce, start};
 
 /// `user` says `text` in `session` (of `chat`).
 async fn say(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str, text: &str) {
@@ -45,18 +27,6 @@ async fn say(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str, tex
         chat.map(str::to_owned),
     );
     kernel.publish(event).await.unwrap();
-    kernel.settle().await;
-}
-
-async fn announce(kernel: &Kernel, topic: &str, data: Value) {
-    let payload = EventPayload::Custom {
-        topic: topic.into(),
-        data,
-    };
-    kernel
-        .publish(Event::new(kernel.context().now(), payload))
-        .await
-        .unwrap();
     kernel.settle().await;
 }
 

@@ -162,7 +162,7 @@ pub(crate) fn specs(service: &MemoryService) -> Vec<ToolSpec> {
                 "properties": {
                     "content": {"type": "string", "minLength": 1, "maxLength": config.max_content_chars},
                     "memory_type": {"type": "string", "enum": MEMORY_TYPES},
-                    "metadata": {"type": "object", "description": format!("free-form JSON kept with the memory: at most {MAX_METADATA_BYTES} bytes as JSON, nested at most {MAX_METADATA_DEPTH} deep")}
+                    "metadata": {"type": "object", "description": format!("free-form JSON kept with the memory: at most {MAX_METADATA_BYTES} bytes as JSON, nested at most 32 deep")}
                 },
                 "required": ["content"],
                 "additionalProperties": false
@@ -533,29 +533,9 @@ pub(crate) async fn call(
 /// for the export to import back: 16 KiB leaves room for the content and the escaping.
 pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
 
-/// The deepest `store_memory`'s `metadata` may nest (objects and arrays; the metadata object
-/// itself is level 1), as deep as the kernel checks any tool argument.
-pub(crate) const MAX_METADATA_DEPTH: usize = 32;
-
-/// Refuses `metadata` nested deeper than [`MAX_METADATA_DEPTH`] or larger than
-/// [`MAX_METADATA_BYTES`] as JSON; the error names the argument and the limit.
+/// Refuses `metadata` larger than [`MAX_METADATA_BYTES`] as JSON; the error names the argument
+/// and the limit. (Its nesting is bounded by the kernel's check of every tool argument.)
 fn check_metadata(tool: &str, metadata: &Value) -> Result<(), ToolError> {
-    // Measured without recursion, so any nesting is safe to look at.
-    let mut stack = vec![(metadata, 1_usize)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(object) => Box::new(object.values()),
-            _ => continue,
-        };
-        if depth > MAX_METADATA_DEPTH {
-            return Err(ToolError::invalid(
-                tool,
-                format!("argument `metadata`: nested more than {MAX_METADATA_DEPTH} levels deep; the limit is {MAX_METADATA_DEPTH}"),
-            ));
-        }
-        stack.extend(children.map(|child| (child, depth + 1)));
-    }
     // Counted while serialising, stopping at the limit rather than building a copy of it all.
     struct Counter(usize);
     impl std::io::Write for Counter {

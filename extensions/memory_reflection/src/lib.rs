@@ -75,10 +75,7 @@ impl MemoryReflectionExtension {
         (user_id, chat_id): (Option<&str>, Option<&str>),
         recent: &[Memory],
     ) -> Result<Option<String>, BoxError> {
-        let who = match chat_id {
-            Some(chat) => format!("{} in {chat}", user_id.unwrap_or("(no user)")),
-            None => user_id.unwrap_or("(no user)").to_owned(),
-        };
+        let who = scope_label(user_id, chat_id);
         if let Some(latest) = memory.get_latest_reflection(user_id, chat_id).await? {
             if ctx.now() - latest.event_time < chrono::Duration::days(self.config.min_days_between)
             {
@@ -136,6 +133,15 @@ impl MemoryReflectionExtension {
             .save_reflection(user_id, chat_id, text, sources, vec!["weekly".to_owned()])
             .await?;
         Ok(Some(id))
+    }
+}
+
+/// "ana", or "ana in teamA": a scope as logs and the job's report name it.
+fn scope_label(user_id: Option<&str>, chat_id: Option<&str>) -> String {
+    let user = user_id.unwrap_or("(no user)");
+    match chat_id {
+        Some(chat) => format!("{user} in {chat}"),
+        None => user.to_owned(),
     }
 }
 
@@ -245,10 +251,7 @@ impl SchedulerProvider for MemoryReflectionExtension {
                 Ok(Some(_)) => written += 1,
                 Ok(None) => skipped += 1,
                 Err(error) => {
-                    let who = match &chat_id {
-                        Some(chat) => format!("{} in {chat}", user_id.as_deref().unwrap_or("-")),
-                        None => user_id.clone().unwrap_or_else(|| "-".to_owned()),
-                    };
+                    let who = scope_label(scope.0, scope.1);
                     tracing::warn!(user = %who, %error, "reflection failed; the other users go on");
                     failed += 1;
                     first_failure.get_or_insert(format!("{who}: {error}"));

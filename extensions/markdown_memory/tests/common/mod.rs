@@ -1,0 +1,44 @@
+//! What the kernel-level tests of this crate share: a kernel with only this extension, on a
+//! virtual clock and a scripted model, and announcing another extension's event.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use mnemo_kernel::{
+    Config, Event, EventPayload, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm,
+};
+use serde_json::Value;
+
+pub(crate) fn at(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
+/// A kernel with markdown_memory alone, from `config`, starting at 2026-03-02 09:00 UTC.
+pub(crate) async fn start(config: &str, dir: &Path, llm: Arc<ScriptedLlm>) -> Kernel {
+    let config = Config::parse(config, "test.toml").unwrap();
+    Kernel::builder(
+        ExtensionRegistry::new().with(mnemo_markdown_memory::factory()),
+        config,
+    )
+    .virtual_clock(at("2026-03-02T09:00:00Z"))
+    .llm(llm as Arc<dyn LlmClient>)
+    .data_dir(dir)
+    .start()
+    .await
+    .unwrap()
+}
+
+/// Publishes another extension's event (`memory.forgotten`, `memory.user_erased`) and waits for
+/// it to be handled.
+pub(crate) async fn announce(kernel: &Kernel, topic: &str, data: Value) {
+    let payload = EventPayload::Custom {
+        topic: topic.into(),
+        data,
+    };
+    kernel
+        .publish(Event::new(kernel.context().now(), payload))
+        .await
+        .unwrap();
+    kernel.settle().await;
+}
