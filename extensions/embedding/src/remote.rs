@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 use crate::config::EmbeddingConfig;
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 
 /// Longest part of an error body kept in an error message, in characters.
 const ERROR_BODY_LIMIT: usize = 300;

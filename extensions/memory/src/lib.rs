@@ -9,7 +9,7 @@
 //! `embedding` and `ner` extensions' services when they are enabled, and degrades to FTS5 +
 //! entities when they are not. A background indexer embeds new memories in batches.
 
-mod api;
+mod api_impl;
 mod config;
 mod context;
 mod error;
@@ -19,7 +19,6 @@ mod people;
 mod service;
 mod store;
 mod tools;
-mod types;
 mod vector_index;
 
 use std::sync::Arc;
@@ -32,19 +31,23 @@ use mnemo_kernel::{
 };
 use serde_json::Value;
 
-pub use api::MemoryApi;
 pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
+pub use mnemo_memory_api::{
+    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryApi, MemoryApiError,
+    MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit,
+    SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
+};
 pub use service::{FactInput, MemoryService};
 pub use store::{
     IndexItem, IntegrityReport, MemoryStore, NewMemory, Person, RankKey, StoreOptions, StoredTurn,
     VectorStatus, DEFAULT_WAL_TRUNCATE_FRAMES,
 };
-pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryForgotten, MemoryKind,
-    MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest,
-    SessionCompleted, SessionKey, SkippedFact, UserErased,
-};
+
+/// The API crate's data types, under the path this crate's modules name them by.
+mod types {
+    pub(crate) use mnemo_memory_api::*;
+}
 
 /// The config key, folder and extension name.
 pub const NAME: &str = "memory";

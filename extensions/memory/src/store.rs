@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::{Map, Value};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
