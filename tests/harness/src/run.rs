@@ -267,7 +267,8 @@ impl Replayer {
                 Ok(client) => builder.llm(Arc::new(client) as Arc<dyn LlmClient>),
                 Err(err) => return fail_whole(report, "real model", err.to_string()),
             },
-            None => builder.llm(llm.clone() as Arc<dyn LlmClient>),
+            None if scenario.with_llm => builder.llm(llm.clone() as Arc<dyn LlmClient>),
+            None => builder,
         };
         let kernel = match builder.start().await {
             Ok(kernel) => kernel,
