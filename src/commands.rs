@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 /// Starts a kernel on the system clock with the built-in extensions.
 pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .start()
         .await?)
 }

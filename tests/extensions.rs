@@ -56,7 +56,7 @@ fn request(prompt: &str) -> ContextRequest {
 #[tokio::test]
 async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
     let (enabled, _dir_enabled) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\nenabled = true\n",
     )
     .await;
@@ -77,7 +77,7 @@ async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
     assert_eq!(blocks[0].0, "notes");
 
     let (disabled, _dir_disabled) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\nenabled = false\n",
     )
     .await;
@@ -105,7 +105,7 @@ async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
 #[tokio::test]
 async fn a_daily_job_fires_once_per_simulated_day_across_a_ten_day_jump() {
     let (kernel, _dir_kernel) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\ndigest_cron = \"0 3 * * *\"\n",
     )
     .await;
@@ -232,7 +232,7 @@ thread_local! {
 }
 
 fn registry() -> mnemo_kernel::ExtensionRegistry {
-    mnemo::builtin_extensions()
+    mnemo_devtools::dev_extensions()
         .with(ExtensionFactory {
             name: "counter",
             description: "test: publishes a Counter service",
@@ -327,7 +327,7 @@ async fn shutdown_drains_every_queued_event() {
 
 #[tokio::test]
 async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
-    let (kernel, _dir_kernel) = kernel_with(mnemo::builtin_extensions(), "").await;
+    let (kernel, _dir_kernel) = kernel_with(mnemo_devtools::dev_extensions(), "").await;
     let input = mnemo_kernel::TurnInput {
         user_id: "ana".into(),
         session_id: "s1".into(),
@@ -349,7 +349,7 @@ async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
         .data_dir(dir.path())
         .start()
         .await

@@ -210,15 +210,10 @@ async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow
     config.set_enabled("memory", true);
     config.set_enabled("ner", true);
     config.set_enabled("embedding", with_embedding);
-    for other in [
-        "memory_maintenance",
-        "memory_reflection",
-        "notes",
-        "markdown_memory",
-    ] {
+    for other in ["memory_maintenance", "memory_reflection", "markdown_memory"] {
         config.set_enabled(other, false);
     }
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(
             Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
                 .single()
@@ -251,7 +246,8 @@ fn embedder_of(kernel: &Kernel) -> anyhow::Result<Arc<dyn mnemo_embedding::Embed
 }
 
 /// What `mnemo bench` measures.
-pub(crate) struct BenchOptions {
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// Memories in the store.
     pub memories: usize,
     /// Ingests timed: the last ones, on a store already holding the rest, which are written
@@ -435,7 +431,7 @@ async fn build_store(
 }
 
 /// Runs the benchmark; prints a summary, or JSON with `options.json`.
-pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     let users = options.users.max(1);
     let temporary = tempfile::tempdir().context("temporary directory")?;
     let dir_path = match (&options.reuse, &options.keep) {

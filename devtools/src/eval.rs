@@ -115,11 +115,10 @@ async fn start_kernel(
         ("memory_maintenance", false),
         ("memory_reflection", false),
         ("markdown_memory", false),
-        ("notes", false),
     ] {
         config.set_enabled(name, on);
     }
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(start)
         .data_dir(dir)
         .start()
@@ -159,7 +158,7 @@ const DUMP_DEPTH: usize = 100;
 
 /// Runs the evaluation; prints a table, or JSON with `json_output`. With `dump`, also writes
 /// each question's candidate lists there (JSONL).
-pub(crate) async fn run(
+pub async fn run(
     base: &Config,
     data: &Path,
     ks: &[usize],
