@@ -15,6 +15,17 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
         .await?)
 }
 
+/// Starts a kernel for a command that only reads or deletes what is stored (`stats`, `check`,
+/// `export`, `forget`, `forget-user`, `jobs list`, `jobs retry`): the extensions as configured,
+/// so that those with their own copies still follow a deletion, but without loading the
+/// embedding model, and without the scheduler, so that no job starts while it runs.
+pub(crate) async fn start_for_store(config: Config) -> anyhow::Result<Kernel> {
+    Ok(Kernel::builder(mnemo_host::store_only_extensions(), config)
+        .without_scheduler()
+        .start()
+        .await?)
+}
+
 fn scope(kernel: &Kernel, user: &str, chat: Option<&str>, session: Option<String>) -> ToolScope {
     ToolScope {
         user_id: user.to_owned(),
@@ -269,7 +280,7 @@ pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
 pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.purge(&[id.to_owned()]).await;
     // Extensions with their own copies (the markdown mirror) act on the announcement. Only the
@@ -288,7 +299,7 @@ pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
 
 /// `mnemo forget-user`: removes everything stored about one user.
 pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.erase_user(user).await;
     kernel.context().router().settle().await;
@@ -301,7 +312,7 @@ pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bo
 /// `mnemo check`: the store's integrity report (database file, full-text index, vector index
 /// and queue, recorded events); fails when anything is inconsistent.
 pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let report = service.store()?.check_integrity().await;
     kernel.shutdown().await;
@@ -333,7 +344,7 @@ pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<b
 
 /// `mnemo stats`: counts over every user.
 pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let stats = service.store()?.stats(None).await;
     kernel.shutdown().await;
@@ -372,7 +383,7 @@ pub(crate) async fn export(
     if format != "jsonl" && format != "markdown" {
         bail!("--format must be jsonl or markdown, not `{format}`");
     }
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let records = service.store()?.export_rows(user).await;
     kernel.shutdown().await;

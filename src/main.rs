@@ -280,9 +280,16 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
 
 async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
     let config = load_config(cli)?;
-    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
-        .start()
-        .await?;
+    let kernel = match command {
+        JobsCommand::List | JobsCommand::Retry => commands::start_for_store(config).await?,
+        // The job may need the model; but no other job starts beside the one asked for.
+        JobsCommand::Run { .. } => {
+            Kernel::builder(mnemo_host::builtin_extensions(), config)
+                .without_scheduler()
+                .start()
+                .await?
+        }
+    };
     let ok = match command {
         JobsCommand::List => {
             let jobs = kernel.jobs();

@@ -369,3 +369,26 @@ async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(kernel.job_runs().len(), after, "no runs after shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_scheduler_no_job_runs_by_itself_but_one_can_be_run() {
+    let config = Config::parse(
+        "[extensions.notes]\ndigest_cron = \"* * * * * *\"\n",
+        "test.toml",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
+        .data_dir(dir.path())
+        .without_scheduler()
+        .start()
+        .await
+        .unwrap();
+    // Two every-second dues pass; the scheduler above runs the job well within this.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(kernel.job_runs(), Vec::new(), "a job ran by itself");
+    assert_eq!(kernel.jobs().len(), 1, "the job is still listed");
+    let run = kernel.run_job("notes_digest").await.unwrap();
+    assert!(run.outcome.is_ok(), "{run:?}");
+    kernel.shutdown().await;
+}

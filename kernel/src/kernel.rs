@@ -154,6 +154,7 @@ pub struct KernelBuilder {
     virtual_clock: Option<Arc<VirtualClock>>,
     llm: Option<Arc<dyn LlmClient>>,
     data_dir: Option<PathBuf>,
+    scheduler: bool,
 }
 
 impl KernelBuilder {
@@ -177,6 +178,14 @@ impl KernelBuilder {
         self
     }
 
+    /// Starts without the scheduler: no job comes due by itself (on either clock), and jobs run
+    /// only through [`Kernel::run_job`]. For short commands that must not start a job that
+    /// happens to come due while they run.
+    pub fn without_scheduler(mut self) -> Self {
+        self.scheduler = false;
+        self
+    }
+
     /// Builds every extension in the config, registers and starts the enabled ones.
     ///
     /// # Errors
@@ -190,6 +199,7 @@ impl KernelBuilder {
             virtual_clock,
             llm,
             data_dir,
+            scheduler,
         } = self;
 
         let mut problems = Vec::new();
@@ -340,7 +350,11 @@ impl KernelBuilder {
             }
             tracing::info!(extension = %extension.name(), "started");
         }
-        kernel.start_scheduler().await?;
+        if scheduler {
+            kernel.start_scheduler().await?;
+        } else {
+            tracing::debug!("started without the scheduler");
+        }
         Ok(kernel)
     }
 }
@@ -382,6 +396,7 @@ impl Kernel {
             virtual_clock: None,
             llm: None,
             data_dir: None,
+            scheduler: true,
         }
     }
 
@@ -728,6 +743,7 @@ impl Kernel {
             scheduler.add(cron_job).await.map_err(scheduler_error)?;
         }
         scheduler.start().await.map_err(scheduler_error)?;
+        tracing::info!(jobs = self.inner.jobs.len(), "cron scheduler started");
         *self.inner.cron.lock().await = Some(scheduler);
         Ok(())
     }
