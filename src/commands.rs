@@ -4,6 +4,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
+use mnemo_devtools::progress::Progress;
 use mnemo_kernel::{ChatMessage, Config, Kernel, ToolScope, TurnInput};
 use mnemo_memory::MemoryService;
 use serde_json::{json, Value};
@@ -527,6 +528,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     let mut reader = tokio::io::BufReader::new(file);
     let mut counts = ImportCounts::default();
     let mut number = 0_u64;
+    let progress = Progress::new(None, "{spinner} mnemo import: {pos} lines read ({elapsed})");
     loop {
         let line = match crate::input::next_line(&mut reader, limit).await {
             Ok(Some(line)) => line,
@@ -538,7 +540,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
         };
         number += 1;
         let problem = |text: &dyn std::fmt::Display| {
-            eprintln!("mnemo: {}:{number}: {text}", path.display());
+            progress.eprintln(&format!("mnemo: {}:{number}: {text}", path.display()));
         };
         let line = match line.into_text(limit) {
             Ok(line) => line,
@@ -616,10 +618,13 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
             }
         }
         let read = counts.lines();
-        if read % 1_000 == 0 && read > 0 {
+        if progress.shown() {
+            progress.set(read);
+        } else if read % 1_000 == 0 && read > 0 {
             eprintln!("mnemo: import: {read} lines read");
         }
     }
+    drop(progress);
     kernel.settle().await;
     kernel.shutdown().await;
     println!("{counts}");
@@ -777,21 +782,32 @@ pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
     let started = std::time::Instant::now();
     let mut done: i64 = 0;
     let mut stderr = std::io::stderr();
+    let progress = Progress::new(
+        Some(u64::try_from(total).unwrap_or_default()),
+        "mnemo reindex: {wide_bar} {pos}/{len} memories ({elapsed}, {eta} left)",
+    );
     let outcome = loop {
         match service.index_one_batch().await {
             Ok(0) => break Ok(()),
             Ok(taken) => {
                 done += taken as i64;
-                let _ = write!(
-                    stderr,
-                    "\rmnemo reindex: {done}/{total} memories ({:.0}/s)",
-                    done as f64 / started.elapsed().as_secs_f64().max(1e-3)
-                );
+                if progress.shown() {
+                    progress.set(u64::try_from(done).unwrap_or_default());
+                } else {
+                    let _ = write!(
+                        stderr,
+                        "\rmnemo reindex: {done}/{total} memories ({:.0}/s)",
+                        done as f64 / started.elapsed().as_secs_f64().max(1e-3)
+                    );
+                }
             }
             Err(error) => break Err(error),
         }
     };
-    let _ = writeln!(stderr);
+    if !progress.shown() {
+        let _ = writeln!(stderr);
+    }
+    drop(progress);
     let left = match service.store() {
         Ok(store) => store.pending_index().await,
         Err(error) => Err(error),

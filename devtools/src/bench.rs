@@ -27,6 +27,8 @@ use mnemo_kernel::{Config, Event, EventPayload, Kernel};
 use mnemo_memory::{MemoryService, SearchMode, SearchRequest, VectorStatus};
 use serde_json::json;
 
+use crate::progress::Progress;
+
 const NAMES: [&str; 24] = [
     "Dana", "Robert", "Maya", "Priya", "Tom", "Sarah", "Lukas", "Aiko", "Omar", "Elena", "Jonas",
     "Fatima", "Chen", "Ines", "Marco", "Nadia", "Pavel", "Grace", "Yusuf", "Lena", "Hugo", "Zara",
@@ -296,10 +298,16 @@ async fn fill_vectors(
         }
     }
     let mut real_vectors: HashMap<String, Vec<f32>> = HashMap::new();
+    let progress = Progress::new(
+        Some(distinct.len() as u64),
+        "mnemo bench: embedding {wide_bar} {pos}/{len} texts ({eta} left)",
+    );
     for chunk in distinct.chunks(32) {
         let vectors = embedder.embed_batch(chunk).await?;
         real_vectors.extend(chunk.iter().cloned().zip(vectors));
+        progress.set(real_vectors.len() as u64);
     }
+    drop(progress);
     let pool: Vec<Vec<f32>> = real_vectors.values().cloned().collect();
     anyhow::ensure!(
         !pool.is_empty(),
@@ -382,6 +390,10 @@ async fn build_store(
     let mut texts = Vec::with_capacity(size);
     let mut ingest = Vec::with_capacity(timed);
     let mut started = Instant::now();
+    let progress = Progress::new(
+        Some(size as u64),
+        "mnemo bench: ingesting {wide_bar} {pos}/{len} ({elapsed}, {eta} left)",
+    );
     for index in 0..size {
         if index == untimed && untimed > 0 {
             kernel.shutdown().await;
@@ -409,10 +421,13 @@ async fn build_store(
             ingest.push(clock.elapsed());
         }
         texts.push(text);
-        if !options.json && index > 0 && index % 20_000 == 0 {
+        if progress.shown() {
+            progress.set(index as u64 + 1);
+        } else if !options.json && index > 0 && index % 20_000 == 0 {
             eprintln!("ingested {index} of {size}");
         }
     }
+    drop(progress);
     let ingest_seconds = started.elapsed().as_secs_f64();
     kernel.shutdown().await;
 

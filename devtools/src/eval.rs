@@ -26,6 +26,8 @@ use mnemo_kernel::{Config, Event, EventPayload, Kernel};
 use mnemo_memory::{MemoryKind, MemoryService, SearchMode, SearchRequest};
 use serde_json::{json, Map, Value};
 
+use crate::progress::Progress;
+
 const MODES: [(&str, SearchMode); 4] = [
     ("fts", SearchMode::Fts),
     ("vector", SearchMode::Vector),
@@ -177,6 +179,10 @@ pub async fn run(
     let mut overall: HashMap<&str, Totals> = HashMap::new();
     let mut by_category: BTreeMap<String, HashMap<&str, Totals>> = BTreeMap::new();
     let (mut skipped, mut cases, mut refused_turns) = (0_usize, 0_usize, 0_usize);
+    let progress = Progress::new(
+        None,
+        "{spinner} mnemo eval: {pos} cases done, the last {msg} ({elapsed})",
+    );
     for (index, line) in lines.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -340,11 +346,15 @@ pub async fn run(
         }
         kernel.shutdown().await;
         cases += 1;
-        eprintln!(
-            "mnemo eval: case {cases} ({}) done",
-            case["id"].as_str().unwrap_or("?")
-        );
+        let id = case["id"].as_str().unwrap_or("?");
+        if progress.shown() {
+            progress.set(cases as u64);
+            progress.message(id.to_owned());
+        } else {
+            eprintln!("mnemo eval: case {cases} ({id}) done");
+        }
     }
+    drop(progress);
     let modes: Map<String, Value> = MODES
         .iter()
         .map(|(name, _)| {

@@ -3,10 +3,11 @@
 //! replay on, which adds the example `notes` extension to the built-in ones.
 //!
 //! The binary parses the arguments and calls [`bench::run`], [`eval::run`], [`replay::run`] or
-//! [`replay::demo`].
+//! [`replay::demo`]. [`progress`] is the live progress bar of its long commands on a terminal.
 
 pub mod bench;
 pub mod eval;
+pub mod progress;
 pub mod replay;
 
 use mnemo_kernel::ExtensionRegistry;
