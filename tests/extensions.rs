@@ -341,19 +341,26 @@ async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
     kernel.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
+/// A kernel on the system clock with the `notes` digest due every second, with the scheduler or
+/// without it.
+async fn every_second_digest(scheduler: bool) -> (Kernel, tempfile::TempDir) {
     let config = Config::parse(
         "[extensions.notes]\ndigest_cron = \"* * * * * *\"\n",
         "test.toml",
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
-        .data_dir(dir.path())
-        .start()
-        .await
-        .unwrap();
+    let mut builder =
+        Kernel::builder(mnemo_devtools::dev_extensions(), config).data_dir(dir.path());
+    if !scheduler {
+        builder = builder.without_scheduler();
+    }
+    (builder.start().await.unwrap(), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
+    let (kernel, _dir) = every_second_digest(true).await;
     assert!(!kernel.is_virtual_clock());
     // An every-second job; allow a slow, shared machine plenty of time for the first run.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -372,18 +379,7 @@ async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_scheduler_no_job_runs_by_itself_but_one_can_be_run() {
-    let config = Config::parse(
-        "[extensions.notes]\ndigest_cron = \"* * * * * *\"\n",
-        "test.toml",
-    )
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
-        .data_dir(dir.path())
-        .without_scheduler()
-        .start()
-        .await
-        .unwrap();
+    let (kernel, _dir) = every_second_digest(false).await;
     // Two every-second dues pass; the scheduler above runs the job well within this.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(kernel.job_runs(), Vec::new(), "a job ran by itself");
