@@ -8,12 +8,11 @@ use mnemo_ner::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use super::fulltext::{fresh, CO_MENTION_SCAN, STATS_MAX_TERMS};
 use super::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
 use super::scope::push_scope;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
-use crate::types::{EntityInfo, SearchRequest};
+use crate::types::EntityInfo;
 
 impl MemoryStore {
     /// Links more entities to an existing memory; returns how many links it now has.
@@ -58,7 +57,10 @@ impl MemoryStore {
     }
 
     /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
-    pub(super) async fn entities_named(
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn entities_named(
         &self,
         owner: Option<&str>,
         names: &[String],
@@ -208,172 +210,102 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Memories linked to entities named (canonically or by alias) by any of `names`, with how
-    /// many of those entities each is linked to: memories linked to several first, then the
-    /// most recently linked mentions of each entity.
-    ///
-    /// Only the newest links are read (a few times `limit` per entity, through the link
-    /// index), so the cost does not grow with how often an entity was mentioned.
+    /// Memories among the newest `scan` links of entity `driver` that are also linked to one
+    /// of `others`, newest link first, at most `limit`: each as (memory id, link position,
+    /// 1 + how many of `others` it is linked to).
     ///
     /// # Errors
     /// The database fails.
-    pub async fn search_entities(
+    pub async fn co_mentions(
         &self,
-        request: &SearchRequest,
-        names: &[String],
+        driver: &str,
+        others: &[String],
+        scan: i64,
         limit: usize,
-    ) -> Result<Vec<(String, i64)>> {
-        let entity_ids = self
-            .entities_named(request.user_id.as_deref(), names)
-            .await?;
-        let entity_ids = self.specific_entities(entity_ids).await?;
-        if entity_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let depth = (limit * 2).max(20) as i64;
-        // (memory, entities matched, newest link)
-        let mut candidates: HashMap<String, (i64, i64)> = HashMap::new();
-        // Co-mentions: each entity but the last (rarest first) walks its newest links and counts
-        // the later entities each linked memory names too. A memory's rarest entity finds it
-        // with the full count; the walk stops after `limit` co-mentions (they fill the list) or
-        // CO_MENTION_SCAN links, so its cost does not grow with the store.
-        for (index, driver) in entity_ids.iter().enumerate() {
-            let others = &entity_ids[index + 1..];
-            if others.is_empty() {
-                break;
+    ) -> Result<Vec<(String, i64, i64)>> {
+        let push_others = |builder: &mut QueryBuilder<'_, Sqlite>| {
+            let mut separated = builder.separated(", ");
+            for other in others {
+                separated.push_bind(other.clone());
             }
-            let push_others = |builder: &mut QueryBuilder<'_, Sqlite>| {
-                let mut separated = builder.separated(", ");
-                for other in others {
-                    separated.push_bind(other.clone());
-                }
-            };
-            let mut builder = QueryBuilder::new(
-                "SELECT a.memory_id, a.rowid, 1 + (SELECT COUNT(*) FROM memory_entities b \
-                 WHERE b.memory_id = a.memory_id AND b.entity_id IN (",
-            );
-            push_others(&mut builder);
-            builder
-                .push(")) FROM memory_entities a WHERE a.entity_id = ")
-                .push_bind(driver.clone())
-                .push(
-                    " AND a.rowid >= COALESCE((SELECT rowid FROM memory_entities \
-                     WHERE entity_id = ",
-                )
-                .push_bind(driver.clone())
-                .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
-                .push_bind(CO_MENTION_SCAN - 1)
-                .push(
-                    "), 0) AND EXISTS (SELECT 1 FROM memory_entities c \
-                     WHERE c.memory_id = a.memory_id AND c.entity_id IN (",
-                );
-            push_others(&mut builder);
-            builder
-                .push(")) ORDER BY a.rowid DESC LIMIT ")
-                .push_bind(limit as i64);
-            for (memory_id, link, matched) in builder
-                .build_query_as::<(String, i64, i64)>()
-                .fetch_all(&self.pool)
-                .await?
-            {
-                let entry = candidates.entry(memory_id).or_insert((matched, link));
-                entry.0 = entry.0.max(matched);
-            }
-        }
-        for entity_id in &entity_ids {
-            let newest: Vec<(String, i64)> = sqlx::query_as(
-                "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
-                 ORDER BY rowid DESC LIMIT ?",
+        };
+        let mut builder = QueryBuilder::new(
+            "SELECT a.memory_id, a.rowid, 1 + (SELECT COUNT(*) FROM memory_entities b \
+             WHERE b.memory_id = a.memory_id AND b.entity_id IN (",
+        );
+        push_others(&mut builder);
+        builder
+            .push(")) FROM memory_entities a WHERE a.entity_id = ")
+            .push_bind(driver.to_owned())
+            .push(
+                " AND a.rowid >= COALESCE((SELECT rowid FROM memory_entities \
+                 WHERE entity_id = ",
             )
-            .bind(entity_id)
-            .bind(depth)
+            .push_bind(driver.to_owned())
+            .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
+            .push_bind(scan - 1)
+            .push(
+                "), 0) AND EXISTS (SELECT 1 FROM memory_entities c \
+                 WHERE c.memory_id = a.memory_id AND c.entity_id IN (",
+            );
+        push_others(&mut builder);
+        builder
+            .push(")) ORDER BY a.rowid DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_as::<(String, i64, i64)>()
             .fetch_all(&self.pool)
-            .await?;
-            for (memory_id, link) in newest {
-                candidates.entry(memory_id).or_insert((1, link));
-            }
+            .await?)
+    }
+
+    /// The memories of the `depth` newest links of an entity, newest first, each with its
+    /// link's position.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
+             ORDER BY rowid DESC LIMIT ?",
+        )
+        .bind(entity_id)
+        .bind(depth)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// How many memories each of `entity_ids` is linked to; an entity without links is left
+    /// out.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
+        let mut builder = QueryBuilder::new(
+            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in entity_ids {
+            separated.push_bind(id.clone());
         }
-        let mut ranked: Vec<(String, (i64, i64))> = candidates.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let ids: Vec<String> = ranked.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.rank_keys(&ids, request, false).await?;
-        Ok(ranked
+        builder.push(") GROUP BY entity_id");
+        Ok(builder
+            .build_query_as::<(String, i64)>()
+            .fetch_all(&self.pool)
+            .await?
             .into_iter()
-            .filter(|(id, _)| allowed.contains_key(id))
-            .map(|(id, (matched, _))| (id, matched))
-            .take(limit)
             .collect())
     }
 
-    /// Leaves out entities linked to so many memories that naming them says little (a speaker
-    /// named in every turn): more than a fifth of the memories that have any entity, and more
-    /// than 50. Like inverse document frequency, an entity matters when it is specific.
-    /// Returns each kept entity once, the rarest first; link counts are cached.
-    pub(super) async fn specific_entities(&self, entity_ids: Vec<String>) -> Result<Vec<String>> {
-        if entity_ids.is_empty() {
-            return Ok(entity_ids);
-        }
-        let mut counts: HashMap<String, i64> = HashMap::new();
-        let mut missing = Vec::new();
-        {
-            let stats = self.cached_stats();
-            for id in &entity_ids {
-                match fresh(stats.entity_links.get(id)) {
-                    Some(count) => {
-                        counts.insert(id.clone(), count);
-                    }
-                    None => missing.push(id.clone()),
-                }
-            }
-        }
-        if !missing.is_empty() {
-            let mut builder = QueryBuilder::new(
-                "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
-            );
-            let mut separated = builder.separated(", ");
-            for id in &missing {
-                separated.push_bind(id.clone());
-            }
-            builder.push(") GROUP BY entity_id");
-            let found: HashMap<String, i64> = builder
-                .build_query_as::<(String, i64)>()
-                .fetch_all(&self.pool)
-                .await?
-                .into_iter()
-                .collect();
-            let now = std::time::Instant::now();
-            let mut stats = self.cached_stats();
-            if stats.entity_links.len() >= STATS_MAX_TERMS {
-                stats.entity_links.clear();
-            }
-            for id in missing {
-                let count = found.get(&id).copied().unwrap_or(0);
-                stats.entity_links.insert(id.clone(), (count, now));
-                counts.insert(id, count);
-            }
-        }
-        let limit = (self.linked_memory_count().await? / 5).max(50);
-        let mut seen = std::collections::HashSet::new();
-        let mut specific: Vec<String> = entity_ids
-            .into_iter()
-            .filter(|id| counts.get(id).copied().unwrap_or(0) <= limit)
-            .filter(|id| seen.insert(id.clone()))
-            .collect();
-        specific.sort_by_key(|id| counts.get(id).copied().unwrap_or(0));
-        Ok(specific)
-    }
-
-    /// Memories with at least one entity link (cached).
-    pub(super) async fn linked_memory_count(&self) -> Result<i64> {
-        if let Some(count) = fresh(self.cached_stats().linked_memories.as_ref()) {
-            return Ok(count);
-        }
-        let count: i64 =
+    /// Memories with at least one entity link.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn linked_memory_count(&self) -> Result<i64> {
+        Ok(
             sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
                 .fetch_one(&self.pool)
-                .await?;
-        self.cached_stats().linked_memories = Some((count, std::time::Instant::now()));
-        Ok(count)
+                .await?,
+        )
     }
 }
 
@@ -486,10 +418,10 @@ pub(super) async fn link_earlier_mentions(
     owner: &str,
     name: &str,
 ) -> Result<()> {
-    let words = crate::fts::terms(name);
+    let words = crate::search::fts_query::terms(name);
     if words.is_empty()
         || (words.len() == 1
-            && (words[0].chars().count() < 3 || crate::fts::is_stopword(&words[0])))
+            && (words[0].chars().count() < 3 || crate::search::fts_query::is_stopword(&words[0])))
     {
         return Ok(());
     }
@@ -536,11 +468,14 @@ pub(super) async fn link_known_entities(
     owner: &str,
     text: &str,
 ) -> Result<()> {
-    let words = crate::fts::terms(text);
+    let words = crate::search::fts_query::terms(text);
     let mut mentions: Vec<String> = Vec::new();
     for size in 1..=3 {
         for window in words.windows(size) {
-            if size == 1 && (window[0].chars().count() < 3 || crate::fts::is_stopword(&window[0])) {
+            if size == 1
+                && (window[0].chars().count() < 3
+                    || crate::search::fts_query::is_stopword(&window[0]))
+            {
                 continue;
             }
             let mention = window.join(" ");

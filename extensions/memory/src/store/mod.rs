@@ -23,7 +23,6 @@ use std::sync::{Arc, RwLock};
 use sqlx::sqlite::SqlitePool;
 
 pub use checkpoint::DEFAULT_WAL_TRUNCATE_FRAMES;
-use fulltext::TermStats;
 pub use index_queue::IndexItem;
 pub use ingest::{NewMemory, StoredTurn};
 pub use integrity::IntegrityReport;
@@ -33,7 +32,6 @@ pub use records::RankKey;
 pub(crate) use rows::content_hash;
 pub use vectors::VectorStatus;
 
-use crate::types::SessionKey;
 use crate::vector_index::QuantizedIndex;
 
 /// The SQLite store.
@@ -49,8 +47,6 @@ pub struct MemoryStore {
     /// One mirror reload at a time.
     reload_lock: tokio::sync::Mutex<()>,
     vector_oversample: usize,
-    /// Cached document frequencies of query terms and entity-link totals (see [`TermStats`]).
-    stats: std::sync::Mutex<TermStats>,
     /// The background WAL checkpointer; stopped on close and drop.
     checkpointer: tokio::task::JoinHandle<()>,
 }
@@ -60,3 +56,6 @@ impl Drop for MemoryStore {
         self.checkpointer.abort();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,7 +12,6 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, SqliteConnection, Transaction};
 
 use super::checkpoint::{checkpoint, checkpoint_loop};
-use super::fulltext::TermStats;
 use super::{MemoryStore, VectorStatus};
 use crate::error::{MemoryError, Result};
 use crate::vector_index::QuantizedIndex;
@@ -211,7 +210,6 @@ impl MemoryStore {
             mirror: RwLock::new(QuantizedIndex::default()),
             reload_lock: tokio::sync::Mutex::new(()),
             vector_oversample: options.vector_oversample,
-            stats: std::sync::Mutex::new(TermStats::default()),
             pool,
         })
     }

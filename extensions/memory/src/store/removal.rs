@@ -3,7 +3,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use super::fulltext::TermStats;
 use super::rows::{content_hash, ts};
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
@@ -216,8 +215,6 @@ impl MemoryStore {
         if let Some(after) = generation {
             mirror.apply(after - 1, after, Vec::new());
         }
-        drop(mirror);
-        *self.cached_stats() = TermStats::default();
     }
 
     /// Removes the vectors of `user_id`, who owns `theirs` memories. sqlite-vec deletes a row

@@ -4,8 +4,10 @@
 
 use std::sync::OnceLock;
 
+use super::FullTextSearch;
+use crate::store::{MemoryStore, NewMemory, StoreOptions};
+use crate::types::{MemoryKind, SearchRequest};
 use chrono::{TimeZone, Utc};
-use mnemo_memory::{MemoryKind, MemoryStore, NewMemory, SearchRequest, StoreOptions};
 use proptest::prelude::*;
 
 struct Fixture {
@@ -32,7 +34,7 @@ fn fixture() -> &'static Fixture {
                 synchronous: "normal".into(),
                 max_connections: 2,
                 vector_oversample: 8,
-                wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
+                wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
             };
             let store = MemoryStore::open(&dir.path().join("memory.db"), &options)
                 .await

@@ -1,0 +1,252 @@
+//! The published [`MemoryApi`], implemented by [`MemoryService`].
+
+use async_trait::async_trait;
+use mnemo_ner::Strategy;
+use serde_json::Map;
+
+use super::facts::{jaccard, word_set, FactInput};
+use super::MemoryService;
+use crate::api::MemoryApi;
+use crate::error::{MemoryError, Result};
+use crate::store::NewMemory;
+use crate::types::{
+    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
+    SearchRequest, SessionKey, SkippedFact,
+};
+
+#[async_trait]
+impl MemoryApi for MemoryService {
+    async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>> {
+        MemoryService::search(self, &request).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
+        self.store()?.get(id).await
+    }
+
+    async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
+        self.store()?.is_session_consolidated(session).await
+    }
+
+    async fn get_episodes_for_consolidation(
+        &self,
+        session: &SessionKey,
+        offset: usize,
+    ) -> Result<EpisodePage> {
+        self.store()?
+            .episodes_for_session(session, offset, self.config.consolidation_page_size)
+            .await
+    }
+
+    async fn save_facts_batch(
+        &self,
+        session: &SessionKey,
+        facts: Vec<NewFact>,
+    ) -> Result<SavedFacts> {
+        for (index, fact) in facts.iter().enumerate() {
+            self.check_content(&format!("facts[{index}].content"), &fact.content)?;
+        }
+        let mut result = SavedFacts::default();
+        let mut seen: Vec<String> = Vec::new();
+        for fact in facts {
+            let normalised = fact
+                .content
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
+            if seen.contains(&normalised) {
+                result.skipped.push(SkippedFact {
+                    content: fact.content,
+                    reason: "duplicate_in_batch".to_owned(),
+                });
+                continue;
+            }
+            seen.push(normalised);
+            let words = word_set(&fact.content);
+            let similar = self.similar_facts(session, &fact.content, 10).await?;
+            if let Some(existing) = similar.iter().find(|existing| {
+                jaccard(&words, &word_set(&existing.content)) >= self.config.dedup_jaccard
+            }) {
+                result.skipped.push(SkippedFact {
+                    content: fact.content,
+                    reason: format!("similar_to:{}", existing.id),
+                });
+                continue;
+            }
+            let id = self
+                .save_fact(FactInput {
+                    user_id: Some(session.user_id.clone()),
+                    chat_id: session.chat_id.clone(),
+                    session_id: Some(session.session_id.clone()),
+                    content: fact.content,
+                    tags: fact.tags,
+                    source_ids: fact.source_ids,
+                    confidence: fact.confidence.unwrap_or(1.0),
+                    ..FactInput::default()
+                })
+                .await?;
+            result.saved.push(id);
+        }
+        Ok(result)
+    }
+
+    async fn mark_session_consolidated(
+        &self,
+        session: &SessionKey,
+        episode_ids: &[String],
+    ) -> Result<()> {
+        self.store()?
+            .mark_session_consolidated(session, episode_ids, self.now()?)
+            .await
+    }
+
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
+        self.store()?
+            .record_consolidation_failure(session, error)
+            .await
+    }
+
+    async fn get_pending_consolidations(&self) -> Result<Vec<PendingSession>> {
+        self.store()?.pending_consolidations(None).await
+    }
+
+    async fn detect_conflicts(&self, fact_id: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let fact = self
+            .store()?
+            .get(fact_id)
+            .await?
+            .ok_or_else(|| MemoryError::NotFound(format!("no memory `{fact_id}`")))?;
+        let hits = MemoryService::search(
+            self,
+            &SearchRequest {
+                query: fact.content.clone(),
+                user_id: fact.user_id.clone(),
+                kinds: vec![MemoryKind::Fact],
+                limit: limit + 1,
+                ..SearchRequest::default()
+            },
+        )
+        .await?;
+        Ok(hits
+            .into_iter()
+            .filter(|hit| hit.memory.id != fact.id)
+            .take(limit)
+            .collect())
+    }
+
+    async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()> {
+        self.store()?
+            .resolve_conflict(old_fact_id, new_fact_id)
+            .await
+    }
+
+    async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport> {
+        self.store()?.decay_and_prune(threshold, self.now()?).await
+    }
+
+    fn accurate_ner_available(&self) -> bool {
+        self.state
+            .get()
+            .and_then(|state| state.ner.as_ref())
+            .is_some_and(|ner| ner.accurate_available())
+    }
+
+    async fn get_memories_for_entity_enrichment(
+        &self,
+        kinds: &[MemoryKind],
+        max_entity_count: usize,
+        max_attempts: i64,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        self.store()?
+            .memories_for_enrichment(kinds, max_entity_count, max_attempts, limit)
+            .await
+    }
+
+    async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize> {
+        let state = self.state()?;
+        let memory = state
+            .store
+            .get(memory_id)
+            .await?
+            .ok_or_else(|| MemoryError::NotFound(format!("no memory `{memory_id}`")))?;
+        let ner = state
+            .ner
+            .as_ref()
+            .ok_or_else(|| MemoryError::Invalid("the ner extension is not enabled".to_owned()))?;
+        let entities = match ner.extract(&memory.content, Strategy::Accurate).await {
+            Ok(entities) => entities,
+            Err(error) => {
+                state.store.record_enrichment_failure(memory_id).await?;
+                return Err(MemoryError::Invalid(error.to_string()));
+            }
+        };
+        state
+            .store
+            .add_entities(memory_id, &entities, Some(state.ctx.now()))
+            .await
+    }
+
+    async fn save_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+        content: &str,
+        source_ids: Vec<String>,
+        tags: Vec<String>,
+    ) -> Result<String> {
+        self.check_content("content", content)?;
+        let state = self.state()?;
+        let now = state.ctx.now();
+        let id = state
+            .store
+            .insert_memory(
+                &NewMemory {
+                    kind: MemoryKind::Reflection,
+                    content: content.trim().to_owned(),
+                    session_id: None,
+                    user_id: user_id.map(str::to_owned),
+                    chat_id: chat_id.map(str::to_owned),
+                    event_time: now,
+                    created_at: now,
+                    source_role: None,
+                    source_ids,
+                    tags,
+                    attributes: Map::new(),
+                    decay_rate: 0.0,
+                    confidence: 1.0,
+                    memory_type: None,
+                    expires_at: None,
+                    shared: false,
+                    subject_ids: Vec::new(),
+                },
+                &[],
+            )
+            .await?;
+        self.reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+        self.index_wakeup.notify_one();
+        Ok(id)
+    }
+
+    async fn get_latest_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>> {
+        self.cached_reflection(user_id, chat_id).await
+    }
+
+    async fn get_recent_memories_for_reflection(
+        &self,
+        user_id: Option<&str>,
+        days: i64,
+        limit: usize,
+    ) -> Result<Vec<Memory>> {
+        let since = self.now()? - chrono::Duration::days(days.max(0));
+        self.store()?.recent_memories(user_id, since, limit).await
+    }
+}
