@@ -87,7 +87,7 @@ impl MemoryService {
         depth: usize,
     ) -> Result<Vec<(String, i64)>> {
         let state = self.state()?;
-        let store = &state.store;
+        let store = state.store.as_ref();
         let mut names = self.query_names(query_head(&request.query));
         if let Some(owner) = &request.user_id {
             for relation in crate::people::relations_in(query_head(&request.query)) {
@@ -117,7 +117,7 @@ impl MemoryService {
         // the FTS5 and entity queries (on the pool's connections).
         let fts = async {
             if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-                search_fts(&state.store, &state.stats, request, depth)
+                search_fts(state.store.as_ref(), &state.stats, request, depth)
                     .await
                     .map(Some)
             } else {

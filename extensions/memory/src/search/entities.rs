@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::MemoryStore;
+use crate::store::MemoryBackend;
 use crate::types::SearchRequest;
 
 /// The newest links of an entity read when looking for memories that also name another of
@@ -22,7 +22,7 @@ const CO_MENTION_SCAN: i64 = 4_096;
 /// # Errors
 /// The database fails.
 pub(crate) async fn search_entities(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     stats: &CorpusStats,
     request: &SearchRequest,
     names: &[String],
@@ -77,7 +77,7 @@ pub(crate) async fn search_entities(
 /// than 50. Like inverse document frequency, an entity matters when it is specific.
 /// Returns each kept entity once, the rarest first; link counts are cached.
 async fn specific_entities(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     stats: &CorpusStats,
     entity_ids: Vec<String>,
 ) -> Result<Vec<String>> {

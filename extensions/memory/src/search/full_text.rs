@@ -4,7 +4,7 @@
 use super::fts_query::{match_any, match_rare_or_all_common, query_terms};
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::MemoryStore;
+use crate::store::MemoryBackend;
 use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
 
 /// Matches worth ranking in one query; a query matching more is narrowed first (see
@@ -26,7 +26,7 @@ const RANK_BUDGET: i64 = 2_000;
 /// # Errors
 /// The database fails (a user's query text never causes one: it is quoted term by term).
 pub(crate) async fn search_fts(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     stats: &CorpusStats,
     request: &SearchRequest,
     limit: usize,
@@ -70,7 +70,7 @@ pub(crate) async fn search_fts(
 /// # Errors
 /// The database fails.
 pub(crate) async fn similar_facts(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     stats: &CorpusStats,
     session: &SessionKey,
     content: &str,

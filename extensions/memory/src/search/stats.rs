@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::fts_query::match_any;
 use crate::error::Result;
-use crate::store::MemoryStore;
+use crate::store::MemoryBackend;
 
 /// How long a cached figure is trusted.
 const STATS_TTL: Duration = Duration::from_secs(120);
@@ -50,7 +50,7 @@ impl CorpusStats {
     }
 
     /// Rows in the full-text index.
-    pub(crate) async fn document_count(&self, store: &MemoryStore) -> Result<i64> {
+    pub(crate) async fn document_count(&self, store: &dyn MemoryBackend) -> Result<i64> {
         if let Some(count) = fresh(self.figures().documents.as_ref()) {
             return Ok(count);
         }
@@ -60,7 +60,11 @@ impl CorpusStats {
     }
 
     /// Memories whose text contains `term`.
-    pub(crate) async fn term_frequency(&self, store: &MemoryStore, term: &str) -> Result<i64> {
+    pub(crate) async fn term_frequency(
+        &self,
+        store: &dyn MemoryBackend,
+        term: &str,
+    ) -> Result<i64> {
         if let Some(count) = fresh(self.figures().frequencies.get(term)) {
             return Ok(count);
         }
@@ -81,7 +85,7 @@ impl CorpusStats {
     /// How many memories each of `entity_ids` is linked to (0 for none).
     pub(crate) async fn entity_link_counts(
         &self,
-        store: &MemoryStore,
+        store: &dyn MemoryBackend,
         entity_ids: &[String],
     ) -> Result<HashMap<String, i64>> {
         let mut counts: HashMap<String, i64> = HashMap::new();
@@ -114,7 +118,7 @@ impl CorpusStats {
     }
 
     /// Memories with at least one entity link.
-    pub(crate) async fn linked_memory_count(&self, store: &MemoryStore) -> Result<i64> {
+    pub(crate) async fn linked_memory_count(&self, store: &dyn MemoryBackend) -> Result<i64> {
         if let Some(count) = fresh(self.figures().linked_memories.as_ref()) {
             return Ok(count);
         }

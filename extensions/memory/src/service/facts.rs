@@ -188,7 +188,7 @@ impl MemoryService {
     /// # Errors
     /// The store fails.
     pub async fn find_person(&self, owner: &str, reference: &str) -> Result<Option<Person>> {
-        crate::people::find_person(self.store()?, owner, reference).await
+        crate::people::find_person(self.store()?.as_ref(), owner, reference).await
     }
 
     /// Finds or creates the owner's person for a reference (seed 000's resolution table).
@@ -201,7 +201,8 @@ impl MemoryService {
         reference: &str,
         name_hint: Option<&str>,
     ) -> Result<Option<(Person, bool)>> {
-        crate::people::resolve_or_create_person(self.store()?, owner, reference, name_hint).await
+        crate::people::resolve_or_create_person(self.store()?.as_ref(), owner, reference, name_hint)
+            .await
     }
 
     /// Every person the owner told us about.
@@ -430,6 +431,7 @@ impl MemoryService {
         limit: usize,
     ) -> Result<Vec<Memory>> {
         let state = self.state()?;
-        crate::search::similar_facts(&state.store, &state.stats, session, content, limit).await
+        crate::search::similar_facts(state.store.as_ref(), &state.stats, session, content, limit)
+            .await
     }
 }

@@ -9,7 +9,7 @@ use mnemo_kernel::KernelContext;
 
 use super::MemoryService;
 use crate::error::{MemoryError, Result};
-use crate::store::{content_hash, IndexItem, MemoryStore, VectorStatus};
+use crate::store::{content_hash, IndexItem, MemoryBackend, VectorStatus};
 
 impl MemoryService {
     /// Starts the background indexer ([`MemoryService::run_indexer`]); [`MemoryService::close`]
@@ -49,7 +49,7 @@ impl MemoryService {
                     return indexed;
                 }
             };
-            match self.index_batch(&embedder, store, batch).await {
+            match self.index_batch(&embedder, store.as_ref(), batch).await {
                 Ok(count) => indexed += count,
                 Err(error) => {
                     tracing::warn!(%error, "indexing failed; the memories stay queued");
@@ -62,7 +62,7 @@ impl MemoryService {
     pub(super) async fn index_batch(
         &self,
         embedder: &Arc<dyn EmbeddingApi>,
-        store: &MemoryStore,
+        store: &dyn MemoryBackend,
         batch: Vec<IndexItem>,
     ) -> Result<usize> {
         let model = embedder.model_id().to_owned();
@@ -155,7 +155,7 @@ impl MemoryService {
         let batch = store.next_index_batch(self.config.index_batch_size).await?;
         let taken = batch.len();
         if taken > 0 {
-            self.index_batch(&embedder, store, batch).await?;
+            self.index_batch(&embedder, store.as_ref(), batch).await?;
         }
         Ok(taken)
     }

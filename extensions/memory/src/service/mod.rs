@@ -24,12 +24,12 @@ pub use facts::FactInput;
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::search::CorpusStats;
-use crate::store::{content_hash, MemoryStore, StoreOptions, VectorStatus};
+use crate::store::{content_hash, MemoryBackend, MemoryStore, StoreOptions, VectorStatus};
 use crate::types::Memory;
 
 /// What the service works with once open.
 pub(crate) struct State {
-    pub(crate) store: Arc<MemoryStore>,
+    pub(crate) store: Arc<dyn MemoryBackend>,
     /// Corpus statistics that steer search, cleared when memories are removed for good.
     pub(crate) stats: CorpusStats,
     pub(crate) ctx: KernelContext,
@@ -119,11 +119,11 @@ impl MemoryService {
         self.state.get().ok_or(MemoryError::NotOpen)
     }
 
-    /// The store, once open.
+    /// The storage backend, once open.
     ///
     /// # Errors
     /// [`MemoryError::NotOpen`] before start.
-    pub fn store(&self) -> Result<&Arc<MemoryStore>> {
+    pub(crate) fn store(&self) -> Result<&Arc<dyn MemoryBackend>> {
         Ok(&self.state()?.store)
     }
 

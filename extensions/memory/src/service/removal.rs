@@ -27,7 +27,7 @@ impl MemoryService {
     }
 
     /// Removes memories for good, whoever owns them: row, full-text entry, vector, entity links
-    /// and cached vector (see [`MemoryStore::purge`]), then announces each on
+    /// and cached vector (see `MemoryRemoval::purge`), then announces each on
     /// `memory.forgotten` ([`crate::MemoryForgotten`]) so that extensions with their own copies (the
     /// markdown mirror) remove them too. Returns how many were removed; unknown ids are skipped.
     ///
@@ -52,7 +52,7 @@ impl MemoryService {
         Ok(count)
     }
 
-    /// Removes everything stored about `user_id` (see [`MemoryStore::erase_user`]), forgets
+    /// Removes everything stored about `user_id` (see `MemoryRemoval::erase_user`), forgets
     /// the recent query vectors, whoever asked them, and announces the erasure on
     /// `memory.user_erased` ([`crate::UserErased`]). Returns how many memories were removed.
     ///

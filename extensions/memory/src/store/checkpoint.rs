@@ -11,7 +11,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
 /// Log frames (pages; 4 KB each by default, so 64 MB) past which the checkpointer truncates
 /// the log. Also the size SQLite trims the log file to when it restarts it (`journal_size_limit`).
-pub const DEFAULT_WAL_TRUNCATE_FRAMES: i64 = 16_384;
+pub(crate) const DEFAULT_WAL_TRUNCATE_FRAMES: i64 = 16_384;
 
 /// How long a truncation waits for readers still on the log before it gives up for now.
 const TRUNCATE_WAIT: Duration = Duration::from_millis(200);

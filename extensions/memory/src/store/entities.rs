@@ -3,23 +3,22 @@
 
 use std::collections::{HashMap, HashSet};
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
+use super::backend::EntityLinks;
 use super::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
 use super::scope::push_scope;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::types::EntityInfo;
 
-impl MemoryStore {
-    /// Links more entities to an existing memory; returns how many links it now has.
-    ///
-    /// # Errors
-    /// The memory does not exist, or the database fails.
-    pub async fn add_entities(
+#[async_trait]
+impl EntityLinks for MemoryStore {
+    async fn add_entities(
         &self,
         memory_id: &str,
         entities: &[ExtractedEntity],
@@ -56,15 +55,7 @@ impl MemoryStore {
         Ok(count)
     }
 
-    /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn entities_named(
-        &self,
-        owner: Option<&str>,
-        names: &[String],
-    ) -> Result<Vec<String>> {
+    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
         let names: Vec<String> = names
             .iter()
             .map(|name| name.trim().to_lowercase())
@@ -100,11 +91,7 @@ impl MemoryStore {
             .await?)
     }
 
-    /// An entity of `owner` by canonical name or alias, with its active memories (newest first).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn entity_info(
+    async fn entity_info(
         &self,
         owner: Option<&str>,
         chat_id: Option<&str>,
@@ -119,12 +106,7 @@ impl MemoryStore {
             .await
     }
 
-    /// An entity by id, with its active memories (newest first); `None` if there is none, or
-    /// `owner` is given and it is not theirs.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn entity_info_by_id(
+    async fn entity_info_by_id(
         &self,
         owner: Option<&str>,
         chat_id: Option<&str>,
@@ -171,11 +153,7 @@ impl MemoryStore {
         }))
     }
 
-    /// Names of entities by id (for subject attribution).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
@@ -194,11 +172,7 @@ impl MemoryStore {
             .collect())
     }
 
-    /// Counts a failed entity enrichment of a memory (`enrichment_attempts` in its attributes).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
+    async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
         let _write = self.write_lock.lock().await;
         sqlx::query(
             "UPDATE memories SET attributes = json_set(attributes, '$.enrichment_attempts', \
@@ -210,13 +184,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Memories among the newest `scan` links of entity `driver` that are also linked to one
-    /// of `others`, newest link first, at most `limit`: each as (memory id, link position,
-    /// 1 + how many of `others` it is linked to).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn co_mentions(
+    async fn co_mentions(
         &self,
         driver: &str,
         others: &[String],
@@ -258,12 +226,7 @@ impl MemoryStore {
             .await?)
     }
 
-    /// The memories of the `depth` newest links of an entity, newest first, each with its
-    /// link's position.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+    async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(
             "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
              ORDER BY rowid DESC LIMIT ?",
@@ -274,12 +237,7 @@ impl MemoryStore {
         .await?)
     }
 
-    /// How many memories each of `entity_ids` is linked to; an entity without links is left
-    /// out.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
+    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
         let mut builder = QueryBuilder::new(
             "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
         );
@@ -296,11 +254,7 @@ impl MemoryStore {
             .collect())
     }
 
-    /// Memories with at least one entity link.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn linked_memory_count(&self) -> Result<i64> {
+    async fn linked_memory_count(&self) -> Result<i64> {
         Ok(
             sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
                 .fetch_one(&self.pool)

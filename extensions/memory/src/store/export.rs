@@ -1,9 +1,11 @@
 //! Lossless export of the memory tables as JSON records, and importing them back.
 
+use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row};
 
+use super::backend::MemoryExport;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 
@@ -36,14 +38,9 @@ pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
     })
 }
 
-impl MemoryStore {
-    /// Every row of the memory tables as `{"type": table, "row": {column: value}}`, ordered by
-    /// key: a lossless export (vectors and caches are rebuilt by the indexer after import).
-    /// With `user_id`, only that user's memories, entities, links, sessions and events.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
+#[async_trait]
+impl MemoryExport for MemoryStore {
+    async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
         use sqlx::Column;
         let mut records = Vec::new();
         for (table, key) in EXPORT_TABLES {
@@ -78,13 +75,7 @@ impl MemoryStore {
         Ok(records)
     }
 
-    /// Inserts one exported row unless a row with its key exists; returns whether it was new.
-    /// Memories come back on the embedding queue.
-    ///
-    /// # Errors
-    /// [`MemoryError::Invalid`] for an unknown table or a row that is not an object of plain
-    /// values; the database fails.
-    pub async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
+    async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
         if !EXPORT_TABLES.iter().any(|(known, _)| *known == table) {
             return Err(MemoryError::Invalid(format!(
                 "unknown record type `{table}`"

@@ -1,21 +1,18 @@
 //! Full-text queries over `memories_fts` (FTS5, BM25): ranked matches and match counts. Which
 //! query to run is the search layer's choice (see `crate::search::full_text`).
 
+use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
+use super::backend::FullTextIndex;
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::types::SearchRequest;
 
-impl MemoryStore {
-    /// The FTS5 query's best matches (a few times `limit`), then the request's filters: ids
-    /// best first, each with its BM25 relevance (FTS5's `bm25()` negated, so higher is better
-    /// and every match is above 0).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn fts_best_matches(
+#[async_trait]
+impl FullTextIndex for MemoryStore {
+    async fn fts_best_matches(
         &self,
         query: &str,
         request: &SearchRequest,
@@ -41,13 +38,7 @@ impl MemoryStore {
             .await?)
     }
 
-    /// Every match of the FTS5 query that passes the request's filters, ranked: as
-    /// [`Self::fts_best_matches`], but the filters join before ranking, so it costs what all
-    /// the matches cost.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn fts_all_matches(
+    async fn fts_all_matches(
         &self,
         query: &str,
         request: &SearchRequest,
@@ -68,21 +59,13 @@ impl MemoryStore {
             .await?)
     }
 
-    /// Rows in the full-text index.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn fts_document_count(&self) -> Result<i64> {
+    async fn fts_document_count(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts")
             .fetch_one(&self.pool)
             .await?)
     }
 
-    /// Memories that match the FTS5 query.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn fts_match_count(&self, query: &str) -> Result<i64> {
+    async fn fts_match_count(&self, query: &str) -> Result<i64> {
         Ok(
             sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
                 .bind(query)

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
+use super::backend::IndexQueue;
 use super::rows::{blob_vector, ts, vector_blob};
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
@@ -27,12 +29,9 @@ pub struct IndexItem {
     pub active: bool,
 }
 
-impl MemoryStore {
-    /// The next memories waiting for a vector, oldest first.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
+#[async_trait]
+impl IndexQueue for MemoryStore {
+    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         let rows = sqlx::query(
             "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
              FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
@@ -56,11 +55,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Cached vectors of `model_id` by content hash.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn cached_vectors(
+    async fn cached_vectors(
         &self,
         hashes: &[String],
         model_id: &str,
@@ -87,11 +82,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Stores fresh vectors in the cache (by content hash).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn cache_vectors(
+    async fn cache_vectors(
         &self,
         vectors: &[(String, Vec<f32>)],
         model_id: &str,
@@ -117,12 +108,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Writes vectors to `vec_memories` and takes their memories off the queue, in one
-    /// transaction. Items without a vector (deleted before indexing) only leave the queue.
-    ///
-    /// # Errors
-    /// The database fails; the queue is unchanged then.
-    pub async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let mut rows = Vec::new();
@@ -163,11 +149,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Memories waiting for a vector.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn pending_index(&self) -> Result<i64> {
+    async fn pending_index(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
             .fetch_one(&self.pool)
             .await?)

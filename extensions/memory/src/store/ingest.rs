@@ -1,11 +1,13 @@
 //! Storing new memories: a conversation turn on the hot path, or any memory, each in one
 //! transaction with its entity links and its place in the index queue.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner::ExtractedEntity;
 use serde_json::{Map, Value};
 use sqlx::{Sqlite, Transaction};
 
+use super::backend::MemoryIngest;
 use super::entities::link_entities;
 use super::rows::{new_id, ts};
 use super::sessions::{chat_key, close_other_sessions};
@@ -15,46 +17,46 @@ use crate::types::{MemoryKind, SessionKey};
 
 /// A memory to insert.
 #[derive(Debug, Clone)]
-pub struct NewMemory {
+pub(crate) struct NewMemory {
     /// Kind.
-    pub kind: MemoryKind,
+    pub(crate) kind: MemoryKind,
     /// Text.
-    pub content: String,
+    pub(crate) content: String,
     /// Session.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// Owner.
-    pub user_id: Option<String>,
+    pub(crate) user_id: Option<String>,
     /// Chat.
-    pub chat_id: Option<String>,
+    pub(crate) chat_id: Option<String>,
     /// When it happened.
-    pub event_time: DateTime<Utc>,
+    pub(crate) event_time: DateTime<Utc>,
     /// When recorded.
-    pub created_at: DateTime<Utc>,
+    pub(crate) created_at: DateTime<Utc>,
     /// Speaker, for episodes.
-    pub source_role: Option<String>,
+    pub(crate) source_role: Option<String>,
     /// Provenance.
-    pub source_ids: Vec<String>,
+    pub(crate) source_ids: Vec<String>,
     /// Tags.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Metadata.
-    pub attributes: Map<String, Value>,
+    pub(crate) attributes: Map<String, Value>,
     /// Decay per day.
-    pub decay_rate: f64,
+    pub(crate) decay_rate: f64,
     /// Initial confidence.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// Seed 001's type, if given.
-    pub memory_type: Option<String>,
+    pub(crate) memory_type: Option<String>,
     /// When it stops being retrievable.
-    pub expires_at: Option<DateTime<Utc>>,
+    pub(crate) expires_at: Option<DateTime<Utc>>,
     /// Visible to every member of `chat_id`.
-    pub shared: bool,
+    pub(crate) shared: bool,
     /// The people it is about (person entity ids); they are linked as entities too.
-    pub subject_ids: Vec<String>,
+    pub(crate) subject_ids: Vec<String>,
 }
 
 impl NewMemory {
     /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
-    pub fn session_key(&self) -> Option<SessionKey> {
+    pub(crate) fn session_key(&self) -> Option<SessionKey> {
         Some(SessionKey {
             user_id: self.user_id.clone()?,
             chat_id: self.chat_id.clone(),
@@ -76,12 +78,9 @@ pub struct StoredTurn {
     pub closed_sessions: Vec<SessionKey>,
 }
 
-impl MemoryStore {
-    /// Inserts a memory, queues it for a vector, and links its entities, in one transaction.
-    ///
-    /// # Errors
-    /// The database fails; nothing is written then.
-    pub async fn insert_memory(
+#[async_trait]
+impl MemoryIngest for MemoryStore {
+    async fn insert_memory(
         &self,
         memory: &NewMemory,
         entities: &[ExtractedEntity],
@@ -93,15 +92,7 @@ impl MemoryStore {
         Ok(id)
     }
 
-    /// Stores a conversation turn on the hot path, in one transaction (one fsync): the memory
-    /// with its entity links and index-queue row; the event id, so that a replayed event is
-    /// stored once (`None` memory id then); and, with `record_session`, the session's
-    /// consolidation row (`new_session` is true when this turn opened it, and the user's other
-    /// open sessions are closed then).
-    ///
-    /// # Errors
-    /// The database fails; nothing is written then.
-    pub async fn insert_turn(
+    async fn insert_turn(
         &self,
         memory: &NewMemory,
         entities: &[ExtractedEntity],

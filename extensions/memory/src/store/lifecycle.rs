@@ -1,11 +1,13 @@
 //! A fact's life after it is stored: corrections, confirmation, conflicts, supersession,
 //! decay and expiry.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner::ExtractedEntity;
 use serde_json::Value;
 use sqlx::Row;
 
+use super::backend::{FactLifecycle, MemoryRecords};
 use super::ingest::{insert_in_tx, NewMemory};
 use super::rows::ts;
 use super::MemoryStore;
@@ -13,12 +15,23 @@ use crate::error::{MemoryError, Result};
 use crate::types::{DecayReport, Memory, MemoryKind};
 
 impl MemoryStore {
-    /// Replaces an active fact in one transaction: soft-deletes `old_id` and inserts the
-    /// correction with the old id in its provenance; returns the new id.
-    ///
-    /// # Errors
-    /// [`MemoryError::NotFound`] if `old_id` is not an active fact of `user_id`.
-    pub async fn correct(
+    pub(super) async fn active_fact_of(&self, id: &str, user_id: Option<&str>) -> Result<Memory> {
+        match self.get(id).await? {
+            Some(memory)
+                if memory.kind == MemoryKind::Fact
+                    && memory.valid_until.is_none()
+                    && (user_id.is_none() || memory.user_id.as_deref() == user_id) =>
+            {
+                Ok(memory)
+            }
+            _ => Err(MemoryError::NotFound(format!("no active fact `{id}`"))),
+        }
+    }
+}
+
+#[async_trait]
+impl FactLifecycle for MemoryStore {
+    async fn correct(
         &self,
         old_id: &str,
         user_id: Option<&str>,
@@ -53,24 +66,7 @@ impl MemoryStore {
         Ok(new_id)
     }
 
-    pub(super) async fn active_fact_of(&self, id: &str, user_id: Option<&str>) -> Result<Memory> {
-        match self.get(id).await? {
-            Some(memory)
-                if memory.kind == MemoryKind::Fact
-                    && memory.valid_until.is_none()
-                    && (user_id.is_none() || memory.user_id.as_deref() == user_id) =>
-            {
-                Ok(memory)
-            }
-            _ => Err(MemoryError::NotFound(format!("no active fact `{id}`"))),
-        }
-    }
-
-    /// Protects a fact: decay rate 0, confidence 1.
-    ///
-    /// # Errors
-    /// [`MemoryError::NotFound`] if it is not an active fact of `user_id`.
-    pub async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()> {
+    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()> {
         self.active_fact_of(id, user_id).await?;
         let _write = self.write_lock.lock().await;
         sqlx::query("UPDATE memories SET decay_rate = 0.0, confidence = 1.0 WHERE id = ?")
@@ -80,11 +76,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Lowers the old fact's confidence to 0.3 and records `supersedes` on the new one.
-    ///
-    /// # Errors
-    /// Either fact is missing.
-    pub async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()> {
+    async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()> {
         if self.get(old_id).await?.is_none() || self.get(new_id).await?.is_none() {
             return Err(MemoryError::NotFound(format!(
                 "resolve_conflict needs both `{old_id}` and `{new_id}`"
@@ -107,14 +99,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Ebbinghaus decay of active facts: confidence × exp(−rate × days since the later of the
-    /// last access and the last decay), so no elapsed day is counted twice. Facts below
-    /// `threshold` are soft-deleted and lose their vector and entity links. Protected facts
-    /// (rate 0) are untouched.
-    ///
-    /// # Errors
-    /// The database fails; the run is one transaction, so nothing is half-applied.
-    pub async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
+    async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let rows = sqlx::query(
@@ -173,16 +158,7 @@ impl MemoryStore {
         Ok(report)
     }
 
-    /// Marks `old_ids` superseded by `new_id` (and records `supersedes` on the new memory).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn supersede(
-        &self,
-        old_ids: &[String],
-        new_id: &str,
-        at: DateTime<Utc>,
-    ) -> Result<()> {
+    async fn supersede(&self, old_ids: &[String], new_id: &str, at: DateTime<Utc>) -> Result<()> {
         if old_ids.is_empty() {
             return Ok(());
         }
@@ -209,11 +185,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Soft-deletes memories whose expiry has passed; returns how many.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn expire(&self, now: DateTime<Utc>) -> Result<u64> {
+    async fn expire(&self, now: DateTime<Utc>) -> Result<u64> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let ids: Vec<String> = sqlx::query_scalar(

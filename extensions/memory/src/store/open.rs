@@ -11,26 +11,26 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection, Transaction};
 
-use super::checkpoint::{checkpoint, checkpoint_loop};
+use super::checkpoint::checkpoint_loop;
 use super::{MemoryStore, VectorStatus};
 use crate::error::{MemoryError, Result};
 use crate::vector_index::QuantizedIndex;
 
 /// How the database is opened.
 #[derive(Debug, Clone)]
-pub struct StoreOptions {
+pub(crate) struct StoreOptions {
     /// How long a connection waits for a lock before failing.
-    pub busy_timeout: Duration,
+    pub(crate) busy_timeout: Duration,
     /// `synchronous` pragma: `full` makes a committed write survive power loss.
-    pub synchronous: String,
+    pub(crate) synchronous: String,
     /// Connections in the pool (readers run in parallel with the one writer under WAL).
-    pub max_connections: u32,
+    pub(crate) max_connections: u32,
     /// Vector search: candidates taken by sign-bit Hamming distance per result, then re-scored
     /// (see [`crate::vector_index`]); 0 searches `vec_memories` exactly by brute force.
-    pub vector_oversample: usize,
+    pub(crate) vector_oversample: usize,
     /// Write-ahead log length, in pages, past which it is truncated
     /// ([`DEFAULT_WAL_TRUNCATE_FRAMES`]; see `checkpoint_loop`).
-    pub wal_truncate_frames: i64,
+    pub(crate) wal_truncate_frames: i64,
 }
 
 /// Registers sqlite-vec with every connection SQLite opens from now on.
@@ -146,7 +146,7 @@ impl MemoryStore {
     ///
     /// # Errors
     /// The file cannot be opened or migrated.
-    pub async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
+    pub(crate) async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
         register_sqlite_vec();
         let synchronous = SqliteSynchronous::from_str(&options.synchronous).map_err(|_| {
             MemoryError::Invalid(format!(
@@ -223,29 +223,9 @@ impl MemoryStore {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    /// Waits for the writer in progress, empties the write-ahead log into the database file
-    /// and closes the pool, waiting for connections to finish. The next open then finds a
-    /// short log, whatever was written before.
-    pub async fn close(&self) {
-        self.checkpointer.abort();
-        let _write = self.write_lock.lock().await;
-        match checkpoint(&self.pool, "TRUNCATE").await {
-            Ok((false, _)) => {}
-            Ok((true, log_frames)) => {
-                tracing::info!(
-                    log_frames,
-                    "readers kept the wal at close; the next open checkpoints it"
-                );
-            }
-            Err(error) => {
-                tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
-            }
-        }
-        self.pool.close().await;
-    }
-
-    /// The pool, for tests and benchmarks that check the database directly.
-    pub fn pool(&self) -> &SqlitePool {
+    /// The pool, for tests that check the database directly.
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &SqlitePool {
         &self.pool
     }
 }

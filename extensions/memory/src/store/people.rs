@@ -1,9 +1,11 @@
 //! People: the person entities of an owner, by name or relation.
 
+use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
+use super::backend::PeopleRecords;
 use super::entities::link_earlier_mentions;
 use super::rows::{json_list, new_id};
 use super::MemoryStore;
@@ -48,12 +50,9 @@ pub(super) fn person_from_row(row: &SqliteRow) -> Result<Person> {
 pub(super) const PERSON_COLUMNS: &str =
     "id, owner_id, canonical_name, relation, aliases, metadata, external_id, provider";
 
-impl MemoryStore {
-    /// The owner's person whose relation is `relation` (case-insensitive), most mentioned first.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn person_by_relation(&self, owner: &str, relation: &str) -> Result<Option<Person>> {
+#[async_trait]
+impl PeopleRecords for MemoryStore {
+    async fn person_by_relation(&self, owner: &str, relation: &str) -> Result<Option<Person>> {
         let row = sqlx::query(&format!(
             "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ? AND type = 'person' \
              AND relation = ? COLLATE NOCASE ORDER BY mention_count DESC LIMIT 1"
@@ -65,11 +64,7 @@ impl MemoryStore {
         row.as_ref().map(person_from_row).transpose()
     }
 
-    /// The owner's person named `name` (canonical name or alias, case-insensitive).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn person_by_name(&self, owner: &str, name: &str) -> Result<Option<Person>> {
+    async fn person_by_name(&self, owner: &str, name: &str) -> Result<Option<Person>> {
         let row = sqlx::query(&format!(
             "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ?1 AND type = 'person' AND \
              (canonical_name = ?2 COLLATE NOCASE OR EXISTS \
@@ -83,11 +78,7 @@ impl MemoryStore {
         row.as_ref().map(person_from_row).transpose()
     }
 
-    /// Creates a person, or gives an existing one of that name the relation; returns it.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn upsert_person(
+    async fn upsert_person(
         &self,
         owner: &str,
         name: &str,
@@ -126,11 +117,7 @@ impl MemoryStore {
             .ok_or_else(|| MemoryError::NotFound(format!("person `{name}` vanished")))
     }
 
-    /// Renames a person known only by relation (a placeholder name), keeping the old name as alias.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn rename_person(&self, person: &Person, name: &str) -> Result<()> {
+    async fn rename_person(&self, person: &Person, name: &str) -> Result<()> {
         let mut aliases = person.aliases.clone();
         if !aliases
             .iter()
@@ -148,11 +135,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Every person the owner told us about, by name.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn known_people(&self, owner: &str) -> Result<Vec<Person>> {
+    async fn known_people(&self, owner: &str) -> Result<Vec<Person>> {
         let rows = sqlx::query(&format!(
             "SELECT {PERSON_COLUMNS} FROM entities WHERE owner_id = ? AND type = 'person' \
              ORDER BY (relation IS NULL), canonical_name COLLATE NOCASE"

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
+use super::backend::MemoryRecords;
 use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::scope::push_filters;
 use super::MemoryStore;
@@ -14,23 +16,20 @@ use crate::types::{Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct RankKey {
+pub(crate) struct RankKey {
     /// The memory's confidence.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// Its event time, in seconds.
-    pub event_time: i64,
+    pub(crate) event_time: i64,
     /// The turn before it in its session (episodes only, when asked for).
-    pub previous: Option<String>,
+    pub(crate) previous: Option<String>,
     /// The turn after it in its session (episodes only, when asked for).
-    pub next: Option<String>,
+    pub(crate) next: Option<String>,
 }
 
-impl MemoryStore {
-    /// One memory by id, active or not.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn get(&self, id: &str) -> Result<Option<Memory>> {
+#[async_trait]
+impl MemoryRecords for MemoryStore {
+    async fn get(&self, id: &str) -> Result<Option<Memory>> {
         let row = sqlx::query(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ?"
         ))
@@ -40,11 +39,7 @@ impl MemoryStore {
         row.as_ref().map(memory_from_row).transpose()
     }
 
-    /// Memories by id that pass the request's filters, keyed by id.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn load_filtered(
+    async fn load_filtered(
         &self,
         ids: &[String],
         request: &SearchRequest,
@@ -67,13 +62,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Which of `ids` pass the request's filters, with what ranking needs and without reading
-    /// their text: confidence, event time and, with `neighbours`, an episode's previous and
-    /// next turn in its session.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn rank_keys(
+    async fn rank_keys(
         &self,
         ids: &[String],
         request: &SearchRequest,
@@ -128,11 +117,7 @@ impl MemoryStore {
             .collect())
     }
 
-    /// Counts the memories as accessed now.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
+    async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -150,11 +135,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
+    async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
         let mut builder = QueryBuilder::new(
             "SELECT m.kind, COUNT(*), MAX(m.event_time) FROM memories m \
              WHERE m.valid_until IS NULL AND m.superseded_at IS NULL",
@@ -198,11 +179,7 @@ impl MemoryStore {
         Ok(stats)
     }
 
-    /// Active memories of `kinds` not yet enriched and with at most `max_entities` entity links.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn memories_for_enrichment(
+    async fn memories_for_enrichment(
         &self,
         kinds: &[MemoryKind],
         max_entities: usize,
@@ -238,12 +215,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// The newest active reflection for `user_id` (or one without an owner) in exactly the
-    /// scope of `chat_id`: personal without it, that chat's with it.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn latest_reflection(
+    async fn latest_reflection(
         &self,
         user_id: Option<&str>,
         chat_id: Option<&str>,
@@ -260,11 +232,7 @@ impl MemoryStore {
         row.as_ref().map(memory_from_row).transpose()
     }
 
-    /// Active, not superseded facts and episodes of `user_id` since `since`, newest first.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn recent_memories(
+    async fn recent_memories(
         &self,
         user_id: Option<&str>,
         since: DateTime<Utc>,
@@ -292,12 +260,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// The latest active, unexpired `context` memory of `owner` with attribute `key`, set in
-    /// `chat_id` (or, failing that, outside any chat).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn context_value(
+    async fn context_value(
         &self,
         owner: &str,
         chat_id: Option<&str>,

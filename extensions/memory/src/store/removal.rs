@@ -1,9 +1,10 @@
 //! Removing memories: soft deletion, purging for good, and erasing everything about a user.
 
-use chrono::{DateTime, Utc};
+use async_trait::async_trait;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use super::rows::{content_hash, ts};
+use super::backend::MemoryRemoval;
+use super::rows::content_hash;
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
@@ -32,15 +33,22 @@ pub(super) async fn after_removal(
 
 impl MemoryStore {
     /// Soft-deletes an active memory and drops its vector; returns false if it was not active.
+    /// Only tests retire one memory this way: the service does it through corrections, decay
+    /// and expiry.
     ///
     /// # Errors
     /// The database fails.
-    pub async fn soft_delete(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+    #[cfg(test)]
+    pub(crate) async fn soft_delete(
+        &self,
+        id: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let changed =
             sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
-                .bind(ts(at))
+                .bind(super::rows::ts(at))
                 .bind(id)
                 .execute(&mut *tx)
                 .await?
@@ -51,23 +59,6 @@ impl MemoryStore {
         tx.commit().await?;
         self.mirror_mut().remove_all(&[id.to_owned()]);
         Ok(changed == 1)
-    }
-
-    /// Removes memories for good, in one transaction: the rows (and through the trigger their
-    /// full-text entries), their vectors, queue entries, entity links and the embedding cache's
-    /// vectors of their texts. The event ids they were stored from stay recorded (ids, no
-    /// content), so replaying the same events does not bring a forgotten memory back. Returns
-    /// what was removed, for the `memory.forgotten` announcements; unknown ids are skipped.
-    ///
-    /// # Errors
-    /// The database fails; nothing is removed then.
-    pub async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        let (removed, generation) = self.purge_in_tx(&mut tx, ids).await?;
-        tx.commit().await?;
-        self.forget_in_mirror(ids, generation);
-        Ok(removed)
     }
 
     pub(super) async fn purge_in_tx(
@@ -127,14 +118,80 @@ impl MemoryStore {
         Ok((removed, generation))
     }
 
-    /// Removes everything stored about `user_id`, in one transaction: every memory they own
-    /// (active or soft-deleted, in any chat, as [`Self::purge`] does), the event ids they were
-    /// stored from, their entities and people, and their sessions' consolidation records.
-    /// Returns what was removed, for the `memory.user_erased` announcement.
-    ///
-    /// # Errors
-    /// The database fails; nothing is removed then.
-    pub async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
+    /// After a committed removal: drops the rows from the in-memory mirror and, if the removal
+    /// moved the vector generation (to `generation`, inside its transaction), moves the mirror
+    /// along, so that the next search does not reload every vector (0.5 s per 100k). A mirror at
+    /// any other generation is reloaded as usual.
+    pub(super) fn forget_in_mirror(&self, ids: &[String], generation: Option<i64>) {
+        let mut mirror = self.mirror_mut();
+        mirror.remove_all(ids);
+        if let Some(after) = generation {
+            mirror.apply(after - 1, after, Vec::new());
+        }
+    }
+
+    /// Removes the vectors of `user_id`, who owns `theirs` memories. sqlite-vec deletes a row
+    /// at about 0.4 ms (it rewrites the row's place in a 1.5 MB chunk), 40 s for a user with
+    /// 100k memories; when the user owns at least half the memories, the table is rebuilt from
+    /// the other users' vectors instead, which costs what is kept rather than what goes.
+    pub(super) async fn erase_vectors(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        user_id: &str,
+        theirs: usize,
+    ) -> Result<()> {
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories")
+            .fetch_one(&mut **tx)
+            .await?;
+        let dimensions: Option<String> = sqlx::query_scalar(
+            "SELECT value FROM memory_metadata WHERE key = 'embedding_dimensions'",
+        )
+        .fetch_optional(&mut **tx)
+        .await?;
+        let dimensions = dimensions.and_then(|value| value.parse::<usize>().ok());
+        let Some(dimensions) = dimensions.filter(|_| theirs as i64 * 2 >= total) else {
+            sqlx::query("DELETE FROM vec_memories WHERE user_id = ?")
+                .bind(user_id)
+                .execute(&mut **tx)
+                .await?;
+            return Ok(());
+        };
+        for statement in [
+            "CREATE TEMP TABLE vec_kept AS SELECT memory_id, embedding, user_id, kind \
+             FROM vec_memories WHERE user_id IS NOT ?1",
+            "DROP TABLE vec_memories",
+        ] {
+            sqlx::query(statement)
+                .bind(user_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        sqlx::query(&create_vector_table(dimensions))
+            .execute(&mut **tx)
+            .await?;
+        for statement in [
+            "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) \
+             SELECT memory_id, embedding, user_id, kind FROM vec_kept",
+            "DROP TABLE temp.vec_kept",
+        ] {
+            sqlx::query(statement).execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl MemoryRemoval for MemoryStore {
+    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let (removed, generation) = self.purge_in_tx(&mut tx, ids).await?;
+        tx.commit().await?;
+        self.forget_in_mirror(ids, generation);
+        Ok(removed)
+    }
+
+    async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM memories WHERE user_id = ?")
@@ -203,66 +260,5 @@ impl MemoryStore {
             session_ids,
             memories_removed: removed,
         })
-    }
-
-    /// After a committed removal: drops the rows from the in-memory mirror and, if the removal
-    /// moved the vector generation (to `generation`, inside its transaction), moves the mirror
-    /// along, so that the next search does not reload every vector (0.5 s per 100k). A mirror at
-    /// any other generation is reloaded as usual.
-    pub(super) fn forget_in_mirror(&self, ids: &[String], generation: Option<i64>) {
-        let mut mirror = self.mirror_mut();
-        mirror.remove_all(ids);
-        if let Some(after) = generation {
-            mirror.apply(after - 1, after, Vec::new());
-        }
-    }
-
-    /// Removes the vectors of `user_id`, who owns `theirs` memories. sqlite-vec deletes a row
-    /// at about 0.4 ms (it rewrites the row's place in a 1.5 MB chunk), 40 s for a user with
-    /// 100k memories; when the user owns at least half the memories, the table is rebuilt from
-    /// the other users' vectors instead, which costs what is kept rather than what goes.
-    pub(super) async fn erase_vectors(
-        &self,
-        tx: &mut Transaction<'_, Sqlite>,
-        user_id: &str,
-        theirs: usize,
-    ) -> Result<()> {
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories")
-            .fetch_one(&mut **tx)
-            .await?;
-        let dimensions: Option<String> = sqlx::query_scalar(
-            "SELECT value FROM memory_metadata WHERE key = 'embedding_dimensions'",
-        )
-        .fetch_optional(&mut **tx)
-        .await?;
-        let dimensions = dimensions.and_then(|value| value.parse::<usize>().ok());
-        let Some(dimensions) = dimensions.filter(|_| theirs as i64 * 2 >= total) else {
-            sqlx::query("DELETE FROM vec_memories WHERE user_id = ?")
-                .bind(user_id)
-                .execute(&mut **tx)
-                .await?;
-            return Ok(());
-        };
-        for statement in [
-            "CREATE TEMP TABLE vec_kept AS SELECT memory_id, embedding, user_id, kind \
-             FROM vec_memories WHERE user_id IS NOT ?1",
-            "DROP TABLE vec_memories",
-        ] {
-            sqlx::query(statement)
-                .bind(user_id)
-                .execute(&mut **tx)
-                .await?;
-        }
-        sqlx::query(&create_vector_table(dimensions))
-            .execute(&mut **tx)
-            .await?;
-        for statement in [
-            "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) \
-             SELECT memory_id, embedding, user_id, kind FROM vec_kept",
-            "DROP TABLE temp.vec_kept",
-        ] {
-            sqlx::query(statement).execute(&mut **tx).await?;
-        }
-        Ok(())
     }
 }

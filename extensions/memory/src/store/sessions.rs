@@ -1,8 +1,10 @@
 //! Sessions: their consolidation records, and the turns of one session.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
+use super::backend::SessionRecords;
 use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::MemoryStore;
 use crate::error::Result;
@@ -41,15 +43,9 @@ pub(super) async fn close_other_sessions(
     Ok(pending)
 }
 
-impl MemoryStore {
-    /// Sessions not consolidated yet, oldest first, except `exclude`; only `user_id`'s if given.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn pending_consolidations(
-        &self,
-        user_id: Option<&str>,
-    ) -> Result<Vec<PendingSession>> {
+#[async_trait]
+impl SessionRecords for MemoryStore {
+    async fn pending_consolidations(&self, user_id: Option<&str>) -> Result<Vec<PendingSession>> {
         let mut builder = QueryBuilder::new(
             "SELECT user_id, chat_id, session_id, first_seen_at, attempts \
              FROM sessions_consolidations WHERE consolidated_at IS NULL",
@@ -77,11 +73,7 @@ impl MemoryStore {
             .collect()
     }
 
-    /// True once the session was consolidated.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
+    async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
         let at: Option<Option<i64>> = sqlx::query_scalar(
             "SELECT consolidated_at FROM sessions_consolidations \
              WHERE user_id = ? AND chat_id = ? AND session_id = ?",
@@ -94,13 +86,7 @@ impl MemoryStore {
         Ok(matches!(at, Some(Some(_))))
     }
 
-    /// Records that the consolidation of `session` read `episode_ids`, in one transaction: they
-    /// are marked, and the session counts as consolidated unless a user turn it has not read
-    /// arrived meanwhile (then it stays pending for the next run).
-    ///
-    /// # Errors
-    /// The database fails; nothing is marked then.
-    pub async fn mark_session_consolidated(
+    async fn mark_session_consolidated(
         &self,
         session: &SessionKey,
         episode_ids: &[String],
@@ -147,13 +133,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Gives every session and memory whose jobs gave up after repeated failures (a model
-    /// outage used up `max_consolidation_attempts` or the enrichment attempts) a fresh start;
-    /// returns how many sessions and memories that was.
-    ///
-    /// # Errors
-    /// The database fails; nothing is changed then.
-    pub async fn reset_failed_attempts(&self) -> Result<(u64, u64)> {
+    async fn reset_failed_attempts(&self) -> Result<(u64, u64)> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let sessions = sqlx::query(
@@ -174,15 +154,7 @@ impl MemoryStore {
         Ok((sessions, memories))
     }
 
-    /// Records a failed consolidation attempt; returns the number of attempts so far.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn record_consolidation_failure(
-        &self,
-        session: &SessionKey,
-        error: &str,
-    ) -> Result<i64> {
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
         let _write = self.write_lock.lock().await;
         let attempts: Option<i64> = sqlx::query_scalar(
             "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ? \
@@ -197,12 +169,7 @@ impl MemoryStore {
         Ok(attempts.unwrap_or(0))
     }
 
-    /// A page of the session's active episodes that no consolidation has read yet, oldest
-    /// first.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn episodes_for_session(
+    async fn episodes_for_session(
         &self,
         session: &SessionKey,
         offset: usize,
@@ -232,11 +199,7 @@ impl MemoryStore {
         })
     }
 
-    /// The last `limit` active episodes of a session, oldest first.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>> {
+    async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>> {
         let rows = sqlx::query(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
              AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \

@@ -3,9 +3,11 @@
 
 use std::sync::PoisonError;
 
+use async_trait::async_trait;
 use futures::TryStreamExt;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
+use super::backend::{MemoryRecords, VectorIndex};
 use super::rows::{blob_vector, vector_blob};
 use super::MemoryStore;
 use crate::error::Result;
@@ -62,14 +64,6 @@ pub(super) async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> 
 }
 
 impl MemoryStore {
-    /// The current vector status.
-    pub fn vector_status(&self) -> VectorStatus {
-        self.vector
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
     pub(super) fn set_vector_status(&self, status: VectorStatus) {
         *self
             .vector
@@ -84,222 +78,6 @@ impl MemoryStore {
                 .fetch_optional(&self.pool)
                 .await?,
         )
-    }
-
-    /// Creates `vec_memories` for `dimensions` on first use, or checks that the existing table
-    /// matches the provider. A mismatch turns vector search off; nothing is deleted.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn ensure_vector_index(
-        &self,
-        dimensions: usize,
-        model_id: &str,
-    ) -> Result<VectorStatus> {
-        let _write = self.write_lock.lock().await;
-        let stored_dimensions = self.metadata("embedding_dimensions").await?;
-        let stored_model = self.metadata("embedding_model").await?;
-        let status = match (stored_dimensions, stored_model) {
-            (None, _) => {
-                let mut tx = self.begin_write().await?;
-                sqlx::query(&create_vector_table(dimensions))
-                    .execute(&mut *tx)
-                    .await?;
-                for (key, value) in [
-                    ("embedding_dimensions", dimensions.to_string()),
-                    ("embedding_model", model_id.to_owned()),
-                ] {
-                    sqlx::query(
-                        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)",
-                    )
-                    .bind(key)
-                    .bind(value)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                bump_vector_generation(&mut tx).await?;
-                tx.commit().await?;
-                self.mirror_mut().invalidate();
-                VectorStatus::Enabled {
-                    dimensions,
-                    model_id: model_id.to_owned(),
-                }
-            }
-            (Some(stored), model) => {
-                let stored_dims: usize = stored.parse().unwrap_or(0);
-                let model = model.unwrap_or_default();
-                if stored_dims == dimensions && model == model_id {
-                    VectorStatus::Enabled {
-                        dimensions,
-                        model_id: model_id.to_owned(),
-                    }
-                } else {
-                    VectorStatus::Disabled {
-                        reason: format!(
-                            "vec_memories holds {stored_dims}-dimension vectors of `{model}`, but the \
-                             embedding provider gives {dimensions}-dimension vectors of `{model_id}`; \
-                             vector search is off and search uses FTS5 + entities. Nothing is lost: \
-                             run `mnemo reindex` to rebuild the vector index for the new model"
-                        ),
-                    }
-                }
-            }
-        };
-        self.set_vector_status(status.clone());
-        Ok(status)
-    }
-
-    /// Rebuilds `vec_memories` for a new provider: drops the old vectors, creates the table for
-    /// `dimensions`, records the provider, and queues every active memory for the indexer, in
-    /// one transaction. Memories themselves are untouched.
-    ///
-    /// # Errors
-    /// The database fails; nothing changes then.
-    pub async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        sqlx::query("DROP TABLE IF EXISTS vec_memories")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(&create_vector_table(dimensions))
-            .execute(&mut *tx)
-            .await?;
-        for (key, value) in [
-            ("embedding_dimensions", dimensions.to_string()),
-            ("embedding_model", model_id.to_owned()),
-        ] {
-            sqlx::query("INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)")
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let queued = sqlx::query(
-            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
-             SELECT id, created_at FROM memories WHERE valid_until IS NULL",
-        )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        bump_vector_generation(&mut tx).await?;
-        tx.commit().await?;
-        self.mirror_mut().invalidate();
-        self.set_vector_status(VectorStatus::Enabled {
-            dimensions,
-            model_id: model_id.to_owned(),
-        });
-        Ok(queued)
-    }
-
-    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
-    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`. Uses
-    /// the quantised mirror unless `vector_oversample` is 0, then `vec_memories` by brute force.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn search_vector(
-        &self,
-        request: &SearchRequest,
-        vector: &[f32],
-        limit: usize,
-        min_similarity: f32,
-    ) -> Result<Vec<(String, f32)>> {
-        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
-            return Ok(Vec::new());
-        }
-        // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
-        // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
-        // shared memories qualify too: the owner is then checked after.
-        let k = (limit * 3).clamp(limit, 4096);
-        let owner = match (&request.user_id, &request.chat_id) {
-            (Some(user_id), None) => Some(user_id.as_str()),
-            _ => None,
-        };
-        let kind = match request.kinds.as_slice() {
-            [kind] => Some(kind.as_str()),
-            _ => None,
-        };
-        let nearest = if self.vector_oversample == 0 {
-            self.nearest_exact(vector, owner, kind, k).await?
-        } else {
-            self.nearest_quantized(vector, owner, kind, k).await?
-        };
-        let nearest: Vec<(String, f32)> = nearest
-            .into_iter()
-            .filter(|(_, similarity)| *similarity >= min_similarity)
-            .collect();
-        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.rank_keys(&ids, request, false).await?;
-        Ok(nearest
-            .into_iter()
-            .filter(|(id, _)| allowed.contains_key(id))
-            .take(limit)
-            .collect())
-    }
-
-    /// The `k` stored vectors nearest to `vector` with their cosine similarity, by brute force
-    /// over `vec_memories` (vectors are unit length, so cosine = 1 - distance² / 2).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn nearest_exact(
-        &self,
-        vector: &[f32],
-        owner: Option<&str>,
-        kind: Option<&str>,
-        k: usize,
-    ) -> Result<Vec<(String, f32)>> {
-        let mut builder = QueryBuilder::new(
-            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
-        );
-        builder.push_bind(vector_blob(vector));
-        builder.push(" AND k = ").push_bind(k as i64);
-        if let Some(owner) = owner {
-            builder.push(" AND user_id = ").push_bind(owner.to_owned());
-        }
-        if let Some(kind) = kind {
-            builder.push(" AND kind = ").push_bind(kind.to_owned());
-        }
-        builder.push(" ORDER BY distance");
-        Ok(builder
-            .build_query_as::<(String, f64)>()
-            .fetch_all(&self.pool)
-            .await?
-            .into_iter()
-            .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
-            .collect())
-    }
-
-    /// The `k` stored vectors nearest to `vector` with their (re-scored) cosine similarity,
-    /// from the quantised mirror, reloading it first if `vec_memories` moved on.
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn nearest_quantized(
-        &self,
-        vector: &[f32],
-        owner: Option<&str>,
-        kind: Option<&str>,
-        k: usize,
-    ) -> Result<Vec<(String, f32)>> {
-        self.refresh_mirror().await?;
-        let filter = VectorFilter {
-            user_id: owner,
-            kind,
-        };
-        Ok(self
-            .mirror()
-            .search(vector, filter, k, self.vector_oversample))
-    }
-
-    /// Rows and approximate heap bytes of the quantised mirror (loading it if needed).
-    ///
-    /// # Errors
-    /// The database fails.
-    pub async fn mirror_size(&self) -> Result<(usize, usize)> {
-        self.refresh_mirror().await?;
-        let mirror = self.mirror();
-        Ok((mirror.len(), mirror.heap_bytes()))
     }
 
     pub(super) fn mirror(&self) -> std::sync::RwLockReadGuard<'_, QuantizedIndex> {
@@ -383,5 +161,199 @@ impl MemoryStore {
         .fetch_optional(connection)
         .await?;
         Ok(found.is_some())
+    }
+}
+
+#[async_trait]
+impl VectorIndex for MemoryStore {
+    fn vector_status(&self) -> VectorStatus {
+        self.vector
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
+        let _write = self.write_lock.lock().await;
+        let stored_dimensions = self.metadata("embedding_dimensions").await?;
+        let stored_model = self.metadata("embedding_model").await?;
+        let status = match (stored_dimensions, stored_model) {
+            (None, _) => {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(&create_vector_table(dimensions))
+                    .execute(&mut *tx)
+                    .await?;
+                for (key, value) in [
+                    ("embedding_dimensions", dimensions.to_string()),
+                    ("embedding_model", model_id.to_owned()),
+                ] {
+                    sqlx::query(
+                        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)",
+                    )
+                    .bind(key)
+                    .bind(value)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                bump_vector_generation(&mut tx).await?;
+                tx.commit().await?;
+                self.mirror_mut().invalidate();
+                VectorStatus::Enabled {
+                    dimensions,
+                    model_id: model_id.to_owned(),
+                }
+            }
+            (Some(stored), model) => {
+                let stored_dims: usize = stored.parse().unwrap_or(0);
+                let model = model.unwrap_or_default();
+                if stored_dims == dimensions && model == model_id {
+                    VectorStatus::Enabled {
+                        dimensions,
+                        model_id: model_id.to_owned(),
+                    }
+                } else {
+                    VectorStatus::Disabled {
+                        reason: format!(
+                            "vec_memories holds {stored_dims}-dimension vectors of `{model}`, but the \
+                             embedding provider gives {dimensions}-dimension vectors of `{model_id}`; \
+                             vector search is off and search uses FTS5 + entities. Nothing is lost: \
+                             run `mnemo reindex` to rebuild the vector index for the new model"
+                        ),
+                    }
+                }
+            }
+        };
+        self.set_vector_status(status.clone());
+        Ok(status)
+    }
+
+    async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DROP TABLE IF EXISTS vec_memories")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&create_vector_table(dimensions))
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in [
+            ("embedding_dimensions", dimensions.to_string()),
+            ("embedding_model", model_id.to_owned()),
+        ] {
+            sqlx::query("INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let queued = sqlx::query(
+            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE valid_until IS NULL",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        bump_vector_generation(&mut tx).await?;
+        tx.commit().await?;
+        self.mirror_mut().invalidate();
+        self.set_vector_status(VectorStatus::Enabled {
+            dimensions,
+            model_id: model_id.to_owned(),
+        });
+        Ok(queued)
+    }
+
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
+            return Ok(Vec::new());
+        }
+        // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
+        // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
+        // shared memories qualify too: the owner is then checked after.
+        let k = (limit * 3).clamp(limit, 4096);
+        let owner = match (&request.user_id, &request.chat_id) {
+            (Some(user_id), None) => Some(user_id.as_str()),
+            _ => None,
+        };
+        let kind = match request.kinds.as_slice() {
+            [kind] => Some(kind.as_str()),
+            _ => None,
+        };
+        let nearest = if self.vector_oversample == 0 {
+            self.nearest_exact(vector, owner, kind, k).await?
+        } else {
+            self.nearest_approximate(vector, owner, kind, k).await?
+        };
+        let nearest: Vec<(String, f32)> = nearest
+            .into_iter()
+            .filter(|(_, similarity)| *similarity >= min_similarity)
+            .collect();
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.rank_keys(&ids, request, false).await?;
+        Ok(nearest
+            .into_iter()
+            .filter(|(id, _)| allowed.contains_key(id))
+            .take(limit)
+            .collect())
+    }
+
+    async fn mirror_size(&self) -> Result<(usize, usize)> {
+        self.refresh_mirror().await?;
+        let mirror = self.mirror();
+        Ok((mirror.len(), mirror.heap_bytes()))
+    }
+
+    async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        // Brute force over `vec_memories`; vectors are unit length, so cosine = 1 - distance² / 2.
+        let mut builder = QueryBuilder::new(
+            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
+        );
+        builder.push_bind(vector_blob(vector));
+        builder.push(" AND k = ").push_bind(k as i64);
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder.push(" ORDER BY distance");
+        Ok(builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
+            .collect())
+    }
+
+    async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        // The quantised mirror, reloaded first if `vec_memories` moved on; its candidates are
+        // re-scored with the float vectors.
+        self.refresh_mirror().await?;
+        let filter = VectorFilter {
+            user_id: owner,
+            kind,
+        };
+        Ok(self
+            .mirror()
+            .search(vector, filter, k, self.vector_oversample))
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use super::FullTextSearch;
+use crate::store::backend::*;
 use crate::store::{MemoryStore, NewMemory, StoreOptions};
 use crate::types::{MemoryKind, SearchRequest};
 use chrono::{TimeZone, Utc};

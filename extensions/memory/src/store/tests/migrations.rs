@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::store::backend::*;
 use crate::store::{MemoryStore, StoreOptions};
 use crate::types::SessionKey;
 use chrono::{TimeZone, Utc};

@@ -2,6 +2,7 @@
 //! the store became private to the crate; the helpers they share.
 
 mod fts_properties;
+mod fts_syntax;
 mod migrations;
 mod on_disk;
 mod removal;
@@ -12,6 +13,7 @@ use chrono::{TimeZone, Utc};
 
 use crate::error::Result;
 use crate::search::CorpusStats;
+use crate::store::backend::*;
 use crate::store::MemoryStore;
 use crate::types::{MemoryKind, SearchRequest};
 

@@ -4,6 +4,7 @@
 use chrono::{TimeZone, Utc};
 
 use super::{fact, index_all, open, open_fast, pseudo_vector, FullTextSearch};
+use crate::store::backend::*;
 use crate::store::VectorStatus;
 use crate::types::{MemoryKind, SearchRequest, SessionKey};
 
@@ -156,7 +157,7 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
     // writer stored, and its quantised answers match brute force.
     let query = pseudo_vector(77, 128);
     let approximate = reader
-        .nearest_quantized(&query, Some("ana"), None, 10)
+        .nearest_approximate(&query, Some("ana"), None, 10)
         .await
         .unwrap();
     let exact = reader
@@ -174,7 +175,7 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
     let late = writer.insert_memory(&fact("note 5000"), &[]).await.unwrap();
     index_all(&writer, 128).await;
     let found = reader
-        .nearest_quantized(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .nearest_approximate(&pseudo_vector(5000, 128), Some("ana"), None, 1)
         .await
         .unwrap();
     assert_eq!(found[0].0, late);
@@ -183,7 +184,7 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
     assert!(writer.soft_delete(&late, at).await.unwrap());
     let after = writer
-        .nearest_quantized(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .nearest_approximate(&pseudo_vector(5000, 128), Some("ana"), None, 1)
         .await
         .unwrap();
     assert_ne!(after[0].0, late);

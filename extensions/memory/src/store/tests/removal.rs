@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 
 use super::{fact, index_all, open, pseudo_vector, FullTextSearch};
+use crate::store::backend::*;
 use crate::store::MemoryStore;
 use crate::types::{MemoryKind, SearchRequest};
 

@@ -1,9 +1,14 @@
-//! The integrity check behind `mnemo check`.
+//! Administration: closing the store cleanly, and the integrity check behind `mnemo check`.
 
+use async_trait::async_trait;
+
+use super::backend::StoreAdmin;
+use super::checkpoint::checkpoint;
 use super::MemoryStore;
 use crate::error::Result;
 
-/// What [`MemoryStore::check_integrity`] found. Consistent when [`Self::problems`] is empty.
+/// What the store's integrity check (`mnemo check`) found. Consistent when [`Self::problems`]
+/// is empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IntegrityReport {
     /// `PRAGMA integrity_check`'s findings; empty when it says `ok`.
@@ -55,15 +60,27 @@ impl IntegrityReport {
     }
 }
 
-impl MemoryStore {
-    /// Checks the database file, the full-text index against `memories`, and the vector index
-    /// and indexer queue against the active memories. Holds the write lock (the FTS5 check is
-    /// a write statement that changes nothing), so writers wait for it: seconds at 100k
-    /// memories.
-    ///
-    /// # Errors
-    /// The database cannot be read at all.
-    pub async fn check_integrity(&self) -> Result<IntegrityReport> {
+#[async_trait]
+impl StoreAdmin for MemoryStore {
+    async fn close(&self) {
+        self.checkpointer.abort();
+        let _write = self.write_lock.lock().await;
+        match checkpoint(&self.pool, "TRUNCATE").await {
+            Ok((false, _)) => {}
+            Ok((true, log_frames)) => {
+                tracing::info!(
+                    log_frames,
+                    "readers kept the wal at close; the next open checkpoints it"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+            }
+        }
+        self.pool.close().await;
+    }
+
+    async fn check_integrity(&self) -> Result<IntegrityReport> {
         let _write = self.write_lock.lock().await;
         let mut connection = self.pool.acquire().await?;
         // With rank 1, FTS5 also compares the index with the content table. It runs first: it
