@@ -9,7 +9,6 @@ use crate::error::{MemoryError, Result};
 use crate::types::{Memory, MemoryKind};
 
 /// The columns [`memory_from_row`] reads, for alias `m`.
-
 pub(super) const MEMORY_COLUMNS: &str =
     "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
