@@ -94,7 +94,7 @@ async fn an_embedding_server_that_is_down_delays_vectors_and_loses_nothing() {
     .await;
     let config = format!(
         "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 1\n[extensions.ner]\n[extensions.memory]\n",
+         dimensions = 3\ntimeout_secs = 1\nretry_base_ms = 10\n[extensions.ner]\n[extensions.memory]\n",
         server.base_url
     );
     let dir = tempfile::tempdir().unwrap();

@@ -342,7 +342,7 @@ async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
+async fn on_the_system_clock_the_scheduler_runs_the_jobs_until_shutdown() {
     let config = Config::parse(
         "[extensions.notes]\ndigest_cron = \"* * * * * *\"\n",
         "test.toml",
@@ -368,4 +368,35 @@ async fn on_the_system_clock_tokio_cron_scheduler_runs_the_jobs() {
     let after = kernel.job_runs().len();
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(kernel.job_runs().len(), after, "no runs after shutdown");
+}
+
+#[tokio::test]
+async fn a_long_running_kernel_keeps_the_last_job_runs_and_counts_them_all() {
+    let config = Config::parse(
+        "[extensions.notes]\ndigest_cron = \"* * * * *\"\n",
+        "test.toml",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 30).unwrap();
+    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+        .virtual_clock(start)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .unwrap();
+    // An every-minute job for a day: 1,440 runs, more than the kernel keeps.
+    let runs = kernel
+        .advance_to(start + chrono::Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1_440);
+    let kept = kernel.job_runs();
+    assert_eq!(kept.len(), mnemo_kernel::KEPT_JOB_RUNS);
+    assert_eq!(kept.last(), runs.last(), "the newest run is kept");
+    assert_eq!(kept.first(), runs.get(1_440 - mnemo_kernel::KEPT_JOB_RUNS));
+    let totals = kernel.job_totals("notes_digest").unwrap();
+    assert_eq!((totals.runs, totals.failures), (1_440, 0));
+    assert_eq!(kernel.job_totals("no_such_job"), None);
+    kernel.shutdown().await;
 }

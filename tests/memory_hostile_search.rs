@@ -16,15 +16,13 @@ async fn hostile_queries_never_error() {
         .start()
         .await
         .unwrap();
-    for (n, text) in [
+    let stored = [
         "I \"love\" coffee AND tea",
         "NEAR(the office) is where OR-gates live",
         "emoji time 🎉🦀 with ünïcödé",
         "column:value and prefix* and ^caret",
-    ]
-    .iter()
-    .enumerate()
-    {
+    ];
+    for (n, text) in stored.iter().enumerate() {
         let line = json!({"type": "user_message", "at": start.to_rfc3339(), "session_id": "s1",
                           "user_id": "ana", "text": text, "id": format!("e{n}")});
         kernel
@@ -73,7 +71,23 @@ async fn hostile_queries_never_error() {
         let Ok(Value::Array(hits)) = result else {
             panic!("query {shown:?} gave {result:?}");
         };
-        assert!(hits.len() <= 10, "query {shown:?}");
+        // Whatever the query, a hit is one of ana's four turns, each at most once.
+        let mut ids: Vec<&str> = hits.iter().filter_map(|hit| hit["id"].as_str()).collect();
+        assert_eq!(ids.len(), hits.len(), "query {shown:?}: {hits:?}");
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            hits.len(),
+            "query {shown:?} repeated a hit: {hits:?}"
+        );
+        for hit in &hits {
+            let content = hit["content"].as_str().unwrap_or_default();
+            assert!(
+                stored.contains(&content),
+                "query {shown:?} found {content:?}, which ana never said"
+            );
+        }
     }
     // The hostile text still finds what it names.
     let hits = kernel

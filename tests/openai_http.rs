@@ -86,7 +86,11 @@ async fn server_errors_timeouts_and_garbage_are_named() {
         CannedAnswer::json(&text_reply("too late")).delayed(Duration::from_secs(3)),
     ])
     .await;
-    let client = OpenAiClient::new(&config(&server.base_url, 1)).unwrap();
+    let no_retries = LlmConfig {
+        max_retries: 0,
+        ..config(&server.base_url, 1)
+    };
+    let client = OpenAiClient::new(&no_retries).unwrap();
     let request = ChatRequest::new("s", "u");
     match client.complete(request.clone()).await {
         Err(LlmError::Status { status, body }) => {
@@ -103,7 +107,11 @@ async fn server_errors_timeouts_and_garbage_are_named() {
         LlmError::Timeout(1)
     );
 
-    let nowhere = OpenAiClient::new(&config("http://127.0.0.1:1/v1", 2)).unwrap();
+    let nowhere = OpenAiClient::new(&LlmConfig {
+        retry_base_ms: 10,
+        ..config("http://127.0.0.1:1/v1", 2)
+    })
+    .unwrap();
     let err = nowhere
         .complete(ChatRequest::new("s", "u"))
         .await
@@ -198,4 +206,56 @@ async fn a_404_suggests_the_missing_v1() {
         }
     );
     assert!(err.to_string().contains("end in /v1"), "{err}");
+}
+
+#[tokio::test]
+async fn an_overloaded_or_restarting_server_is_tried_again_and_a_bad_request_is_not() {
+    let server = serve(vec![
+        CannedAnswer::raw(503, "{\"error\":\"loading model\"}"),
+        CannedAnswer::raw(429, "{\"error\":\"rate limited\"}"),
+        ok(text_reply("third time lucky")),
+        CannedAnswer::raw(400, "{\"error\":\"bad request\"}"),
+        ok(text_reply("never asked for")),
+    ])
+    .await;
+    let client = OpenAiClient::new(&LlmConfig {
+        max_retries: 2,
+        retry_base_ms: 10,
+        ..config(&server.base_url, 5)
+    })
+    .unwrap();
+    let reply = client.complete(ChatRequest::new("s", "u")).await.unwrap();
+    assert_eq!(reply.content.as_deref(), Some("third time lucky"));
+    assert_eq!(server.received().len(), 3, "two retries, then the answer");
+    let err = client
+        .complete(ChatRequest::new("s", "u"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LlmError::Status { status: 400, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.received().len(), 4, "a 400 is not tried again");
+}
+
+#[tokio::test]
+async fn retries_end_after_max_retries_with_the_last_error() {
+    let server = serve(vec![
+        CannedAnswer::raw(502, "{\"error\":\"bad gateway 1\"}"),
+        CannedAnswer::raw(502, "{\"error\":\"bad gateway 2\"}"),
+        ok(text_reply("too late")),
+    ])
+    .await;
+    let client = OpenAiClient::new(&LlmConfig {
+        max_retries: 1,
+        retry_base_ms: 10,
+        ..config(&server.base_url, 5)
+    })
+    .unwrap();
+    let err = client
+        .complete(ChatRequest::new("s", "u"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("bad gateway 2"), "{err}");
+    assert_eq!(server.received().len(), 2);
 }

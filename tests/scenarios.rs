@@ -48,6 +48,7 @@ scenarios!(
     enrichment,
     enrichment_failures,
     kernel_basics,
+    maintenance_without_llm,
     markdown_beside_memory,
     markdown_consolidation,
     markdown_fallback,

@@ -12,7 +12,7 @@ fn crate_dirs() -> Vec<std::path::PathBuf> {
         root().join("kernel"),
         root().join("tests/harness"),
     ];
-    for group in ["extensions", "examples"] {
+    for group in ["apis", "extensions", "examples"] {
         for entry in std::fs::read_dir(root().join(group)).unwrap() {
             let path = entry.unwrap().path();
             if path.join("Cargo.toml").is_file() {
@@ -61,6 +61,169 @@ fn extension_folders_match_their_names() {
         assert!(
             mnemo::DEFAULT_CONFIG.contains(&format!("[extensions.{folder}]")),
             "config.toml has no [extensions.{folder}] section"
+        );
+    }
+}
+
+/// The `[dependencies]` of a crate's manifest, by package name.
+fn dependencies(manifest_dir: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).unwrap();
+    let table: toml::Table = toml::from_str(&manifest).unwrap();
+    table
+        .get("dependencies")
+        .and_then(|value| value.as_table())
+        .map(|deps| deps.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn folders(group: &str) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(root().join(group))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn extensions_depend_on_apis_not_on_other_extensions() {
+    let extensions = folders("extensions");
+    assert!(extensions.len() >= 6, "extensions/ lost its crates");
+    for dir in extensions {
+        for name in dependencies(&dir) {
+            if name.starts_with("mnemo") {
+                assert!(
+                    name == "mnemo-kernel" || name.ends_with("-api"),
+                    "{} depends on `{name}`: an extension may depend on the kernel and on API \
+                     crates (apis/), never on another extension's implementation",
+                    dir.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn api_crates_depend_only_on_the_kernel() {
+    let apis = folders("apis");
+    assert!(apis.len() >= 3, "apis/ lost its crates");
+    for dir in apis {
+        for name in dependencies(&dir) {
+            assert!(
+                !name.starts_with("mnemo") || name == "mnemo-kernel",
+                "{} depends on `{name}`: API crates are traits and data, above the kernel only",
+                dir.display()
+            );
+            assert!(
+                !HEAVY.contains(&name.as_str()),
+                "{} depends on `{name}`: API crates compile no database or model runtime",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// Crates that bring a database driver or a model runtime into whatever depends on them.
+const HEAVY: [&str; 6] = [
+    "candle-core",
+    "tokenizers",
+    "sqlx",
+    "sqlite-vec",
+    "libsqlite3-sys",
+    "rayon",
+];
+
+/// Every package a workspace package compiles as a normal (not dev, not build) dependency,
+/// directly or through others, by `cargo metadata`'s resolved graph.
+fn compiled_dependencies(package: &str) -> std::collections::BTreeSet<String> {
+    static METADATA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let metadata = METADATA.get_or_init(|| {
+        // Only this machine's platform: other platforms' crates were never downloaded.
+        let rustc = std::process::Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .unwrap();
+        let version = String::from_utf8(rustc.stdout).unwrap();
+        let host = version
+            .lines()
+            .find_map(|line| line.strip_prefix("host: "))
+            .unwrap()
+            .to_owned();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let output = std::process::Command::new(cargo)
+            .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+            .args(["--filter-platform", &host])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    });
+    let names: std::collections::HashMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let nodes: std::collections::HashMap<&str, &serde_json::Value> = metadata["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| (node["id"].as_str().unwrap(), node))
+        .collect();
+    let start = names
+        .iter()
+        .find(|(_, name)| **name == package)
+        .map(|(id, _)| *id)
+        .unwrap_or_else(|| panic!("no package {package} in the workspace"));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![start];
+    while let Some(id) = stack.pop() {
+        for dep in nodes[id]["deps"].as_array().unwrap() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|kind| kind["kind"].is_null());
+            let dep_id = dep["pkg"].as_str().unwrap();
+            if normal && seen.insert(names[dep_id].to_owned()) {
+                stack.push(dep_id);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn maintenance_and_reflection_compile_no_database_or_model() {
+    for package in ["mnemo-memory-maintenance", "mnemo-memory-reflection"] {
+        let compiled = compiled_dependencies(package);
+        assert!(
+            compiled.contains("mnemo-memory-api"),
+            "{package} should reach memory through mnemo-memory-api: {compiled:?}"
+        );
+        for heavy in HEAVY {
+            assert!(
+                !compiled.contains(heavy),
+                "{package} compiles {heavy}; it should see memory only through its API crate"
+            );
+        }
+    }
+}
+
+#[test]
+fn memory_compiles_no_model_runtime() {
+    let compiled = compiled_dependencies("mnemo-memory");
+    assert!(compiled.contains("sqlx"), "the graph walk found nothing");
+    for heavy in ["candle-core", "tokenizers", "rayon"] {
+        assert!(
+            !compiled.contains(heavy),
+            "mnemo-memory compiles {heavy}; it should reach embeddings through mnemo-embedding-api"
         );
     }
 }

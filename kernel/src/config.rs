@@ -127,6 +127,11 @@ pub struct LlmConfig {
     /// Most tokens in any reply, for requests that set no bound of their own: a runaway local
     /// model otherwise generates long after the timeout, and the requests queued behind it fail.
     pub max_tokens: u32,
+    /// Tries after a failed request when the server is overloaded, restarting or unreachable
+    /// (429, 5xx, connection errors); 0 turns retrying off. Timeouts are not retried.
+    pub max_retries: u32,
+    /// The wait before the first retry, in milliseconds; each later one waits twice as long.
+    pub retry_base_ms: u64,
 }
 
 impl fmt::Debug for LlmConfig {
@@ -139,6 +144,8 @@ impl fmt::Debug for LlmConfig {
             .field("timeout_secs", &self.timeout_secs)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_ms", &self.retry_base_ms)
             .finish()
     }
 }
@@ -153,6 +160,8 @@ impl Default for LlmConfig {
             timeout_secs: 60,
             temperature: 0.2,
             max_tokens: 1_024,
+            max_retries: 2,
+            retry_base_ms: 500,
         }
     }
 }

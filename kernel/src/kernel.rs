@@ -1,9 +1,9 @@
 //! The kernel: builds extensions from config, wires their roles, and owns the router, clock and jobs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -110,12 +110,58 @@ pub struct JobRun {
     pub outcome: Result<String, String>,
 }
 
+/// How many runs [`Kernel::job_runs`] keeps, over all jobs.
+pub const KEPT_JOB_RUNS: usize = 1_000;
+
+/// How often one job ran since the kernel started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobTotals {
+    /// Runs, failed or not.
+    pub runs: u64,
+    /// Runs that failed or panicked.
+    pub failures: u64,
+}
+
 struct JobEntry {
     extension: usize,
     spec: JobSpec,
     schedule: CronSchedule,
     next_due: Mutex<Option<DateTime<Utc>>>,
     running: tokio::sync::Mutex<()>,
+    runs: AtomicU64,
+    failures: AtomicU64,
+}
+
+/// One job's real-time loop: sleep until it is due, run it, and again, until shutdown.
+async fn run_on_schedule(
+    weak: std::sync::Weak<KernelInner>,
+    index: usize,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        let job = &inner.jobs[index];
+        let now = inner.ctx.now();
+        let Some(due) = job.schedule.next_after(now) else {
+            tracing::warn!(job = %job.spec.name, "the cron expression is never due again");
+            return;
+        };
+        let name = job.spec.name.clone();
+        drop(inner);
+        let wait = (due - now).to_std().unwrap_or_default();
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        let Some(inner) = weak.upgrade() else { return };
+        if inner.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        let kernel = Kernel { inner };
+        if let Err(error) = kernel.run_job(&name).await {
+            tracing::warn!(job = %name, %error, "scheduled job could not run");
+        }
+    }
 }
 
 struct KernelInner {
@@ -126,9 +172,11 @@ struct KernelInner {
     tool_index: HashMap<String, usize>,
     jobs: Vec<JobEntry>,
     virtual_clock: Option<Arc<VirtualClock>>,
-    job_runs: Mutex<Vec<JobRun>>,
+    /// The last [`KEPT_JOB_RUNS`] runs, oldest first.
+    job_runs: Mutex<VecDeque<JobRun>>,
     subscriber_tasks: Mutex<Vec<JoinHandle<()>>>,
-    cron: tokio::sync::Mutex<Option<tokio_cron_scheduler::JobScheduler>>,
+    /// The real-time scheduler's tasks, one per job.
+    cron_tasks: Mutex<Vec<JoinHandle<()>>>,
     stopped: AtomicBool,
 }
 
@@ -307,6 +355,8 @@ impl KernelBuilder {
                         schedule,
                         next_due: Mutex::new(None),
                         running: tokio::sync::Mutex::new(()),
+                        runs: AtomicU64::new(0),
+                        failures: AtomicU64::new(0),
                     });
                 }
             }
@@ -321,9 +371,9 @@ impl KernelBuilder {
                 tool_index,
                 jobs,
                 virtual_clock,
-                job_runs: Mutex::new(Vec::new()),
+                job_runs: Mutex::new(VecDeque::new()),
                 subscriber_tasks: Mutex::new(Vec::new()),
-                cron: tokio::sync::Mutex::new(None),
+                cron_tasks: Mutex::new(Vec::new()),
                 stopped: AtomicBool::new(false),
             }),
         };
@@ -523,13 +573,25 @@ impl Kernel {
             .collect()
     }
 
-    /// Every job run so far, oldest first.
+    /// The last runs of every job (at most [`KEPT_JOB_RUNS`]), oldest first. A long-running
+    /// kernel keeps no more; [`Kernel::job_totals`] counts every run.
     pub fn job_runs(&self) -> Vec<JobRun> {
         self.inner
             .job_runs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// How often the job `name` ran and failed since start, or `None` for no such job.
+    pub fn job_totals(&self, name: &str) -> Option<JobTotals> {
+        let job = self.inner.jobs.iter().find(|job| job.spec.name == name)?;
+        Some(JobTotals {
+            runs: job.runs.load(Ordering::Relaxed),
+            failures: job.failures.load(Ordering::Relaxed),
+        })
     }
 
     /// Runs the job `name` now. Two runs of one job never overlap: a second caller waits.
@@ -570,11 +632,20 @@ impl Kernel {
             at,
             outcome,
         };
-        self.inner
+        job.runs.fetch_add(1, Ordering::Relaxed);
+        if run.outcome.is_err() {
+            job.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut runs = self
+            .inner
             .job_runs
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(run.clone());
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if runs.len() == KEPT_JOB_RUNS {
+            runs.pop_front();
+        }
+        runs.push_back(run.clone());
+        drop(runs);
         Ok(run)
     }
 
@@ -697,38 +768,22 @@ impl Kernel {
             }
             return Ok(());
         }
-        let scheduler_error =
-            |err: tokio_cron_scheduler::JobSchedulerError| KernelError::Scheduler(err.to_string());
-        let scheduler = tokio_cron_scheduler::JobScheduler::new()
-            .await
-            .map_err(scheduler_error)?;
-        for job in &self.inner.jobs {
+        // Real time: one task per job sleeps until the job's next due time by the same cron
+        // evaluation that virtual time uses (`CronSchedule::next_after`), so both agree.
+        let mut tasks = Vec::with_capacity(self.inner.jobs.len());
+        for (index, job) in self.inner.jobs.iter().enumerate() {
             let weak = Arc::downgrade(&self.inner);
-            let name = job.spec.name.clone();
-            let cron_job = tokio_cron_scheduler::Job::new_async_tz(
-                job.schedule.six_fields(),
-                Utc,
-                move |_id, _scheduler| {
-                    let weak = weak.clone();
-                    let name = name.clone();
-                    Box::pin(async move {
-                        if let Some(inner) = weak.upgrade() {
-                            let kernel = Kernel { inner };
-                            if kernel.inner.stopped.load(Ordering::Acquire) {
-                                return;
-                            }
-                            if let Err(error) = kernel.run_job(&name).await {
-                                tracing::warn!(job = %name, %error, "scheduled job could not run");
-                            }
-                        }
-                    })
-                },
-            )
-            .map_err(scheduler_error)?;
-            scheduler.add(cron_job).await.map_err(scheduler_error)?;
+            let shutdown = self.inner.ctx.shutdown_token();
+            let span = tracing::info_span!("cron", job = %job.spec.name);
+            tasks.push(tokio::spawn(
+                run_on_schedule(weak, index, shutdown).instrument(span),
+            ));
         }
-        scheduler.start().await.map_err(scheduler_error)?;
-        *self.inner.cron.lock().await = Some(scheduler);
+        *self
+            .inner
+            .cron_tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = tasks;
         Ok(())
     }
 
@@ -755,10 +810,20 @@ impl Kernel {
             return;
         }
         self.inner.ctx.inner.shutdown.cancel();
-        if let Some(mut scheduler) = self.inner.cron.lock().await.take() {
-            if let Err(error) = scheduler.shutdown().await {
-                tracing::warn!(%error, "scheduler shutdown failed");
-            }
+        let cron_tasks = std::mem::take(
+            &mut *self
+                .inner
+                .cron_tasks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        // A job that is running finishes (within the grace period); none starts after this.
+        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+        if tokio::time::timeout(grace, futures::future::join_all(cron_tasks))
+            .await
+            .is_err()
+        {
+            tracing::warn!("a scheduled job did not finish within the grace period");
         }
         self.inner.ctx.router().close();
         let tasks = std::mem::take(

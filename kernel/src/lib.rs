@@ -24,6 +24,7 @@ mod event;
 mod extension;
 mod kernel;
 mod llm;
+mod retry;
 mod router;
 mod schedule;
 mod schema;
@@ -43,13 +44,14 @@ pub use extension::{
     ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, ExtensionRegistry,
     JobSpec, Registrar, SchedulerProvider, ToolError, ToolProvider, ToolScope, ToolSpec,
 };
-pub use kernel::{JobRun, Kernel, KernelBuilder, KernelContext};
+pub use kernel::{JobRun, JobTotals, Kernel, KernelBuilder, KernelContext, KEPT_JOB_RUNS};
 pub use llm::{
     json::extract_json,
     openai::OpenAiClient,
     scripted::{ScriptedLlm, ScriptedReply},
     ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice,
 };
+pub use retry::{retry_after, RetryPolicy};
 pub use router::{PublishError, Router};
 pub use schedule::{CronError, CronSchedule};
 pub use services::Services;

@@ -17,8 +17,8 @@ pub struct CronError {
 /// A parsed cron expression, evaluated in UTC.
 ///
 /// Five fields (`min hour dom month dow`, as in the reference design's `0 3 * * *`) or six with
-/// seconds first. Parsed exactly as tokio-cron-scheduler parses it (day-of-month and day-of-week
-/// must both match), so real and virtual time agree on when a job is due.
+/// seconds first; day-of-month and day-of-week must both match. The one evaluation of due times,
+/// for the real-time scheduler and for virtual time alike.
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
     expression: String,
@@ -64,7 +64,7 @@ impl CronSchedule {
         &self.expression
     }
 
-    /// The six-field form that tokio-cron-scheduler takes.
+    /// The six-field form (seconds first).
     pub fn six_fields(&self) -> &str {
         &self.six_fields
     }

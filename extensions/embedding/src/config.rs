@@ -62,6 +62,13 @@ pub struct EmbeddingConfig {
     pub dimensions: Option<u32>,
     /// Remote: request timeout in seconds.
     pub timeout_secs: u64,
+    /// Remote: tries after a batch request the server refused for now (429, 5xx) or could not
+    /// take (connection errors); the indexer's batches only, never a search's query, which falls
+    /// back to words at once.
+    pub max_retries: u32,
+    /// Remote: the wait before the first retry in milliseconds; each later one waits twice as
+    /// long.
+    pub retry_base_ms: u64,
 }
 
 impl Default for EmbeddingConfig {
@@ -76,6 +83,8 @@ impl Default for EmbeddingConfig {
             api_key: None,
             dimensions: None,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
+            max_retries: 2,
+            retry_base_ms: 500,
         }
     }
 }
@@ -92,6 +101,8 @@ impl fmt::Debug for EmbeddingConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("dimensions", &self.dimensions)
             .field("timeout_secs", &self.timeout_secs)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base_ms", &self.retry_base_ms)
             .finish()
     }
 }

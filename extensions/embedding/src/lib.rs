@@ -23,13 +23,11 @@
 //! Inference runs on tokio's blocking pool. Vectors from different [`EmbeddingApi::model_id`]s
 //! must never be compared.
 
-mod api;
 mod config;
 mod local;
 mod remote;
 mod single;
 
-pub use api::*;
 pub use config::{
     expand_tilde, known_dimensions, EmbeddingConfig, EmbeddingProvider, API_KEY_ENV,
     DEFAULT_BASE_URL, DEFAULT_BATCH_SIZE, DEFAULT_MAX_SEQ_LEN, DEFAULT_MODEL_DIR,
@@ -39,6 +37,7 @@ pub use local::{
     LocalEmbedder, ModelLoadError, CONFIG_FILE, DEFAULT_LOCAL_DIMENSIONS, TOKENIZER_FILE,
     WEIGHTS_FILE,
 };
+pub use mnemo_embedding_api::*;
 pub use remote::RemoteEmbedder;
 
 use std::sync::Arc;

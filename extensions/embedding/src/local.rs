@@ -13,9 +13,9 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 use crate::config::{expand_tilde, EmbeddingConfig, DEFAULT_MODEL_DIR};
 use crate::single::SingleTextBert;
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 
 /// The model configuration file in the model directory.
 pub const CONFIG_FILE: &str = "config.json";

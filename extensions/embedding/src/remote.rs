@@ -7,8 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 use crate::config::EmbeddingConfig;
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
+use mnemo_kernel::{retry_after, RetryPolicy};
 
 /// Longest part of an error body kept in an error message, in characters.
 const ERROR_BODY_LIMIT: usize = 300;
@@ -29,6 +30,7 @@ pub struct RemoteEmbedder {
     model_id: String,
     batch_size: usize,
     timeout_secs: u64,
+    retry: RetryPolicy,
 }
 
 impl fmt::Debug for RemoteEmbedder {
@@ -66,6 +68,7 @@ impl RemoteEmbedder {
             model_id,
             batch_size: config.batch_size.max(1),
             timeout_secs: config.timeout_secs,
+            retry: RetryPolicy::new(config.max_retries, config.retry_base_ms),
         }
     }
 
@@ -98,12 +101,40 @@ impl RemoteEmbedder {
         }
     }
 
-    async fn request(
+    /// [`RemoteEmbedder::request`], tried again by the retry policy while the server says
+    /// "later" (429, 5xx) or cannot be reached.
+    async fn request_with_retries(
         &self,
         http: &reqwest::Client,
         dimensions: usize,
         texts: &[String],
     ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        let mut retry = 0;
+        loop {
+            match self.request(http, dimensions, texts).await {
+                Ok(vectors) => return Ok(vectors),
+                Err(failure) if failure.transient && retry < self.retry.max_retries => {
+                    let delay = self.retry.delay(retry, failure.retry_after);
+                    tracing::warn!(
+                        error = %failure.error, retry = retry + 1,
+                        delay_ms = delay.as_millis() as u64,
+                        "the embedding server failed; trying again"
+                    );
+                    tokio::time::sleep(delay).await;
+                    retry += 1;
+                }
+                Err(failure) => return Err(failure.error),
+            }
+        }
+    }
+
+    /// One request for `texts`.
+    async fn request(
+        &self,
+        http: &reqwest::Client,
+        dimensions: usize,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, Failure> {
         let mut body = json!({"model": self.model, "input": texts});
         if let Some(requested) = self.request_dimensions {
             body["dimensions"] = json!(requested);
@@ -112,36 +143,59 @@ impl RemoteEmbedder {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|err| self.transport_error(&err))?;
+        let transport = |err: reqwest::Error| Failure {
+            // A timed-out request may still be running on the server: not sent again.
+            transient: !err.is_timeout(),
+            error: self.transport_error(&err),
+            retry_after: None,
+        };
+        let response = request.send().await.map_err(transport)?;
         let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|err| self.transport_error(&err))?;
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.map_err(transport)?;
         if status == reqwest::StatusCode::NOT_FOUND {
-            return Err(EmbeddingError::Failed(format!(
+            return Err(Failure::last(EmbeddingError::Failed(format!(
                 "the server has no {} (404 Not Found); does base_url need to end in /v1?",
                 self.endpoint
-            )));
+            ))));
         }
         if !status.is_success() {
-            return Err(EmbeddingError::Failed(format!(
-                "{} answered {status}: {}",
-                self.endpoint,
-                excerpt(&text)
-            )));
+            return Err(Failure {
+                error: EmbeddingError::Failed(format!(
+                    "{} answered {status}: {}",
+                    self.endpoint,
+                    excerpt(&text)
+                )),
+                transient: RetryPolicy::is_transient_status(status.as_u16()),
+                retry_after,
+            });
         }
         let reply: Value = serde_json::from_str(&text).map_err(|err| {
-            EmbeddingError::Failed(format!(
+            Failure::last(EmbeddingError::Failed(format!(
                 "{} answered with something other than JSON ({err}): {}",
                 self.endpoint,
                 excerpt(&text)
-            ))
+            )))
         })?;
-        parse_reply(&reply, texts.len(), dimensions)
+        parse_reply(&reply, texts.len(), dimensions).map_err(Failure::last)
+    }
+}
+
+/// A failed request, and whether another try may succeed.
+struct Failure {
+    error: EmbeddingError,
+    transient: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure another try would repeat.
+    fn last(error: EmbeddingError) -> Self {
+        Self {
+            error,
+            transient: false,
+            retry_after: None,
+        }
     }
 }
 
@@ -246,8 +300,14 @@ impl EmbeddingApi for RemoteEmbedder {
         }
     }
 
+    /// One request, not retried: a search waiting for its query's vector falls back to words
+    /// at once rather than wait for a struggling server.
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let mut vectors = self.embed_batch(&[text.to_owned()]).await?;
+        let (http, dimensions) = self.ready()?;
+        let mut vectors = self
+            .request(http, dimensions, &[text.to_owned()])
+            .await
+            .map_err(|failure| failure.error)?;
         vectors
             .pop()
             .ok_or_else(|| EmbeddingError::Failed("the server returned no vector".to_owned()))
@@ -257,7 +317,7 @@ impl EmbeddingApi for RemoteEmbedder {
         let (http, dimensions) = self.ready()?;
         let mut vectors = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(self.batch_size) {
-            vectors.extend(self.request(http, dimensions, chunk).await?);
+            vectors.extend(self.request_with_retries(http, dimensions, chunk).await?);
         }
         Ok(vectors)
     }

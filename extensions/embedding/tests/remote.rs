@@ -199,3 +199,29 @@ async fn a_404_suggests_the_missing_v1() {
     );
     assert!(error.contains("end in /v1"), "{error}");
 }
+
+/// The indexer's batches wait out a server that is restarting or rate-limiting; a search's
+/// single query does not wait, it falls back to words at once.
+#[tokio::test]
+async fn batches_are_tried_again_while_the_server_says_later_and_queries_are_not() {
+    let vectors = json!({"data": [{"index": 0, "embedding": [1.0, 0.0, 0.0]}]});
+    let server = HttpTestServer::start(vec![
+        CannedAnswer::raw(503, "{\"error\": \"loading\"}"),
+        CannedAnswer::raw(429, "{\"error\": \"slow down\"}"),
+        CannedAnswer::json(&vectors),
+        CannedAnswer::raw(503, "{\"error\": \"loading again\"}"),
+        CannedAnswer::json(&vectors),
+    ])
+    .await;
+    let embedder = RemoteEmbedder::new(&EmbeddingConfig {
+        max_retries: 2,
+        retry_base_ms: 10,
+        ..config(&server.base_url)
+    });
+    let batch = embedder.embed_batch(&texts(&["hello"])).await.unwrap();
+    assert_eq!(batch, vec![vec![1.0, 0.0, 0.0]]);
+    assert_eq!(server.received().len(), 3, "two retries, then the vectors");
+    let error = embedder.embed("hello").await.unwrap_err().to_string();
+    assert!(error.contains("loading again"), "{error}");
+    assert_eq!(server.received().len(), 4, "a query is asked once");
+}

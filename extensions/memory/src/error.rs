@@ -80,5 +80,18 @@ fn explain(error: &sqlx::Error) -> String {
     }
 }
 
+impl From<MemoryError> for mnemo_memory_api::MemoryApiError {
+    /// Input and lookup failures keep their kind; everything the database says becomes the
+    /// API's opaque storage error, with its explanation as the message.
+    fn from(error: MemoryError) -> Self {
+        match error {
+            MemoryError::Invalid(message) => Self::Invalid(message),
+            MemoryError::NotFound(message) => Self::NotFound(message),
+            MemoryError::NotOpen => Self::NotOpen,
+            other => Self::Storage(Box::new(other)),
+        }
+    }
+}
+
 /// Results of the memory crate.
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

@@ -6,7 +6,8 @@
 //! Layout: `store/` holds every SQL statement, behind the storage traits of `store/backend/`
 //! (`MemoryBackend`, implemented by the SQLite store); `search/` is search policy (candidate
 //! lists, query building, fusion, ranking) and asks the store through those traits; `service/`
-//! ties storage and search to the embedding and ner services.
+//! ties storage and search to the embedding and ner services, and `api_impl.rs` publishes the
+//! service as the [`MemoryApi`].
 //!
 //! Roles: [`mnemo_kernel::EventHandler`] (every `user_message` and `agent_response` becomes an
 //! episode on the hot path: no model call, no embedding), [`mnemo_kernel::ContextProvider`],
@@ -15,7 +16,7 @@
 //! `embedding` and `ner` extensions' services when they are enabled, and degrades to FTS5 +
 //! entities when they are not. A background indexer embeds new memories in batches.
 
-mod api;
+mod api_impl;
 mod config;
 mod context;
 mod error;
@@ -24,7 +25,6 @@ mod search;
 mod service;
 mod store;
 mod tools;
-mod types;
 mod vector_index;
 
 use std::sync::Arc;
@@ -37,16 +37,20 @@ use mnemo_kernel::{
 };
 use serde_json::Value;
 
-pub use api::MemoryApi;
 pub use config::MemoryConfig;
 pub use error::{MemoryError, Result};
+pub use mnemo_memory_api::{
+    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryApi, MemoryApiError,
+    MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit,
+    SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
+};
 pub use service::{FactInput, MemoryService};
 pub use store::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
-pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryForgotten, MemoryKind,
-    MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest,
-    SessionCompleted, SessionKey, SkippedFact, UserErased,
-};
+
+/// The API crate's data types, under the path this crate's modules name them by.
+mod types {
+    pub(crate) use mnemo_memory_api::*;
+}
 
 /// The config key, folder and extension name.
 pub const NAME: &str = "memory";

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use mnemo_kernel::{ToolError, ToolScope, ToolSpec};
-use mnemo_ner::{EntityType, ExtractedEntity};
+use mnemo_ner_api::{EntityType, ExtractedEntity};
 use serde_json::{json, Value};
 
 use crate::error::MemoryError;

@@ -14,7 +14,7 @@ use mnemo_kernel::{
     extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolChoice,
     ToolSpec,
 };
-use mnemo_memory::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
+use mnemo_memory_api::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use serde_json::{json, Value};
 
 const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers], \"confidence\": 0.0 to 1.0}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
@@ -235,7 +235,7 @@ pub(crate) async fn consolidate(
     in_flight: &InFlight,
     settings: &Settings,
     session: &SessionKey,
-) -> Result<Outcome, mnemo_memory::MemoryError> {
+) -> Result<Outcome, mnemo_memory_api::MemoryApiError> {
     if memory.is_session_consolidated(session).await? {
         return Ok(Outcome::Skipped("already consolidated".to_owned()));
     }

@@ -16,7 +16,7 @@ use mnemo_kernel::{
     BoxError, ConfigError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection,
     JobSpec, KernelContext, SchedulerProvider, TypedEvent,
 };
-use mnemo_memory::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
+use mnemo_memory_api::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
 
 use consolidate::{InFlight, Outcome, Settings};
 use serde::{Deserialize, Serialize};

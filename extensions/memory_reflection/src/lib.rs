@@ -16,7 +16,7 @@ use mnemo_kernel::{
     BoxError, ChatRequest, ConfigError, Extension, ExtensionFactory, ExtensionSection, JobSpec,
     KernelContext, SchedulerProvider,
 };
-use mnemo_memory::{Memory, MemoryApi, MemoryKind};
+use mnemo_memory_api::{Memory, MemoryApi, MemoryKind};
 use serde::{Deserialize, Serialize};
 
 /// The config key, folder and extension name.

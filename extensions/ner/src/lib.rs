@@ -12,14 +12,13 @@
 //! registration, and attaches the kernel's language model to it at start.
 #![warn(missing_docs)]
 
-mod api;
 mod config;
 mod merge;
 mod providers;
 mod service;
 
-pub use api::*;
 pub use config::{NerConfig, ProviderName};
+pub use mnemo_ner_api::*;
 pub use service::NerService;
 
 use std::sync::Arc;

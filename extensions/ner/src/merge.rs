@@ -1,7 +1,7 @@
 //! Merging the providers' results: when spans overlap, the highest confidence wins, then the
 //! longest span, then the earliest; the output is sorted by start offset.
 
-use crate::api::{EntityType, ExtractedEntity};
+use mnemo_ner_api::{EntityType, ExtractedEntity};
 
 fn overlaps(a: &ExtractedEntity, b: &ExtractedEntity) -> bool {
     a.start < b.end && b.start < a.end

@@ -6,10 +6,10 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use mnemo_kernel::LlmClient;
 
-use crate::api::{ExtractedEntity, NerApi, NerError, Strategy};
 use crate::config::{NerConfig, ProviderName};
 use crate::merge::merge;
 use crate::providers::{llm, pattern::PatternProvider, regex::RegexProvider, LLM_PROVIDER};
+use mnemo_ner_api::{ExtractedEntity, NerApi, NerError, Strategy};
 
 /// Named-entity extraction with the strategies of a [`NerConfig`].
 ///

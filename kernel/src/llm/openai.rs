@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::{ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice};
 use crate::config::LlmConfig;
+use crate::retry::{retry_after, RetryPolicy};
 
 /// Longest part of an error body kept in an error message.
 const ERROR_BODY_LIMIT: usize = 500;
@@ -21,6 +22,7 @@ pub struct OpenAiClient {
     temperature: f32,
     timeout_secs: u64,
     max_tokens: u32,
+    retry: RetryPolicy,
 }
 
 impl OpenAiClient {
@@ -41,6 +43,7 @@ impl OpenAiClient {
             temperature: config.temperature,
             timeout_secs: config.timeout_secs,
             max_tokens: config.max_tokens,
+            retry: RetryPolicy::new(config.max_retries, config.retry_base_ms),
         })
     }
 
@@ -193,44 +196,98 @@ fn excerpt(text: &str) -> String {
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut http_request = self.http.post(&self.endpoint).json(&self.body(&request));
+        let body = self.body(&request);
+        let mut retry = 0;
+        loop {
+            let (error, wait) = match self.send(&body).await {
+                Ok(response) => return Ok(response),
+                Err(Attempt::Final(error)) => return Err(error),
+                Err(Attempt::Transient { error, retry_after }) => (error, retry_after),
+            };
+            if retry >= self.retry.max_retries {
+                return Err(error);
+            }
+            let delay = self.retry.delay(retry, wait);
+            tracing::warn!(
+                %error, retry = retry + 1, delay_ms = delay.as_millis() as u64,
+                "the model server failed; trying again"
+            );
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+/// How one request ended when it did not succeed.
+enum Attempt {
+    /// Another try may succeed: the server is overloaded, restarting or unreachable.
+    Transient {
+        error: LlmError,
+        retry_after: Option<Duration>,
+    },
+    /// Another try would fail the same way.
+    Final(LlmError),
+}
+
+impl OpenAiClient {
+    /// One request and its reply.
+    async fn send(&self, body: &Value) -> Result<ChatResponse, Attempt> {
+        let mut http_request = self.http.post(&self.endpoint).json(body);
         if let Some(key) = &self.api_key {
             http_request = http_request.bearer_auth(key);
         }
         let response = http_request.send().await.map_err(|err| {
             if err.is_timeout() {
-                LlmError::Timeout(self.timeout_secs)
+                Attempt::Final(LlmError::Timeout(self.timeout_secs))
             } else {
-                LlmError::Transport(err.to_string())
+                Attempt::Transient {
+                    error: LlmError::Transport(err.to_string()),
+                    retry_after: None,
+                }
             }
         })?;
         let status = response.status();
+        let wait = retry_after(response.headers());
         let text = response.text().await.map_err(|err| {
             if err.is_timeout() {
-                LlmError::Timeout(self.timeout_secs)
+                Attempt::Final(LlmError::Timeout(self.timeout_secs))
             } else {
-                LlmError::Transport(err.to_string())
+                Attempt::Transient {
+                    error: LlmError::Transport(err.to_string()),
+                    retry_after: None,
+                }
             }
         })?;
         if status == reqwest::StatusCode::NOT_FOUND {
-            return Err(LlmError::NotFound {
+            return Err(Attempt::Final(LlmError::NotFound {
                 url: self.endpoint.clone(),
-            });
+            }));
         }
         if !status.is_success() {
-            return Err(LlmError::Status {
+            let error = LlmError::Status {
                 status: status.as_u16(),
                 body: excerpt(&text),
+            };
+            return Err(if RetryPolicy::is_transient_status(status.as_u16()) {
+                Attempt::Transient {
+                    error,
+                    retry_after: wait,
+                }
+            } else {
+                Attempt::Final(error)
             });
         }
         let reply: Value = serde_json::from_str(&text).map_err(|err| {
-            LlmError::Protocol(format!("reply is not JSON ({err}): {}", excerpt(&text)))
+            Attempt::Final(LlmError::Protocol(format!(
+                "reply is not JSON ({err}): {}",
+                excerpt(&text)
+            )))
         })?;
-        parse_reply(&reply)
-    }
-
-    fn model(&self) -> &str {
-        &self.model
+        parse_reply(&reply).map_err(Attempt::Final)
     }
 }
 

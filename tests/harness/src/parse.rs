@@ -14,6 +14,9 @@ pub struct Scenario {
     pub config: Option<Value>,
     /// The virtual clock's start.
     pub start: DateTime<Utc>,
+    /// Whether the kernel gets the scripted model; `"llm": false` in the `config` line runs it
+    /// with no model at all, as a user without `[llm]` would.
+    pub with_llm: bool,
     /// The steps, with their 1-based line numbers.
     pub steps: Vec<(usize, Step)>,
 }
@@ -217,6 +220,8 @@ enum RawStep {
         set: Option<Value>,
         #[serde(default)]
         start: Option<DateTime<Utc>>,
+        #[serde(default)]
+        llm: Option<bool>,
     },
     Advance {
         #[serde(default)]
@@ -434,6 +439,7 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
     let mut steps = Vec::new();
     let mut config = None;
     let mut start = None;
+    let mut with_llm = true;
     let mut first_time = None;
     for (index, raw_line) in text.lines().enumerate() {
         let line = index + 1;
@@ -477,7 +483,11 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
             }
         };
         let step = match raw {
-            RawStep::Config { set, start: at } => {
+            RawStep::Config {
+                set,
+                start: at,
+                llm,
+            } => {
                 if !steps.is_empty() || config.is_some() || start.is_some() {
                     fail("malformed line: a `config` line must come first, once".to_owned());
                     continue;
@@ -492,6 +502,7 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 }
                 config = set;
                 start = at;
+                with_llm = llm.unwrap_or(true);
                 continue;
             }
             RawStep::Advance {
@@ -664,6 +675,7 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
         name: name.to_owned(),
         config,
         start: start.or(first_time).unwrap_or_else(default_start),
+        with_llm,
         steps,
     })
 }

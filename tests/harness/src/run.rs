@@ -267,7 +267,8 @@ impl Replayer {
                 Ok(client) => builder.llm(Arc::new(client) as Arc<dyn LlmClient>),
                 Err(err) => return fail_whole(report, "real model", err.to_string()),
             },
-            None => builder.llm(llm.clone() as Arc<dyn LlmClient>),
+            None if scenario.with_llm => builder.llm(llm.clone() as Arc<dyn LlmClient>),
+            None => builder,
         };
         let kernel = match builder.start().await {
             Ok(kernel) => kernel,
@@ -812,21 +813,17 @@ impl Run<'_> {
                     ),
                     CountOf::JobRuns(job) => (
                         format!("expect_count job_runs {job}"),
-                        Ok(self
-                            .kernel
-                            .job_runs()
-                            .iter()
-                            .filter(|run| &run.job == job)
-                            .count() as u64),
+                        self.kernel
+                            .job_totals(job)
+                            .map(|totals| totals.runs)
+                            .ok_or_else(|| format!("no job `{job}`")),
                     ),
                     CountOf::JobFailures(job) => (
                         format!("expect_count job_failures {job}"),
-                        Ok(self
-                            .kernel
-                            .job_runs()
-                            .iter()
-                            .filter(|run| &run.job == job && run.outcome.is_err())
-                            .count() as u64),
+                        self.kernel
+                            .job_totals(job)
+                            .map(|totals| totals.failures)
+                            .ok_or_else(|| format!("no job `{job}`")),
                     ),
                     CountOf::LlmRequests => (
                         "expect_count llm_requests".to_owned(),

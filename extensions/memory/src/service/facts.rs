@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use mnemo_kernel::ToolScope;
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
 
 use super::MemoryService;
@@ -49,7 +49,7 @@ pub struct FactInput {
 /// The lowercase content words of a text (no stopwords, no single letters), for Jaccard
 /// similarity: "colour is red" and "colour is blue" then differ in one word of three, not of
 /// four, so a changed fact is not mistaken for a duplicate.
-pub(super) fn word_set(text: &str) -> std::collections::HashSet<String> {
+pub(crate) fn word_set(text: &str) -> std::collections::HashSet<String> {
     terms(text)
         .into_iter()
         .filter(|word| word.chars().count() > 1 && !is_stopword(word))
@@ -57,7 +57,7 @@ pub(super) fn word_set(text: &str) -> std::collections::HashSet<String> {
 }
 
 /// |A ∩ B| / |A ∪ B|; two empty sets are identical.
-pub(super) fn jaccard(
+pub(crate) fn jaccard(
     a: &std::collections::HashSet<String>,
     b: &std::collections::HashSet<String>,
 ) -> f64 {
@@ -230,7 +230,7 @@ impl MemoryService {
         let name_hint = self
             .fast_entities(content)
             .into_iter()
-            .find(|entity| entity.entity_type == mnemo_ner::EntityType::Person)
+            .find(|entity| entity.entity_type == mnemo_ner_api::EntityType::Person)
             .map(|entity| entity.canonical);
         let mut subject_ids = Vec::new();
         let mut names = Vec::new();
@@ -424,7 +424,7 @@ impl MemoryService {
     ///
     /// # Errors
     /// The store fails.
-    pub(super) async fn similar_facts(
+    pub(crate) async fn similar_facts(
         &self,
         session: &SessionKey,
         content: &str,

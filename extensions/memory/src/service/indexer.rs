@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use mnemo_embedding::{EmbeddingApi, EmbeddingHealth};
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
 use mnemo_kernel::KernelContext;
 
 use super::MemoryService;

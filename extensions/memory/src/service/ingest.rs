@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use mnemo_kernel::{Event, TypedEvent};
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
 
 use super::MemoryService;

@@ -1,9 +1,8 @@
 //! `MemoryService`: the store plus the embedding and ner services, behind the extension's
-//! roles and its published [`MemoryApi`](crate::api::MemoryApi). Its write paths, indexer and
-//! administration live in the submodules; search lives in [`crate::search`].
+//! roles and, through `api_impl.rs`, the published [`crate::MemoryApi`]. Its write paths,
+//! indexer and administration live in the submodules; search lives in [`crate::search`].
 
 mod admin;
-mod api_impl;
 mod facts;
 mod indexer;
 mod ingest;
@@ -15,11 +14,12 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use mnemo_embedding::{EmbeddingApi, EmbeddingHealth};
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
 use mnemo_kernel::KernelContext;
-use mnemo_ner::NerApi;
+use mnemo_ner_api::NerApi;
 
 pub use facts::FactInput;
+pub(crate) use facts::{jaccard, word_set};
 
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
@@ -43,12 +43,12 @@ type ReflectionScope = (Option<String>, Option<String>);
 /// The memory extension's working parts, shared by its roles and its published API.
 pub struct MemoryService {
     config: MemoryConfig,
-    state: OnceLock<State>,
+    pub(crate) state: OnceLock<State>,
     /// Whether `vec_memories` was checked against the provider (once it is ready).
     vector_checked: tokio::sync::Mutex<bool>,
-    reflections: Mutex<HashMap<ReflectionScope, Option<Memory>>>,
+    pub(crate) reflections: Mutex<HashMap<ReflectionScope, Option<Memory>>>,
     fallback_warned: AtomicBool,
-    index_wakeup: tokio::sync::Notify,
+    pub(crate) index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
     /// The background indexer's task, ended in [`MemoryService::close`] before the store.
     indexer: Mutex<Option<tokio::task::JoinHandle<()>>>,

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::{Map, Value};
 use sqlx::{Sqlite, Transaction};
 

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use chrono::NaiveDate;
 use regex::{Captures, Regex};
 
-use crate::api::{EntityType, ExtractedEntity};
+use mnemo_ner_api::{EntityType, ExtractedEntity};
 
 use super::{has_char_after, has_char_before, REGEX_PROVIDER};
 

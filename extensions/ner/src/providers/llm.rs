@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use mnemo_kernel::{extract_json, ChatRequest, LlmClient};
 use serde_json::Value;
 
-use crate::api::{EntityType, ExtractedEntity, NerError};
+use mnemo_ner_api::{EntityType, ExtractedEntity, NerError};
 
 use super::{canonical, LLM_PROVIDER};
 

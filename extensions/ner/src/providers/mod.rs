@@ -6,7 +6,7 @@ pub(crate) mod pattern;
 pub(crate) mod regex;
 mod words;
 
-use crate::api::EntityType;
+use mnemo_ner_api::EntityType;
 
 /// The name the regex provider puts in [`crate::ExtractedEntity::provider`].
 pub(crate) const REGEX_PROVIDER: &str = "regex";

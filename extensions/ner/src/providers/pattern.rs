@@ -15,7 +15,7 @@
 //! Not names: days, months, `I`, greetings, family words (`Mom`), titles, holidays, languages, and
 //! a capitalised common word at the start of a sentence. Lowercase names are missed (recall).
 
-use crate::api::{EntityType, ExtractedEntity};
+use mnemo_ner_api::{EntityType, ExtractedEntity};
 
 use super::words::{
     ABBREVIATIONS, COMMON, FAMILY_TITLES, GREETINGS, LOCATION_CUES, NOT_PEOPLE, ORG_CUES,

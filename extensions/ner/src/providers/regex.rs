@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::api::{EntityType, ExtractedEntity};
+use mnemo_ner_api::{EntityType, ExtractedEntity};
 
 use super::dates::date_entities;
 use super::{has_char_after, has_char_before, REGEX_PROVIDER};

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use mnemo_ner::ExtractedEntity;
+use mnemo_ner_api::ExtractedEntity;
 
 use crate::error::Result;
 use crate::store::{NewMemory, RankKey, StoredTurn};

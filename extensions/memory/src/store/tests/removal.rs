@@ -18,12 +18,12 @@ fn hex_sha256(text: &str) -> String {
         .collect()
 }
 
-fn person(name: &str, text: &str) -> mnemo_ner::ExtractedEntity {
+fn person(name: &str, text: &str) -> mnemo_ner_api::ExtractedEntity {
     let start = text.find(name).unwrap();
-    mnemo_ner::ExtractedEntity {
+    mnemo_ner_api::ExtractedEntity {
         surface: name.into(),
         canonical: name.into(),
-        entity_type: mnemo_ner::EntityType::Person,
+        entity_type: mnemo_ner_api::EntityType::Person,
         start,
         end: start + name.len(),
         confidence: 1.0,

@@ -1,4 +1,7 @@
-//! The typed API the ner extension publishes in the kernel's `Services` as `dyn NerApi`.
+//! The entity-extraction service's API: what the `ner` extension publishes in the kernel's
+//! `Services` as `dyn NerApi`, and the entity types that callers (the memory extension) store,
+//! without depending on the implementation.
+#![warn(missing_docs)]
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

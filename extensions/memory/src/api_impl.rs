@@ -1,31 +1,30 @@
-//! The published [`MemoryApi`], implemented by [`MemoryService`].
+//! The memory service as the published [`MemoryApi`]: each call delegates to the service and
+//! its store, and the crate's own errors become the API's opaque [`MemoryApiError`].
 
 use async_trait::async_trait;
-use mnemo_ner::Strategy;
+use mnemo_memory_api::{
+    DecayReport, EpisodePage, Memory, MemoryApi, MemoryApiError, MemoryKind, NewFact,
+    PendingSession, Result, SavedFacts, SearchHit, SearchRequest, SessionKey, SkippedFact,
+};
+use mnemo_ner_api::Strategy;
 use serde_json::Map;
 
-use super::facts::{jaccard, word_set, FactInput};
-use super::MemoryService;
-use crate::api::MemoryApi;
-use crate::error::{MemoryError, Result};
+use crate::error::MemoryError;
+use crate::service::{jaccard, word_set, FactInput, MemoryService};
 use crate::store::NewMemory;
-use crate::types::{
-    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchRequest, SessionKey, SkippedFact,
-};
 
 #[async_trait]
 impl MemoryApi for MemoryService {
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>> {
-        MemoryService::search(self, &request).await
+        Ok(MemoryService::search(self, &request).await?)
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<Memory>> {
-        self.store()?.get(id).await
+        Ok(self.store()?.get(id).await?)
     }
 
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
-        self.store()?.is_session_consolidated(session).await
+        Ok(self.store()?.is_session_consolidated(session).await?)
     }
 
     async fn get_episodes_for_consolidation(
@@ -33,9 +32,10 @@ impl MemoryApi for MemoryService {
         session: &SessionKey,
         offset: usize,
     ) -> Result<EpisodePage> {
-        self.store()?
-            .episodes_for_session(session, offset, self.config.consolidation_page_size)
-            .await
+        Ok(self
+            .store()?
+            .episodes_for_session(session, offset, self.config().consolidation_page_size)
+            .await?)
     }
 
     async fn save_facts_batch(
@@ -66,7 +66,7 @@ impl MemoryApi for MemoryService {
             let words = word_set(&fact.content);
             let similar = self.similar_facts(session, &fact.content, 10).await?;
             if let Some(existing) = similar.iter().find(|existing| {
-                jaccard(&words, &word_set(&existing.content)) >= self.config.dedup_jaccard
+                jaccard(&words, &word_set(&existing.content)) >= self.config().dedup_jaccard
             }) {
                 result.skipped.push(SkippedFact {
                     content: fact.content,
@@ -96,19 +96,21 @@ impl MemoryApi for MemoryService {
         session: &SessionKey,
         episode_ids: &[String],
     ) -> Result<()> {
-        self.store()?
+        Ok(self
+            .store()?
             .mark_session_consolidated(session, episode_ids, self.now()?)
-            .await
+            .await?)
     }
 
     async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
-        self.store()?
+        Ok(self
+            .store()?
             .record_consolidation_failure(session, error)
-            .await
+            .await?)
     }
 
     async fn get_pending_consolidations(&self) -> Result<Vec<PendingSession>> {
-        self.store()?.pending_consolidations(None).await
+        Ok(self.store()?.pending_consolidations(None).await?)
     }
 
     async fn detect_conflicts(&self, fact_id: &str, limit: usize) -> Result<Vec<SearchHit>> {
@@ -136,13 +138,17 @@ impl MemoryApi for MemoryService {
     }
 
     async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()> {
-        self.store()?
+        Ok(self
+            .store()?
             .resolve_conflict(old_fact_id, new_fact_id)
-            .await
+            .await?)
     }
 
     async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport> {
-        self.store()?.decay_and_prune(threshold, self.now()?).await
+        Ok(self
+            .store()?
+            .decay_and_prune(threshold, self.now()?)
+            .await?)
     }
 
     fn accurate_ner_available(&self) -> bool {
@@ -159,9 +165,10 @@ impl MemoryApi for MemoryService {
         max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>> {
-        self.store()?
+        Ok(self
+            .store()?
             .memories_for_enrichment(kinds, max_entity_count, max_attempts, limit)
-            .await
+            .await?)
     }
 
     async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize> {
@@ -179,13 +186,13 @@ impl MemoryApi for MemoryService {
             Ok(entities) => entities,
             Err(error) => {
                 state.store.record_enrichment_failure(memory_id).await?;
-                return Err(MemoryError::Invalid(error.to_string()));
+                return Err(MemoryApiError::Invalid(error.to_string()));
             }
         };
-        state
+        Ok(state
             .store
             .add_entities(memory_id, &entities, Some(state.ctx.now()))
-            .await
+            .await?)
     }
 
     async fn save_reflection(
@@ -237,7 +244,7 @@ impl MemoryApi for MemoryService {
         user_id: Option<&str>,
         chat_id: Option<&str>,
     ) -> Result<Option<Memory>> {
-        self.cached_reflection(user_id, chat_id).await
+        Ok(self.cached_reflection(user_id, chat_id).await?)
     }
 
     async fn get_recent_memories_for_reflection(
@@ -247,6 +254,6 @@ impl MemoryApi for MemoryService {
         limit: usize,
     ) -> Result<Vec<Memory>> {
         let since = self.now()? - chrono::Duration::days(days.max(0));
-        self.store()?.recent_memories(user_id, since, limit).await
+        Ok(self.store()?.recent_memories(user_id, since, limit).await?)
     }
 }

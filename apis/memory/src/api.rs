@@ -1,5 +1,6 @@
-//! The typed API the memory extension publishes in the kernel's `Services` as `dyn MemoryApi`,
-//! for the maintenance and reflection extensions (the consolidator's tools and the jobs' calls).
+//! The [`MemoryApi`] trait: what the memory extension publishes in the kernel's `Services` as
+//! `dyn MemoryApi`, for the maintenance and reflection extensions (the consolidator's tools and
+//! the jobs' calls).
 
 use async_trait::async_trait;
 

@@ -1,4 +1,7 @@
-//! The typed API the embedding extension publishes in the kernel's `Services` as `dyn EmbeddingApi`.
+//! The embedding service's API: what the `embedding` extension publishes in the kernel's
+//! `Services` as `dyn EmbeddingApi`, and what callers (the memory extension) depend on instead of
+//! the implementation, so that they compile no model runtime.
+#![warn(missing_docs)]
 
 use async_trait::async_trait;
 

@@ -1,7 +1,6 @@
-//! The memory extension's data types, shared by the store, the tools and the published API.
+//! The data the memory API speaks in: memories, search requests and hits, facts, sessions.
 
 use chrono::{DateTime, Utc};
-use mnemo_kernel::TypedEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -27,8 +26,8 @@ impl MemoryKind {
         }
     }
 
-    /// The id prefix.
-    pub(crate) fn prefix(self) -> &'static str {
+    /// The prefix of this kind's memory ids (`ep`, `fact`, `ref`).
+    pub fn prefix(self) -> &'static str {
         match self {
             MemoryKind::Episode => "ep",
             MemoryKind::Fact => "fact",
@@ -182,8 +181,8 @@ pub struct SearchHit {
     pub ranks: Vec<(String, usize)>,
 }
 
-/// One ranked list that hybrid search fuses, as [`crate::MemoryService::candidate_lists`]
-/// returns it.
+/// One ranked list that hybrid search fuses, as the memory service's
+/// `candidate_lists` returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateList {
     /// `fts`, `vector` or `entity`.
@@ -329,56 +328,4 @@ pub struct PendingSession {
     pub first_seen_at: DateTime<Utc>,
     /// Failed consolidation attempts so far.
     pub attempts: i64,
-}
-
-/// Published on `memory.session_completed` when a user starts a new session in a chat (or in
-/// their personal conversation): the previous one there is ready to be consolidated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionCompleted {
-    /// The finished session.
-    pub session: SessionKey,
-}
-
-impl TypedEvent for SessionCompleted {
-    const TOPIC: &'static str = "memory.session_completed";
-}
-
-/// Published on `memory.forgotten` for each memory a forget removed for good (not for decay or
-/// corrections, which only hide). It carries the forgotten text so that an extension keeping its
-/// own copies of the conversation (the markdown mirror) can remove them too; a handler must not
-/// log or keep that text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryForgotten {
-    /// The removed memory's id.
-    pub memory_id: String,
-    /// What it was.
-    pub kind: MemoryKind,
-    /// Its text.
-    pub content: String,
-    /// Its owner.
-    pub user_id: Option<String>,
-    /// The chat it was told in.
-    pub chat_id: Option<String>,
-    /// The session it came from.
-    pub session_id: Option<String>,
-}
-
-impl TypedEvent for MemoryForgotten {
-    const TOPIC: &'static str = "memory.forgotten";
-}
-
-/// Published on `memory.user_erased` after everything stored about a user was removed, so that
-/// extensions keeping their own copies remove that user's data too.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UserErased {
-    /// The erased user.
-    pub user_id: String,
-    /// The sessions their memories came from.
-    pub session_ids: Vec<String>,
-    /// How many memories were removed.
-    pub memories_removed: u64,
-}
-
-impl TypedEvent for UserErased {
-    const TOPIC: &'static str = "memory.user_erased";
 }
