@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use chrono::{TimeZone, Utc};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
 use crate::store::backend::*;
 use crate::store::{MemoryStore, StoreOptions};
 use crate::types::SessionKey;
-use chrono::{TimeZone, Utc};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 fn options() -> StoreOptions {
     StoreOptions {

@@ -17,6 +17,9 @@ use crate::store::backend::*;
 use crate::store::MemoryStore;
 use crate::types::{MemoryKind, SearchRequest};
 
+/// The vector index's own test vectors.
+pub(super) use crate::vector_index::tests::pseudo as pseudo_vector;
+
 /// The full-text candidate list as a search builds it, with statistics read afresh.
 pub(super) trait FullTextSearch {
     async fn search_fts(&self, request: &SearchRequest, limit: usize)
@@ -84,21 +87,6 @@ pub(super) async fn open_fast(path: &std::path::Path) -> MemoryStore {
     )
     .await
     .unwrap()
-}
-
-/// A deterministic pseudo-random unit vector.
-pub(super) fn pseudo_vector(seed: u64, dims: usize) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let values: Vec<f32> = (0..dims)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 2_001) as f32 / 1_000.0 - 1.0
-        })
-        .collect();
-    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
-    values.iter().map(|v| v / norm).collect()
 }
 
 pub(super) async fn index_all(store: &MemoryStore, dims: usize) {
