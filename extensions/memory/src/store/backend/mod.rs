@@ -8,13 +8,15 @@
 //! reviewed concern by concern; a caller holding `dyn MemoryBackend` calls every method without
 //! importing them.
 
+mod admin;
 mod indexes;
 mod memories;
-mod records;
+mod people_and_sessions;
 
+pub(crate) use admin::{MemoryExport, StoreAdmin};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
-pub(crate) use records::{MemoryExport, PeopleRecords, SessionRecords, StoreAdmin};
+pub(crate) use people_and_sessions::{PeopleRecords, SessionRecords};
 
 /// Everything a memory store provides: the storage traits together.
 pub(crate) trait MemoryBackend:
