@@ -1,7 +1,7 @@
 //! Hybrid search policy: which candidate lists to gather and how (FTS query building and
 //! narrowing, the vector list, the entity co-mention walk), how to fuse and rank them, and the
-//! corpus statistics that steer it. It holds no SQL: what it needs from storage it asks the
-//! store for through narrow methods.
+//! corpus statistics that steer it. It holds no SQL: what it needs from storage it asks for
+//! through narrow methods of the storage traits (`crate::store::MemoryBackend`).
 
 mod candidates;
 mod entities;
