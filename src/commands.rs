@@ -4,13 +4,25 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
+use mnemo_devtools::progress::Progress;
 use mnemo_kernel::{ChatMessage, Config, Kernel, ToolScope, TurnInput};
 use mnemo_memory::MemoryService;
 use serde_json::{json, Value};
 
 /// Starts a kernel on the system clock with the built-in extensions.
 pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
+        .start()
+        .await?)
+}
+
+/// Starts a kernel for a command that only reads or deletes what is stored (`stats`, `check`,
+/// `export`, `forget`, `forget-user`, `jobs list`, `jobs retry`): the extensions as configured,
+/// so that those with their own copies still follow a deletion, but without loading the
+/// embedding model, and without the scheduler, so that no job starts while it runs.
+pub(crate) async fn start_for_store(config: Config) -> anyhow::Result<Kernel> {
+    Ok(Kernel::builder(mnemo_host::store_only_extensions(), config)
+        .without_scheduler()
         .start()
         .await?)
 }
@@ -269,7 +281,7 @@ pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
 pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.purge(&[id.to_owned()]).await;
     // Extensions with their own copies (the markdown mirror) act on the announcement. Only the
@@ -288,7 +300,7 @@ pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
 
 /// `mnemo forget-user`: removes everything stored about one user.
 pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let result = service.erase_user(user).await;
     kernel.context().router().settle().await;
@@ -301,7 +313,7 @@ pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bo
 /// `mnemo check`: the store's integrity report (database file, full-text index, vector index
 /// and queue, recorded events); fails when anything is inconsistent.
 pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let report = service.check_integrity().await;
     kernel.shutdown().await;
@@ -333,7 +345,7 @@ pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<b
 
 /// `mnemo stats`: counts over every user.
 pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let stats = service.stats(None).await;
     kernel.shutdown().await;
@@ -372,7 +384,7 @@ pub(crate) async fn export(
     if format != "jsonl" && format != "markdown" {
         bail!("--format must be jsonl or markdown, not `{format}`");
     }
-    let kernel = start(config).await?;
+    let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let records = service.export_rows(user).await;
     kernel.shutdown().await;
@@ -516,6 +528,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
     let mut reader = tokio::io::BufReader::new(file);
     let mut counts = ImportCounts::default();
     let mut number = 0_u64;
+    let progress = Progress::new(None, "{spinner} mnemo import: {pos} lines read ({elapsed})");
     loop {
         let line = match crate::input::next_line(&mut reader, limit).await {
             Ok(Some(line)) => line,
@@ -527,7 +540,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
         };
         number += 1;
         let problem = |text: &dyn std::fmt::Display| {
-            eprintln!("mnemo: {}:{number}: {text}", path.display());
+            progress.eprintln(&format!("mnemo: {}:{number}: {text}", path.display()));
         };
         let line = match line.into_text(limit) {
             Ok(line) => line,
@@ -605,10 +618,13 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
             }
         }
         let read = counts.lines();
-        if read % 1_000 == 0 && read > 0 {
+        if progress.shown() {
+            progress.set(read);
+        } else if read % 1_000 == 0 && read > 0 {
             eprintln!("mnemo: import: {read} lines read");
         }
     }
+    drop(progress);
     kernel.settle().await;
     kernel.shutdown().await;
     println!("{counts}");
@@ -766,21 +782,32 @@ pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
     let started = std::time::Instant::now();
     let mut done: i64 = 0;
     let mut stderr = std::io::stderr();
+    let progress = Progress::new(
+        Some(u64::try_from(total).unwrap_or_default()),
+        "mnemo reindex: {wide_bar} {pos}/{len} memories ({elapsed}, {eta} left)",
+    );
     let outcome = loop {
         match service.index_one_batch().await {
             Ok(0) => break Ok(()),
             Ok(taken) => {
                 done += taken as i64;
-                let _ = write!(
-                    stderr,
-                    "\rmnemo reindex: {done}/{total} memories ({:.0}/s)",
-                    done as f64 / started.elapsed().as_secs_f64().max(1e-3)
-                );
+                if progress.shown() {
+                    progress.set(u64::try_from(done).unwrap_or_default());
+                } else {
+                    let _ = write!(
+                        stderr,
+                        "\rmnemo reindex: {done}/{total} memories ({:.0}/s)",
+                        done as f64 / started.elapsed().as_secs_f64().max(1e-3)
+                    );
+                }
             }
             Err(error) => break Err(error),
         }
     };
-    let _ = writeln!(stderr);
+    if !progress.shown() {
+        let _ = writeln!(stderr);
+    }
+    drop(progress);
     let left = service.pending_index().await;
     kernel.shutdown().await;
     outcome?;

@@ -1,8 +1,6 @@
 //! The `mnemo` command line.
 
-mod bench;
 mod commands;
-mod eval;
 mod input;
 mod mcp;
 
@@ -12,8 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use mnemo_devtools::bench::BenchOptions;
 use mnemo_kernel::{Config, Kernel};
-use mnemo_replay::{Replayer, ScenarioReport, Summary};
 
 /// Long-term memory for LLM agents.
 #[derive(Debug, Parser)]
@@ -264,7 +262,7 @@ fn config_source(explicit: Option<&Path>) -> anyhow::Result<(String, String)> {
             Ok((text, path.display().to_string()))
         }
         None => Ok((
-            mnemo::DEFAULT_CONFIG.to_owned(),
+            mnemo_host::DEFAULT_CONFIG.to_owned(),
             "<built-in config.toml>".to_owned(),
         )),
     }
@@ -280,108 +278,18 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn print_report(report: &ScenarioReport, steps: bool) {
-    println!(
-        "{}: {} passed, {} failed",
-        report.name,
-        report.passed(),
-        report.failed()
-    );
-    if steps {
-        for line in &report.log {
-            println!("    {}", line.replace('\n', "\n    "));
-        }
-    }
-    for outcome in &report.outcomes {
-        if !outcome.passed {
-            println!(
-                "  FAIL line {}: {}: {}",
-                outcome.line, outcome.label, outcome.detail
-            );
-        } else if steps {
-            println!("  ok   line {}: {}", outcome.line, outcome.label);
-        }
-    }
-}
-
-async fn replay(cli: &Cli, files: &[PathBuf], steps: bool) -> anyhow::Result<bool> {
-    let (text, file) = config_source(cli.config.as_deref())?;
-    // Check the base config once, so a bad file is one clear error rather than one per scenario.
-    Config::parse(&text, &file)?;
-    let replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
-    let mut summary = Summary::default();
-    for path in files {
-        let report = replayer.run_file(path).await;
-        print_report(&report, steps);
-        summary.add(&report);
-    }
-    println!("{summary}");
-    Ok(summary.failed == 0)
-}
-
-async fn demo(cli: &Cli) -> anyhow::Result<bool> {
-    let (text, file) = config_source(cli.config.as_deref())?;
-    Config::parse(&text, &file)?;
-    println!("mnemo demo: replaying a short conversation through the kernel on a virtual clock.\n");
-    let mut replayer = Replayer::new(mnemo::builtin_extensions(), text, file);
-    // With a real model configured ([llm] or MNEMO_LLM_*), it writes the facts and the
-    // reflection instead of the scripted replies; its words differ, so expectations inform only.
-    let real = load_config(cli)?.llm;
-    let with_real_model = real.provider == mnemo_kernel::LlmProvider::Openai;
-    if with_real_model {
-        println!(
-            "Using the configured model {} at {} instead of scripted replies.\n",
-            real.model, real.base_url
-        );
-        replayer = replayer.with_real_llm(real);
-    }
-    let report = replayer.run_text(mnemo::DEMO_SCENARIO, "demo").await;
-    let mut quiet = 0;
-    for line in &report.log {
-        if is_quiet_job_line(line) {
-            quiet += 1;
-            continue;
-        }
-        println!("{line}");
-    }
-    if quiet > 0 {
-        println!("({quiet} nightly job runs that found nothing to do are not shown)");
-    }
-    println!();
-    for outcome in &report.outcomes {
-        let mark = if outcome.passed { "ok  " } else { "FAIL" };
-        println!(
-            "{mark} {}: {}",
-            outcome.label,
-            outcome.detail.replace('\n', " ⏎ ")
-        );
-    }
-    let mut summary = Summary::default();
-    summary.add(&report);
-    println!("\n{summary}");
-    Ok(summary.failed == 0 || with_real_model)
-}
-
-/// A job line whose report holds only zeros, or says it skipped: nothing happened.
-fn is_quiet_job_line(line: &str) -> bool {
-    let Some((_, report)) = line
-        .split_once(" job ")
-        .and_then(|(_, rest)| rest.split_once(": "))
-    else {
-        return false;
-    };
-    report.starts_with("skipped")
-        || report
-            .split(|c: char| !c.is_ascii_digit())
-            .filter(|number| !number.is_empty())
-            .all(|number| number.chars().all(|digit| digit == '0'))
-}
-
 async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
     let config = load_config(cli)?;
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
-        .start()
-        .await?;
+    let kernel = match command {
+        JobsCommand::List | JobsCommand::Retry => commands::start_for_store(config).await?,
+        // The job may need the model; but no other job starts beside the one asked for.
+        JobsCommand::Run { .. } => {
+            Kernel::builder(mnemo_host::builtin_extensions(), config)
+                .without_scheduler()
+                .start()
+                .await?
+        }
+    };
     let ok = match command {
         JobsCommand::List => {
             let jobs = kernel.jobs();
@@ -463,8 +371,16 @@ fn reported_failures(report: &str) -> u64 {
 
 async fn run(cli: Cli) -> anyhow::Result<bool> {
     match &cli.command {
-        Command::Replay { files, steps } => replay(&cli, files, *steps).await,
-        Command::Demo => demo(&cli).await,
+        Command::Replay { files, steps } => {
+            let (text, file) = config_source(cli.config.as_deref())?;
+            mnemo_devtools::replay::run(text, file, files, *steps).await
+        }
+        Command::Demo => {
+            let (text, file) = config_source(cli.config.as_deref())?;
+            // With a real model configured ([llm] or MNEMO_LLM_*), it answers instead.
+            let llm = load_config(&cli)?.llm;
+            mnemo_devtools::replay::demo(text, file, llm).await
+        }
         Command::Jobs { command } => jobs(&cli, command).await,
         Command::Chat { user, chat } => {
             let config = load_config(&cli)?;
@@ -537,7 +453,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             dump,
         } => {
             let config = load_config(&cli)?;
-            eval::run(&config, data, k, *json, dump.as_deref()).await?;
+            mnemo_devtools::eval::run(&config, data, k, *json, dump.as_deref()).await?;
             Ok(true)
         }
         Command::Bench {
@@ -552,7 +468,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             json,
         } => {
             let config = load_config(&cli)?;
-            let options = bench::BenchOptions {
+            let options = BenchOptions {
                 memories: *memories,
                 timed_ingest: timed_ingest.unwrap_or(*memories),
                 queries: *queries,
@@ -563,7 +479,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 reuse: reuse.clone(),
                 json: *json,
             };
-            bench::run(&config, &options).await?;
+            mnemo_devtools::bench::run(&config, &options).await?;
             Ok(true)
         }
     }

@@ -177,7 +177,7 @@ fn remember_in_a_chat_belongs_to_that_chat() {
 async fn the_memory_tools_keep_what_they_store_in_the_callers_chat() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(CONFIG, "test.toml").unwrap(),
     )
     .data_dir(dir.path())

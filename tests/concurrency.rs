@@ -58,7 +58,7 @@ async fn eight_sessions_ingest_while_consolidation_decay_and_reindex_run() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kernel = Arc::new(
-        Kernel::builder(mnemo::builtin_extensions(), config)
+        Kernel::builder(mnemo_host::builtin_extensions(), config)
             .data_dir(dir.path())
             .start()
             .await

@@ -4,10 +4,19 @@ use std::process::Command;
 
 use mnemo_kernel::{Config, Kernel};
 
+/// A kernel on `text` with the registry the tests replay on: the built-in extensions and the
+/// example `notes`, whose options these tests get wrong.
 async fn start(text: &str) -> Result<Kernel, String> {
+    start_with(mnemo_devtools::dev_extensions(), text).await
+}
+
+async fn start_with(
+    registry: mnemo_kernel::ExtensionRegistry,
+    text: &str,
+) -> Result<Kernel, String> {
     let config = Config::parse(text, "test.toml").map_err(|err| err.to_string())?;
     let dir = tempfile::tempdir().unwrap();
-    Kernel::builder(mnemo::builtin_extensions(), config)
+    Kernel::builder(registry, config)
         .data_dir(dir.path())
         .start()
         .await
@@ -119,8 +128,10 @@ async fn every_bad_type_in_a_kernel_section_is_reported() {
 async fn the_shipped_config_starts() {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
-    assert_eq!(text, mnemo::DEFAULT_CONFIG);
-    let kernel = start(&text).await.expect("config.toml starts a kernel");
+    assert_eq!(text, mnemo_host::DEFAULT_CONFIG);
+    let kernel = start_with(mnemo_host::builtin_extensions(), &text)
+        .await
+        .expect("config.toml starts a kernel on the product's own extensions");
     kernel.shutdown().await;
 }
 

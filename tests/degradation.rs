@@ -52,7 +52,7 @@ fn scope() -> ToolScope {
 
 async fn start(config: &str, dir: &Path) -> (Kernel, Arc<MemoryService>) {
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(config, "test.toml").unwrap(),
     )
     .data_dir(dir)

@@ -127,7 +127,7 @@ async fn memory_id(kernel: &Kernel, user: &str, text: &str) -> String {
 async fn forget_and_erase_reach_the_markdown_mirror() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(CONFIG, "test.toml").unwrap(),
     )
     .virtual_clock(start_time())
@@ -276,7 +276,7 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
 
     // Bob is erased: his memories and his markdown workspace are gone; Ana keeps hers.
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(CONFIG, "test.toml").unwrap(),
     )
     .virtual_clock(start_time() + Duration::hours(3))

@@ -156,7 +156,7 @@ async fn the_largest_metadata_store_memory_accepts_exports_and_imports_back() {
 
     let dir = tempfile::tempdir().unwrap();
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(CONFIG, "test.toml").unwrap(),
     )
     .data_dir(dir.path().join("one"))

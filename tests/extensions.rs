@@ -56,7 +56,7 @@ fn request(prompt: &str) -> ContextRequest {
 #[tokio::test]
 async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
     let (enabled, _dir_enabled) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\nenabled = true\n",
     )
     .await;
@@ -77,7 +77,7 @@ async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
     assert_eq!(blocks[0].0, "notes");
 
     let (disabled, _dir_disabled) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\nenabled = false\n",
     )
     .await;
@@ -105,7 +105,7 @@ async fn disabling_an_extension_removes_its_tools_context_and_jobs() {
 #[tokio::test]
 async fn a_daily_job_fires_once_per_simulated_day_across_a_ten_day_jump() {
     let (kernel, _dir_kernel) = kernel_with(
-        mnemo::builtin_extensions(),
+        mnemo_devtools::dev_extensions(),
         "[extensions.notes]\ndigest_cron = \"0 3 * * *\"\n",
     )
     .await;
@@ -232,7 +232,7 @@ thread_local! {
 }
 
 fn registry() -> mnemo_kernel::ExtensionRegistry {
-    mnemo::builtin_extensions()
+    mnemo_devtools::dev_extensions()
         .with(ExtensionFactory {
             name: "counter",
             description: "test: publishes a Counter service",
@@ -327,7 +327,7 @@ async fn shutdown_drains_every_queued_event() {
 
 #[tokio::test]
 async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
-    let (kernel, _dir_kernel) = kernel_with(mnemo::builtin_extensions(), "").await;
+    let (kernel, _dir_kernel) = kernel_with(mnemo_devtools::dev_extensions(), "").await;
     let input = mnemo_kernel::TurnInput {
         user_id: "ana".into(),
         session_id: "s1".into(),
@@ -341,19 +341,26 @@ async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
     kernel.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_the_system_clock_the_scheduler_runs_the_jobs_until_shutdown() {
+/// A kernel on the system clock with the `notes` digest due every second, with the scheduler or
+/// without it.
+async fn every_second_digest(scheduler: bool) -> (Kernel, tempfile::TempDir) {
     let config = Config::parse(
         "[extensions.notes]\ndigest_cron = \"* * * * * *\"\n",
         "test.toml",
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
-        .data_dir(dir.path())
-        .start()
-        .await
-        .unwrap();
+    let mut builder =
+        Kernel::builder(mnemo_devtools::dev_extensions(), config).data_dir(dir.path());
+    if !scheduler {
+        builder = builder.without_scheduler();
+    }
+    (builder.start().await.unwrap(), dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_system_clock_the_scheduler_runs_the_jobs_until_shutdown() {
+    let (kernel, _dir) = every_second_digest(true).await;
     assert!(!kernel.is_virtual_clock());
     // An every-second job; allow a slow, shared machine plenty of time for the first run.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -370,6 +377,18 @@ async fn on_the_system_clock_the_scheduler_runs_the_jobs_until_shutdown() {
     assert_eq!(kernel.job_runs().len(), after, "no runs after shutdown");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_scheduler_no_job_runs_by_itself_but_one_can_be_run() {
+    let (kernel, _dir) = every_second_digest(false).await;
+    // Two every-second dues pass; the scheduler above runs the job well within this.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(kernel.job_runs(), Vec::new(), "a job ran by itself");
+    assert_eq!(kernel.jobs().len(), 1, "the job is still listed");
+    let run = kernel.run_job("notes_digest").await.unwrap();
+    assert!(run.outcome.is_ok(), "{run:?}");
+    kernel.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_long_running_kernel_keeps_the_last_job_runs_and_counts_them_all() {
     let config = Config::parse(
@@ -379,7 +398,7 @@ async fn a_long_running_kernel_keeps_the_last_job_runs_and_counts_them_all() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let start = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 30).unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
         .virtual_clock(start)
         .data_dir(dir.path())
         .start()

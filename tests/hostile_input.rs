@@ -132,7 +132,7 @@ fn scope() -> ToolScope {
 
 async fn start(dir: &std::path::Path) -> Kernel {
     Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(CONFIG, "test.toml").unwrap(),
     )
     .virtual_clock(Utc.with_ymd_and_hms(2026, 5, 1, 10, 0, 0).unwrap())

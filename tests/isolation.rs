@@ -77,7 +77,7 @@ async fn check_seed(seed: u64) {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let start = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(start)
         .data_dir(dir.path())
         .start()

@@ -98,7 +98,7 @@ async fn a_small_model_on_a_llama_cpp_like_server_reaches_every_path() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kernel = Arc::new(
-        Kernel::builder(mnemo::builtin_extensions(), config)
+        Kernel::builder(mnemo_host::builtin_extensions(), config)
             .data_dir(dir.path())
             .start()
             .await

@@ -10,7 +10,7 @@ async fn hostile_queries_never_error() {
     let config = Config::parse("[extensions.memory]\n", "test.toml").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let start = Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(start)
         .data_dir(dir.path())
         .start()

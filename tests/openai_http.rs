@@ -134,7 +134,7 @@ async fn a_whole_agent_turn_over_http_calls_the_tool_and_replies() {
     );
     let config = Config::parse(&text, "test.toml").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(mnemo::builtin_extensions(), config)
+    let kernel = Kernel::builder(mnemo_devtools::dev_extensions(), config)
         .data_dir(dir.path())
         .start()
         .await

@@ -65,7 +65,7 @@ async fn shutdown_stops_the_indexer_before_closing_the_store() {
     );
     let dir = tempfile::tempdir().unwrap();
     let kernel = Kernel::builder(
-        mnemo::builtin_extensions(),
+        mnemo_host::builtin_extensions(),
         Config::parse(&config, "test.toml").unwrap(),
     )
     .data_dir(dir.path())

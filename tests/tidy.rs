@@ -10,6 +10,8 @@ fn crate_dirs() -> Vec<std::path::PathBuf> {
     let mut dirs = vec![
         root().to_path_buf(),
         root().join("kernel"),
+        root().join("host"),
+        root().join("devtools"),
         root().join("tests/harness"),
     ];
     for group in ["apis", "extensions", "examples"] {
@@ -26,7 +28,10 @@ fn crate_dirs() -> Vec<std::path::PathBuf> {
 #[test]
 fn every_crate_says_what_it_is_for() {
     for dir in crate_dirs() {
-        let lib = dir.join("src/lib.rs");
+        // The `mnemo` package is the binary alone: its main.rs says it.
+        let lib = Some(dir.join("src/lib.rs"))
+            .filter(|lib| lib.is_file())
+            .unwrap_or_else(|| dir.join("src/main.rs"));
         let text = std::fs::read_to_string(&lib).unwrap();
         assert!(
             text.starts_with("//! "),
@@ -51,7 +56,7 @@ fn the_kernel_depends_on_no_extension() {
 
 #[test]
 fn extension_folders_match_their_names() {
-    let registry = mnemo::builtin_extensions();
+    let registry = mnemo_host::builtin_extensions();
     for entry in std::fs::read_dir(root().join("extensions")).unwrap() {
         let folder = entry.unwrap().file_name().to_string_lossy().to_string();
         assert!(
@@ -59,7 +64,7 @@ fn extension_folders_match_their_names() {
             "extensions/{folder} is not registered under the name `{folder}`"
         );
         assert!(
-            mnemo::DEFAULT_CONFIG.contains(&format!("[extensions.{folder}]")),
+            mnemo_host::DEFAULT_CONFIG.contains(&format!("[extensions.{folder}]")),
             "config.toml has no [extensions.{folder}] section"
         );
     }
@@ -225,6 +230,45 @@ fn memory_compiles_no_model_runtime() {
             !compiled.contains(heavy),
             "mnemo-memory compiles {heavy}; it should reach embeddings through mnemo-embedding-api"
         );
+    }
+}
+
+#[test]
+fn examples_are_not_built_in() {
+    let registry = mnemo_host::builtin_extensions();
+    let developer = mnemo_devtools::dev_extensions();
+    for entry in std::fs::read_dir(root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.join("Cargo.toml").is_file() {
+            continue;
+        }
+        let folder = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            registry.get(&folder).is_none(),
+            "examples/{folder} is registered as a built-in extension"
+        );
+        assert!(
+            !mnemo_host::DEFAULT_CONFIG.contains(&format!("[extensions.{folder}]")),
+            "config.toml has a section for the example {folder}, which the binary does not know"
+        );
+        assert!(
+            developer.get(&folder).is_some(),
+            "examples/{folder} is not in the registry replay and the tests use"
+        );
+    }
+}
+
+/// The product's code depends on no developer tool: the replay harness and the example
+/// extension reach the binary only through `mnemo-devtools`, which `main.rs` dispatches to.
+#[test]
+fn only_the_devtools_depend_on_the_harness_and_the_examples() {
+    for manifest in ["Cargo.toml", "host/Cargo.toml"] {
+        let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let deps = table["dependencies"].as_table().unwrap();
+        for tool in ["mnemo-replay", "mnemo-example-notes"] {
+            assert!(!deps.contains_key(tool), "{manifest} depends on {tool}");
+        }
     }
 }
 

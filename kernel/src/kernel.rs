@@ -202,6 +202,7 @@ pub struct KernelBuilder {
     virtual_clock: Option<Arc<VirtualClock>>,
     llm: Option<Arc<dyn LlmClient>>,
     data_dir: Option<PathBuf>,
+    scheduler: bool,
 }
 
 impl KernelBuilder {
@@ -225,6 +226,14 @@ impl KernelBuilder {
         self
     }
 
+    /// Starts without the scheduler: no job comes due by itself (on either clock), and jobs run
+    /// only through [`Kernel::run_job`]. For short commands that must not start a job that
+    /// happens to come due while they run.
+    pub fn without_scheduler(mut self) -> Self {
+        self.scheduler = false;
+        self
+    }
+
     /// Builds every extension in the config, registers and starts the enabled ones.
     ///
     /// # Errors
@@ -238,6 +247,7 @@ impl KernelBuilder {
             virtual_clock,
             llm,
             data_dir,
+            scheduler,
         } = self;
 
         let mut problems = Vec::new();
@@ -390,7 +400,11 @@ impl KernelBuilder {
             }
             tracing::info!(extension = %extension.name(), "started");
         }
-        kernel.start_scheduler().await?;
+        if scheduler {
+            kernel.start_scheduler().await?;
+        } else {
+            tracing::debug!("started without the scheduler");
+        }
         Ok(kernel)
     }
 }
@@ -432,6 +446,7 @@ impl Kernel {
             virtual_clock: None,
             llm: None,
             data_dir: None,
+            scheduler: true,
         }
     }
 
@@ -784,6 +799,7 @@ impl Kernel {
             .cron_tasks
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = tasks;
+        tracing::info!(jobs = self.inner.jobs.len(), "cron scheduler started");
         Ok(())
     }
 

@@ -27,6 +27,8 @@ use mnemo_kernel::{Config, Event, EventPayload, Kernel};
 use mnemo_memory::{MemoryService, SearchMode, SearchRequest, VectorStatus};
 use serde_json::json;
 
+use crate::progress::Progress;
+
 const NAMES: [&str; 24] = [
     "Dana", "Robert", "Maya", "Priya", "Tom", "Sarah", "Lukas", "Aiko", "Omar", "Elena", "Jonas",
     "Fatima", "Chen", "Ines", "Marco", "Nadia", "Pavel", "Grace", "Yusuf", "Lena", "Hugo", "Zara",
@@ -210,15 +212,10 @@ async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow
     config.set_enabled("memory", true);
     config.set_enabled("ner", true);
     config.set_enabled("embedding", with_embedding);
-    for other in [
-        "memory_maintenance",
-        "memory_reflection",
-        "notes",
-        "markdown_memory",
-    ] {
+    for other in ["memory_maintenance", "memory_reflection", "markdown_memory"] {
         config.set_enabled(other, false);
     }
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(
             Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
                 .single()
@@ -251,7 +248,8 @@ fn embedder_of(kernel: &Kernel) -> anyhow::Result<Arc<dyn mnemo_embedding::Embed
 }
 
 /// What `mnemo bench` measures.
-pub(crate) struct BenchOptions {
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// Memories in the store.
     pub memories: usize,
     /// Ingests timed: the last ones, on a store already holding the rest, which are written
@@ -299,10 +297,16 @@ async fn fill_vectors(
         }
     }
     let mut real_vectors: HashMap<String, Vec<f32>> = HashMap::new();
+    let progress = Progress::new(
+        Some(distinct.len() as u64),
+        "mnemo bench: embedding {wide_bar} {pos}/{len} texts ({eta} left)",
+    );
     for chunk in distinct.chunks(32) {
         let vectors = embedder.embed_batch(chunk).await?;
         real_vectors.extend(chunk.iter().cloned().zip(vectors));
+        progress.set(real_vectors.len() as u64);
     }
+    drop(progress);
     let pool: Vec<Vec<f32>> = real_vectors.values().cloned().collect();
     anyhow::ensure!(
         !pool.is_empty(),
@@ -385,6 +389,10 @@ async fn build_store(
     let mut texts = Vec::with_capacity(size);
     let mut ingest = Vec::with_capacity(timed);
     let mut started = Instant::now();
+    let progress = Progress::new(
+        Some(size as u64),
+        "mnemo bench: ingesting {wide_bar} {pos}/{len} ({elapsed}, {eta} left)",
+    );
     for index in 0..size {
         if index == untimed && untimed > 0 {
             kernel.shutdown().await;
@@ -412,10 +420,13 @@ async fn build_store(
             ingest.push(clock.elapsed());
         }
         texts.push(text);
-        if !options.json && index > 0 && index % 20_000 == 0 {
+        if progress.shown() {
+            progress.set(index as u64 + 1);
+        } else if !options.json && index > 0 && index % 20_000 == 0 {
             eprintln!("ingested {index} of {size}");
         }
     }
+    drop(progress);
     let ingest_seconds = started.elapsed().as_secs_f64();
     kernel.shutdown().await;
 
@@ -434,7 +445,7 @@ async fn build_store(
 }
 
 /// Runs the benchmark; prints a summary, or JSON with `options.json`.
-pub(crate) async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     let users = options.users.max(1);
     let temporary = tempfile::tempdir().context("temporary directory")?;
     let dir_path = match (&options.reuse, &options.keep) {

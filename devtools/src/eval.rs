@@ -26,6 +26,8 @@ use mnemo_kernel::{Config, Event, EventPayload, Kernel};
 use mnemo_memory::{MemoryKind, MemoryService, SearchMode, SearchRequest};
 use serde_json::{json, Map, Value};
 
+use crate::progress::Progress;
+
 const MODES: [(&str, SearchMode); 4] = [
     ("fts", SearchMode::Fts),
     ("vector", SearchMode::Vector),
@@ -115,11 +117,10 @@ async fn start_kernel(
         ("memory_maintenance", false),
         ("memory_reflection", false),
         ("markdown_memory", false),
-        ("notes", false),
     ] {
         config.set_enabled(name, on);
     }
-    Ok(Kernel::builder(mnemo::builtin_extensions(), config)
+    Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .virtual_clock(start)
         .data_dir(dir)
         .start()
@@ -159,7 +160,7 @@ const DUMP_DEPTH: usize = 100;
 
 /// Runs the evaluation; prints a table, or JSON with `json_output`. With `dump`, also writes
 /// each question's candidate lists there (JSONL).
-pub(crate) async fn run(
+pub async fn run(
     base: &Config,
     data: &Path,
     ks: &[usize],
@@ -178,6 +179,10 @@ pub(crate) async fn run(
     let mut overall: HashMap<&str, Totals> = HashMap::new();
     let mut by_category: BTreeMap<String, HashMap<&str, Totals>> = BTreeMap::new();
     let (mut skipped, mut cases, mut refused_turns) = (0_usize, 0_usize, 0_usize);
+    let progress = Progress::new(
+        None,
+        "{spinner} mnemo eval: {pos} cases done, the last {msg} ({elapsed})",
+    );
     for (index, line) in lines.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -341,11 +346,15 @@ pub(crate) async fn run(
         }
         kernel.shutdown().await;
         cases += 1;
-        eprintln!(
-            "mnemo eval: case {cases} ({}) done",
-            case["id"].as_str().unwrap_or("?")
-        );
+        let id = case["id"].as_str().unwrap_or("?");
+        if progress.shown() {
+            progress.set(cases as u64);
+            progress.message(id.to_owned());
+        } else {
+            eprintln!("mnemo eval: case {cases} ({id}) done");
+        }
     }
+    drop(progress);
     let modes: Map<String, Value> = MODES
         .iter()
         .map(|(name, _)| {
