@@ -315,7 +315,7 @@ pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bo
 pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<bool> {
     let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
-    let report = service.store()?.check_integrity().await;
+    let report = service.check_integrity().await;
     kernel.shutdown().await;
     let report = report?;
     let problems = report.problems();
@@ -347,7 +347,7 @@ pub(crate) async fn check(config: Config, json_output: bool) -> anyhow::Result<b
 pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<bool> {
     let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
-    let stats = service.store()?.stats(None).await;
+    let stats = service.stats(None).await;
     kernel.shutdown().await;
     let stats = stats?;
     let value: Value = json!({
@@ -386,7 +386,7 @@ pub(crate) async fn export(
     }
     let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
-    let records = service.store()?.export_rows(user).await;
+    let records = service.export_rows(user).await;
     kernel.shutdown().await;
     let records = records?;
     let mut stdout = std::io::stdout().lock();
@@ -604,7 +604,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
                     }
                 }
             }
-            Some(table) => match service.store()?.import_row(table, &value["row"]).await {
+            Some(table) => match service.import_row(table, &value["row"]).await {
                 Ok(true) => counts.rows += 1,
                 Ok(false) => counts.rows_present += 1,
                 Err(error) => {
@@ -808,10 +808,7 @@ pub(crate) async fn reindex(config: Config, all: bool) -> anyhow::Result<bool> {
         let _ = writeln!(stderr);
     }
     drop(progress);
-    let left = match service.store() {
-        Ok(store) => store.pending_index().await,
-        Err(error) => Err(error),
-    };
+    let left = service.pending_index().await;
     kernel.shutdown().await;
     outcome?;
     let left = left?;

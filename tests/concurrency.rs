@@ -160,15 +160,14 @@ async fn eight_sessions_ingest_while_consolidation_decay_and_reindex_run() {
     // indexer has caught up.
     kernel.settle().await;
     while service.index_one_batch().await.unwrap() > 0 {}
-    let store = service.store().unwrap();
-    let stats = store.stats(None).await.unwrap();
+    let stats = service.stats(None).await.unwrap();
     assert_eq!(stats.episodes, (USERS * SESSIONS * TURNS) as i64);
     assert!(
         !server.received().is_empty(),
         "consolidation never reached the LLM"
     );
     assert!(stats.facts > 0, "consolidation stored no fact");
-    let report = store.check_integrity().await.unwrap();
+    let report = service.check_integrity().await.unwrap();
     assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
     assert_eq!(report.queued, 0);
     assert_eq!(report.vectors, Some(report.active));

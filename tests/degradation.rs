@@ -114,7 +114,7 @@ async fn an_embedding_server_that_is_down_delays_vectors_and_loses_nothing() {
 
     // Down: nothing is indexed, everything waits in the queue, full-text search still answers.
     assert_eq!(service.index_pending().await, 0);
-    let report = service.store().unwrap().check_integrity().await.unwrap();
+    let report = service.check_integrity().await.unwrap();
     assert_eq!((report.memories, report.queued), (3, 3), "{report:?}");
     assert_eq!(report.problems(), Vec::<String>::new());
     let hits = kernel
@@ -136,13 +136,13 @@ async fn an_embedding_server_that_is_down_delays_vectors_and_loses_nothing() {
     let mut indexed = 0;
     for _ in 0..10 {
         indexed += service.index_pending().await;
-        let report = service.store().unwrap().check_integrity().await.unwrap();
+        let report = service.check_integrity().await.unwrap();
         if report.queued == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let report = service.store().unwrap().check_integrity().await.unwrap();
+    let report = service.check_integrity().await.unwrap();
     assert_eq!((report.vectors, report.queued), (Some(3), 0), "{report:?}");
     assert!(indexed <= 3, "nothing indexed twice: {indexed}");
     let hits = kernel

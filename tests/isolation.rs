@@ -303,12 +303,7 @@ async fn check_seed(seed: u64) {
         .get::<mnemo_memory::MemoryService>()
         .unwrap();
     for user in USERS {
-        let rows = service
-            .store()
-            .unwrap()
-            .export_rows(Some(user))
-            .await
-            .unwrap();
+        let rows = service.export_rows(Some(user)).await.unwrap();
         let exported: HashSet<String> = rows
             .iter()
             .flat_map(|row| tokens(&row.to_string()))

@@ -271,3 +271,60 @@ fn only_the_devtools_depend_on_the_harness_and_the_examples() {
         }
     }
 }
+
+/// The `.rs` files under `dir`, at any depth.
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Only the memory extension's `store/` holds SQL; search policy and the service reach storage
+/// through its traits, which another backend can implement.
+#[test]
+fn only_the_memory_store_holds_sql() {
+    let source = root().join("extensions/memory/src");
+    let store = source.join("store");
+    for file in rust_files(&source) {
+        if file.starts_with(&store) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for marker in [
+            "sqlx::query",
+            "QueryBuilder",
+            "SELECT ",
+            "INSERT ",
+            "UPDATE ",
+            "DELETE FROM",
+            "CREATE ",
+            "PRAGMA",
+        ] {
+            assert!(
+                !text.contains(marker),
+                "{} holds SQL (`{marker}`); SQL belongs in extensions/memory/src/store/",
+                file.display()
+            );
+        }
+    }
+}
+
+/// No source file of the memory extension grows past a size one can read in a sitting.
+#[test]
+fn memory_source_files_stay_short() {
+    for file in rust_files(&root().join("extensions/memory/src")) {
+        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+        assert!(
+            lines <= 650,
+            "{} has {lines} lines; split it by concern (at most 650)",
+            file.display()
+        );
+    }
+}

@@ -280,8 +280,7 @@ async fn fill_vectors(
     real: usize,
     random: &mut Random,
 ) -> anyhow::Result<usize> {
-    let store = service.store()?;
-    let status = store
+    let status = service
         .ensure_vector_index(embedder.dimensions(), embedder.model_id())
         .await?;
     anyhow::ensure!(
@@ -314,7 +313,7 @@ async fn fill_vectors(
         "no text to embed: the store holds no memories"
     );
     loop {
-        let batch = store.next_index_batch(2_000).await?;
+        let batch = service.next_index_batch(2_000).await?;
         if batch.is_empty() {
             break;
         }
@@ -328,7 +327,7 @@ async fn fill_vectors(
                 (item, Some(vector))
             })
             .collect();
-        store.store_vectors(&items).await?;
+        service.store_vectors(&items).await?;
     }
     Ok(distinct.len())
 }
@@ -482,10 +481,9 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     let service = service_of(&kernel)?;
     let embedder = embedder_of(&kernel)?;
     let size = if options.reuse.is_some() {
-        let store = service.store()?;
-        if store.stats(None).await?.pending_index > 0 {
+        if service.stats(None).await?.pending_index > 0 {
             // A store whose build stopped before its vectors: fill them as step 2 would.
-            let head = store
+            let head = service
                 .next_index_batch(options.real_embeddings.max(1) * 2)
                 .await?;
             let texts: Vec<String> = head.into_iter().map(|item| item.content).collect();
@@ -498,16 +496,15 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             )
             .await?;
         }
-        usize::try_from(store.stats(None).await?.episodes).unwrap_or_default()
+        usize::try_from(service.stats(None).await?.episodes).unwrap_or_default()
     } else {
         options.memories
     };
-    let store = service.store()?.clone();
-    store
+    service
         .ensure_vector_index(embedder.dimensions(), embedder.model_id())
         .await?;
     let load = Instant::now();
-    let (mirror_rows, mirror_bytes) = store.mirror_size().await?;
+    let (mirror_rows, mirror_bytes) = service.vector_mirror_size().await?;
     let mirror_load_ms = ms(load.elapsed());
 
     // 3. Hybrid search, distinct queries per round; the last round again with cached vectors.
@@ -552,12 +549,12 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     for (user, query) in &sample {
         let vector = embedder.embed(query).await?;
         let clock = Instant::now();
-        let approximate = store
-            .nearest_quantized(&vector, Some(user), None, depth)
+        let approximate = service
+            .nearest_approximate(&vector, Some(user), None, depth)
             .await?;
         quantized_ms.push(clock.elapsed());
         let clock = Instant::now();
-        let exact = store
+        let exact = service
             .nearest_exact(&vector, Some(user), None, depth)
             .await?;
         exact_ms.push(clock.elapsed());

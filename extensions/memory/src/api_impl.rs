@@ -46,7 +46,6 @@ impl MemoryApi for MemoryService {
         for (index, fact) in facts.iter().enumerate() {
             self.check_content(&format!("facts[{index}].content"), &fact.content)?;
         }
-        let store = self.store()?.clone();
         let mut result = SavedFacts::default();
         let mut seen: Vec<String> = Vec::new();
         for fact in facts {
@@ -65,7 +64,7 @@ impl MemoryApi for MemoryService {
             }
             seen.push(normalised);
             let words = word_set(&fact.content);
-            let similar = store.similar_facts(session, &fact.content, 10).await?;
+            let similar = self.similar_facts(session, &fact.content, 10).await?;
             if let Some(existing) = similar.iter().find(|existing| {
                 jaccard(&words, &word_set(&existing.content)) >= self.config().dedup_jaccard
             }) {

@@ -1,6 +1,13 @@
 //! The `memory` extension: the SQLite store of episodes, facts, reflections and entities, hybrid
-//! search (FTS5, sqlite-vec KNN and entity match fused by Reciprocal Rank Fusion), context
-//! injection before each turn, and the agent's memory tools.
+//! search (FTS5 BM25, nearest neighbours from a quantised in-memory index of the stored vectors,
+//! and entity match, fused by weighted score fusion by default or by Reciprocal Rank Fusion),
+//! context injection before each turn, and the agent's memory tools.
+//!
+//! Layout: `store/` holds every SQL statement, behind the storage traits of `store/backend/`
+//! (`MemoryBackend`, implemented by the SQLite store); `search/` is search policy (candidate
+//! lists, query building, fusion, ranking) and asks the store through those traits; `service/`
+//! ties storage and search to the embedding and ner services, and `api_impl.rs` publishes the
+//! service as the [`MemoryApi`].
 //!
 //! Roles: [`mnemo_kernel::EventHandler`] (every `user_message` and `agent_response` becomes an
 //! episode on the hot path: no model call, no embedding), [`mnemo_kernel::ContextProvider`],
@@ -13,9 +20,8 @@ mod api_impl;
 mod config;
 mod context;
 mod error;
-mod fts;
-mod fusion;
 mod people;
+mod search;
 mod service;
 mod store;
 mod tools;
@@ -39,10 +45,7 @@ pub use mnemo_memory_api::{
     SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use service::{FactInput, MemoryService};
-pub use store::{
-    IndexItem, IntegrityReport, MemoryStore, NewMemory, Person, RankKey, StoreOptions, StoredTurn,
-    VectorStatus, DEFAULT_WAL_TRUNCATE_FRAMES,
-};
+pub use store::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
 
 /// The API crate's data types, under the path this crate's modules name them by.
 mod types {
@@ -102,7 +105,7 @@ impl Extension for MemoryExtension {
 
     fn register(&self, registrar: &mut Registrar<'_>) -> Result<(), BoxError> {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
-        // The concrete service too, for hosts that drive the store directly (bench, eval).
+        // The concrete service too, for hosts that drive it directly (commands, bench, eval).
         registrar.provide::<MemoryService>(self.service.clone());
         Ok(())
     }

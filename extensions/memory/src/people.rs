@@ -1,7 +1,7 @@
 //! People: resolving "my wife", "Sarah" or "my wife Sarah" to person entities (seed 000).
 
 use crate::error::Result;
-use crate::store::{MemoryStore, Person};
+use crate::store::{MemoryBackend, Person};
 
 /// Relations people use for the people in their lives.
 pub(crate) const RELATIONS: &[&str] = &[
@@ -159,7 +159,7 @@ pub(crate) fn relations_in(text: &str) -> Vec<String> {
 
 /// Finds the owner's person for a reference, without creating one.
 pub(crate) async fn find_person(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     owner: &str,
     reference: &str,
 ) -> Result<Option<Person>> {
@@ -179,7 +179,7 @@ pub(crate) async fn find_person(
 /// relation (from what the user said, e.g. "my wife's name is Sarah"). Returns it and whether it
 /// was created.
 pub(crate) async fn resolve_or_create_person(
-    store: &MemoryStore,
+    store: &dyn MemoryBackend,
     owner: &str,
     reference: &str,
     name_hint: Option<&str>,

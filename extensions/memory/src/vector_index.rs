@@ -341,7 +341,7 @@ impl QuantizedIndex {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn unit(values: &[f32]) -> Vec<f32> {
@@ -359,7 +359,7 @@ mod tests {
     }
 
     /// A deterministic pseudo-random unit vector.
-    fn pseudo(seed: u64, dims: usize) -> Vec<f32> {
+    pub(crate) fn pseudo(seed: u64, dims: usize) -> Vec<f32> {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let values: Vec<f32> = (0..dims)
             .map(|_| {

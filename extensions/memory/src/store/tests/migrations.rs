@@ -4,8 +4,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use mnemo_memory::{MemoryStore, SessionKey, StoreOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+use crate::store::backend::*;
+use crate::store::{MemoryStore, StoreOptions};
+use crate::types::SessionKey;
 
 fn options() -> StoreOptions {
     StoreOptions {
@@ -13,7 +16,7 @@ fn options() -> StoreOptions {
         synchronous: "full".into(),
         max_connections: 2,
         vector_oversample: 8,
-        wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
+        wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
     }
 }
 
@@ -95,7 +98,7 @@ async fn sessions_of_a_reused_id_are_split_by_user_without_loss() {
     let team_record = pending.iter().find(|pending| pending.session == team);
     assert_eq!(team_record.map(|pending| pending.attempts), Some(2));
 
-    let texts = |turns: Vec<mnemo_memory::Memory>| -> Vec<String> {
+    let texts = |turns: Vec<crate::Memory>| -> Vec<String> {
         turns.into_iter().map(|turn| turn.content).collect()
     };
     assert_eq!(

@@ -5,8 +5,12 @@
 use std::sync::OnceLock;
 
 use chrono::{TimeZone, Utc};
-use mnemo_memory::{MemoryKind, MemoryStore, NewMemory, SearchRequest, StoreOptions};
 use proptest::prelude::*;
+
+use super::{fact, FullTextSearch};
+use crate::store::backend::*;
+use crate::store::{MemoryStore, NewMemory, StoreOptions};
+use crate::types::SearchRequest;
 
 struct Fixture {
     runtime: tokio::runtime::Runtime,
@@ -32,7 +36,7 @@ fn fixture() -> &'static Fixture {
                 synchronous: "normal".into(),
                 max_connections: 2,
                 vector_oversample: 8,
-                wal_truncate_frames: mnemo_memory::DEFAULT_WAL_TRUNCATE_FRAMES,
+                wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
             };
             let store = MemoryStore::open(&dir.path().join("memory.db"), &options)
                 .await
@@ -42,23 +46,11 @@ fn fixture() -> &'static Fixture {
                     .with_ymd_and_hms(2026, 1, 1, 0, index as u32, 0)
                     .unwrap();
                 let memory = NewMemory {
-                    kind: MemoryKind::Fact,
                     content: format!("the note about {word} and the garden"),
-                    session_id: Some("s1".into()),
-                    user_id: Some("ana".into()),
-                    chat_id: None,
                     event_time: at,
                     created_at: at,
-                    source_role: None,
-                    source_ids: Vec::new(),
-                    tags: Vec::new(),
-                    attributes: Default::default(),
                     decay_rate: 0.0,
-                    confidence: 1.0,
-                    memory_type: None,
-                    expires_at: None,
-                    shared: false,
-                    subject_ids: Vec::new(),
+                    ..fact("")
                 };
                 store.insert_memory(&memory, &[]).await.unwrap();
             }

@@ -1,0 +1,17 @@
+//! Hybrid search policy: which candidate lists to gather and how (FTS query building and
+//! narrowing, the vector list, the entity co-mention walk), how to fuse and rank them, and the
+//! corpus statistics that steer it. It holds no SQL: what it needs from storage it asks for
+//! through narrow methods of the storage traits (`crate::store::MemoryBackend`).
+
+mod candidates;
+mod entities;
+pub(crate) mod fts_query;
+mod full_text;
+mod fusion;
+mod ranking;
+mod stats;
+
+#[cfg(test)]
+pub(crate) use full_text::search_fts;
+pub(crate) use full_text::similar_facts;
+pub(crate) use stats::CorpusStats;

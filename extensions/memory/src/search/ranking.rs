@@ -1,0 +1,123 @@
+//! Ranking a search: fusing the candidate lists, weighing confidence, and lifting turns next
+//! to relevant ones.
+
+use std::collections::HashMap;
+
+use super::fusion::{fuse, spread_to_neighbours, Fusion};
+use crate::error::Result;
+use crate::service::MemoryService;
+use crate::types::{SearchHit, SearchMode, SearchRequest};
+
+/// Hybrid search re-ranks by neighbouring turns only the best `limit × NEIGHBOUR_POOL`
+/// candidates.
+const NEIGHBOUR_POOL: usize = 8;
+
+/// A search candidate being ranked: id, score, event time, and its rank in each list.
+type Ranked = (String, f64, i64, Vec<(String, usize)>);
+
+impl MemoryService {
+    /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
+    /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
+    /// listed episode inherit a share of its neighbouring turns' relevance.
+    ///
+    /// # Errors
+    /// The store fails. Query text never causes an error.
+    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let store = self.store()?.clone();
+        let mut owned = request.clone();
+        owned.at.get_or_insert(self.now()?);
+        let request = &owned;
+        let limit = request
+            .limit
+            .clamp(1, self.config().max_search_limit.max(1));
+        let candidates = self.config().candidates_per_list.max(limit);
+        let lists = self.candidate_lists(request, candidates).await?;
+        // A single list keeps its own order (1 / (k + rank) is monotonic); hybrid fuses.
+        let fusion = if request.mode == SearchMode::Hybrid && self.config().fusion == "scores" {
+            Fusion::Scores {
+                vector_weight: self.config().vector_weight,
+                entity_weight: self.config().entity_weight,
+                similarity_floor: f64::from(
+                    request
+                        .min_similarity
+                        .unwrap_or(self.config().min_similarity),
+                ),
+            }
+        } else {
+            Fusion::Rrf {
+                k: self.config().rrf_k,
+            }
+        };
+        let fused = fuse(&lists, fusion);
+        let (before, after) = (
+            self.config().previous_turn_weight,
+            self.config().next_turn_weight,
+        );
+        let spread = request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0);
+        let ids: Vec<String> = fused.keys().cloned().collect();
+        let keys = store.rank_keys(&ids, request, false).await?;
+        // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
+        // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
+        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
+        let weight = |id: &String| {
+            keys.get(id)
+                .map(|key| (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0))
+        };
+        let order = |ranked: &mut Vec<Ranked>| {
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+        };
+        let mut ranked: Vec<Ranked> = fused
+            .iter()
+            .filter_map(|(id, (score, ranks))| {
+                let key = keys.get(id)?;
+                Some((
+                    id.clone(),
+                    score * weight(id)?,
+                    key.event_time,
+                    ranks.clone(),
+                ))
+            })
+            .collect();
+        order(&mut ranked);
+        if spread {
+            // Neighbouring turns re-rank the head of the list: only a candidate already near
+            // the top can be lifted into the results by its neighbours' relevance.
+            ranked.truncate(limit * NEIGHBOUR_POOL);
+            let head: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
+            let with_neighbours = store.rank_keys(&head, request, true).await?;
+            let neighbours: Vec<(String, Option<String>, Option<String>)> = with_neighbours
+                .into_iter()
+                .map(|(id, key)| (id, key.previous, key.next))
+                .collect();
+            let relevance: HashMap<String, f64> = fused
+                .iter()
+                .map(|(id, (score, _))| (id.clone(), *score))
+                .collect();
+            let spread = spread_to_neighbours(&relevance, &neighbours, before, after);
+            for entry in &mut ranked {
+                if let (Some(score), Some(weight)) = (spread.get(&entry.0), weight(&entry.0)) {
+                    entry.1 = score * weight;
+                }
+            }
+            order(&mut ranked);
+        }
+        ranked.truncate(limit);
+        let top: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
+        let mut memories = store.load_filtered(&top, request).await?;
+        let hits: Vec<SearchHit> = ranked
+            .into_iter()
+            .filter_map(|(id, score, _, ranks)| {
+                memories.remove(&id).map(|memory| SearchHit {
+                    score,
+                    memory,
+                    ranks,
+                })
+            })
+            .collect();
+        if request.touch && !hits.is_empty() {
+            let ids: Vec<String> = hits.iter().map(|hit| hit.memory.id.clone()).collect();
+            store.touch(&ids, self.now()?).await?;
+        }
+        Ok(hits)
+    }
+}

@@ -1,0 +1,135 @@
+//! Administration through the service, for the `mnemo` commands and the benchmark: statistics,
+//! integrity, export and import, retrying given-up jobs, and driving the vector index directly.
+
+use serde_json::Value;
+
+use super::MemoryService;
+use crate::error::Result;
+use crate::store::{IndexItem, IntegrityReport, VectorStatus};
+use crate::types::MemoryStats;
+
+impl MemoryService {
+    /// Gives the sessions and memories that the maintenance jobs gave up on after repeated
+    /// failures a fresh start (`mnemo jobs retry`); returns how many sessions and memories.
+    ///
+    /// # Errors
+    /// The store fails; nothing is changed then.
+    pub async fn retry_given_up(&self) -> Result<(u64, u64)> {
+        self.store()?.reset_failed_attempts().await
+    }
+
+    /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
+        self.store()?.stats(user_id).await
+    }
+
+    /// Checks the store: the database file, the full-text index against the memories, and the
+    /// vector index and indexer queue against the active memories (`mnemo check`). Writers
+    /// wait while it runs.
+    ///
+    /// # Errors
+    /// The store is not open, or cannot be read at all.
+    pub async fn check_integrity(&self) -> Result<IntegrityReport> {
+        self.store()?.check_integrity().await
+    }
+
+    /// Every stored row as `{"type": table, "row": {column: value}}`, ordered by key: a lossless
+    /// export (`mnemo export`); with `user_id`, only that user's.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
+        self.store()?.export_rows(user_id).await
+    }
+
+    /// Imports one exported row unless a row with its key exists; returns whether it was new.
+    ///
+    /// # Errors
+    /// [`crate::MemoryError::Invalid`] for an unknown table or a malformed row; the store fails.
+    pub async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
+        self.store()?.import_row(table, row).await
+    }
+
+    /// Memories waiting for a vector.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn pending_index(&self) -> Result<i64> {
+        self.store()?.pending_index().await
+    }
+
+    /// Checks the vector index against an embedding model, creating it on first use (see
+    /// [`Self::prepare_reindex`] for rebuilding it); for hosts that embed themselves.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn ensure_vector_index(
+        &self,
+        dimensions: usize,
+        model_id: &str,
+    ) -> Result<VectorStatus> {
+        self.store()?
+            .ensure_vector_index(dimensions, model_id)
+            .await
+    }
+
+    /// The next memories waiting for a vector, oldest first, for hosts that embed them
+    /// themselves (the benchmark) and hand them back through [`Self::store_vectors`].
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
+        self.store()?.next_index_batch(limit).await
+    }
+
+    /// Stores vectors made outside the indexer and takes their memories off the queue; an item
+    /// without a vector only leaves the queue.
+    ///
+    /// # Errors
+    /// The store is not open, or fails; the queue is unchanged then.
+    pub async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+        self.store()?.store_vectors(items).await
+    }
+
+    /// Rows and approximate heap bytes of the in-memory vector index, loading it if needed.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn vector_mirror_size(&self) -> Result<(usize, usize)> {
+        self.store()?.mirror_size().await
+    }
+
+    /// The `k` stored vectors nearest to `vector` (only `owner`'s, of `kind`, when given) with
+    /// their cosine similarity, found exactly: the benchmark measures recall against it.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        self.store()?.nearest_exact(vector, owner, kind, k).await
+    }
+
+    /// As [`Self::nearest_exact`], from the approximate index vector search uses.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        self.store()?
+            .nearest_approximate(vector, owner, kind, k)
+            .await
+    }
+}

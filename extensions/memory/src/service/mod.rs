@@ -1,0 +1,321 @@
+//! `MemoryService`: the store plus the embedding and ner services, behind the extension's
+//! roles and, through `api_impl.rs`, the published [`crate::MemoryApi`]. Its write paths,
+//! indexer and administration live in the submodules; search lives in [`crate::search`].
+
+mod admin;
+mod facts;
+mod indexer;
+mod ingest;
+mod removal;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
+use mnemo_kernel::KernelContext;
+use mnemo_ner_api::NerApi;
+
+pub use facts::FactInput;
+pub(crate) use facts::{jaccard, word_set};
+
+use crate::config::MemoryConfig;
+use crate::error::{MemoryError, Result};
+use crate::search::CorpusStats;
+use crate::store::{content_hash, MemoryBackend, MemoryStore, StoreOptions, VectorStatus};
+use crate::types::Memory;
+
+/// What the service works with once open.
+pub(crate) struct State {
+    pub(crate) store: Arc<dyn MemoryBackend>,
+    /// Corpus statistics that steer search, cleared when memories are removed for good.
+    pub(crate) stats: CorpusStats,
+    pub(crate) ctx: KernelContext,
+    pub(crate) embedder: Option<Arc<dyn EmbeddingApi>>,
+    pub(crate) ner: Option<Arc<dyn NerApi>>,
+}
+
+/// A reflection's scope: its user, and its chat (`None` for the personal one).
+type ReflectionScope = (Option<String>, Option<String>);
+
+/// The memory extension's working parts, shared by its roles and its published API.
+pub struct MemoryService {
+    config: MemoryConfig,
+    pub(crate) state: OnceLock<State>,
+    /// Whether `vec_memories` was checked against the provider (once it is ready).
+    vector_checked: tokio::sync::Mutex<bool>,
+    pub(crate) reflections: Mutex<HashMap<ReflectionScope, Option<Memory>>>,
+    fallback_warned: AtomicBool,
+    pub(crate) index_wakeup: tokio::sync::Notify,
+    indexing: tokio::sync::Mutex<()>,
+    /// The background indexer's task, ended in [`MemoryService::close`] before the store.
+    indexer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set once the store is closing: no indexing pass starts a batch after it.
+    stopping: AtomicBool,
+    /// Recent query vectors: a search never writes to the database.
+    query_vectors: Mutex<QueryVectorCache>,
+}
+
+/// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
+/// text hash; the oldest goes first.
+#[derive(Default)]
+struct QueryVectorCache {
+    vectors: HashMap<(String, String), Vec<f32>>,
+    order: std::collections::VecDeque<(String, String)>,
+}
+
+impl QueryVectorCache {
+    const CAPACITY: usize = 512;
+
+    fn get(&self, key: &(String, String)) -> Option<Vec<f32>> {
+        self.vectors.get(key).cloned()
+    }
+
+    fn insert(&mut self, key: (String, String), vector: Vec<f32>) {
+        if self.vectors.insert(key.clone(), vector).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.vectors.remove(&oldest);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryService")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl MemoryService {
+    /// A service with `config`; it opens its store in [`MemoryService::open`].
+    pub fn new(config: MemoryConfig) -> Self {
+        Self {
+            config,
+            state: OnceLock::new(),
+            vector_checked: tokio::sync::Mutex::new(false),
+            reflections: Mutex::new(HashMap::new()),
+            fallback_warned: AtomicBool::new(false),
+            index_wakeup: tokio::sync::Notify::new(),
+            indexing: tokio::sync::Mutex::new(()),
+            indexer: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            query_vectors: Mutex::new(QueryVectorCache::default()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    pub(crate) fn state(&self) -> Result<&State> {
+        self.state.get().ok_or(MemoryError::NotOpen)
+    }
+
+    /// The storage backend, once open.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotOpen`] before start.
+    pub(crate) fn store(&self) -> Result<&Arc<dyn MemoryBackend>> {
+        Ok(&self.state()?.store)
+    }
+
+    /// Opens the database and finds the embedding and ner services.
+    ///
+    /// # Errors
+    /// The database cannot be opened or migrated.
+    pub(crate) async fn open(&self, ctx: &KernelContext) -> Result<()> {
+        let path = {
+            let configured = std::path::Path::new(&self.config.database);
+            if configured.is_absolute() {
+                configured.to_path_buf()
+            } else {
+                ctx.data_dir().join(configured)
+            }
+        };
+        let store = MemoryStore::open(
+            &path,
+            &StoreOptions {
+                busy_timeout: Duration::from_millis(self.config.busy_timeout_ms),
+                synchronous: self.config.synchronous.clone(),
+                max_connections: 4,
+                vector_oversample: self.config.vector_oversample,
+                wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
+            },
+        )
+        .await
+        .map_err(|source| MemoryError::Open {
+            path: path.display().to_string(),
+            source: Box::new(source),
+        })?;
+        let embedder = ctx.services().get::<dyn EmbeddingApi>();
+        let ner = ctx.services().get::<dyn NerApi>();
+        if embedder.is_none() {
+            tracing::warn!("no embedding extension: search uses FTS5 and entities only");
+        }
+        if ner.is_none() {
+            tracing::info!(
+                "no ner extension: memories are linked to entities only when a tool names them"
+            );
+        }
+        tracing::info!(path = %path.display(), "memory store open");
+        let _ = self.state.set(State {
+            store: Arc::new(store),
+            stats: CorpusStats::default(),
+            ctx: ctx.clone(),
+            embedder,
+            ner,
+        });
+        Ok(())
+    }
+
+    /// Closes the store, after everything that uses it has stopped: the background indexer
+    /// is ended (a batch it had begun stays queued) and an indexing pass in progress elsewhere
+    /// finishes its batch first, so that none of them meets a closed pool.
+    pub(crate) async fn close(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let indexer = self
+            .indexer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(indexer) = indexer {
+            indexer.abort();
+            // Cancelled, or ended: either way it no longer runs.
+            let _ = indexer.await;
+        }
+        let _no_pass = self.indexing.lock().await;
+        if let Ok(store) = self.store() {
+            store.close().await;
+        }
+    }
+
+    pub(crate) fn now(&self) -> Result<DateTime<Utc>> {
+        Ok(self.state()?.ctx.now())
+    }
+
+    /// The embedder, if it is ready and `vec_memories` matches it. Checks the vector table the
+    /// first time the embedder is ready.
+    pub(crate) async fn vector_embedder(&self) -> Option<Arc<dyn EmbeddingApi>> {
+        let state = self.state.get()?;
+        let embedder = state.embedder.clone()?;
+        if embedder.health() != EmbeddingHealth::Ready {
+            return None;
+        }
+        let mut checked = self.vector_checked.lock().await;
+        if !*checked {
+            match state
+                .store
+                .ensure_vector_index(embedder.dimensions(), embedder.model_id())
+                .await
+            {
+                Ok(VectorStatus::Enabled {
+                    dimensions,
+                    model_id,
+                }) => {
+                    tracing::info!(dimensions, %model_id, "vector search enabled");
+                }
+                Ok(VectorStatus::Disabled { reason }) => {
+                    tracing::warn!(%reason, "vector search disabled")
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot prepare the vector index; will retry");
+                    return None;
+                }
+            }
+            *checked = true;
+        }
+        match state.store.vector_status() {
+            VectorStatus::Enabled { .. } => Some(embedder),
+            VectorStatus::Disabled { .. } => None,
+        }
+    }
+
+    pub(crate) fn warn_fallback(&self, why: &str) {
+        if !self.fallback_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(reason = %why, "vector search unavailable; searching with FTS5 and entities");
+        } else {
+            tracing::debug!(reason = %why, "vector search unavailable");
+        }
+    }
+
+    /// Why vector search is off right now, if it is.
+    pub(crate) async fn vector_unavailable_reason(&self) -> String {
+        let Some(state) = self.state.get() else {
+            return "the store is not open".to_owned();
+        };
+        match &state.embedder {
+            None => "the embedding extension is not enabled".to_owned(),
+            Some(embedder) => match embedder.health() {
+                EmbeddingHealth::Unavailable { reason } => reason,
+                EmbeddingHealth::Ready => match state.store.vector_status() {
+                    VectorStatus::Disabled { reason } => reason,
+                    VectorStatus::Enabled { .. } => "vector search is available".to_owned(),
+                },
+            },
+        }
+    }
+
+    /// The query's vector, from the cache or the embedder.
+    pub(crate) async fn query_vector(
+        &self,
+        embedder: &Arc<dyn EmbeddingApi>,
+        query: &str,
+    ) -> Result<Option<Vec<f32>>> {
+        let key = (embedder.model_id().to_owned(), content_hash(query));
+        let recent = self
+            .query_vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key);
+        if let Some(vector) = recent {
+            return Ok(Some(vector));
+        }
+        let vector = match embedder.embed(query).await {
+            Ok(vector) => vector,
+            Err(error) => {
+                self.warn_fallback(&error.to_string());
+                return Ok(None);
+            }
+        };
+        self.query_vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, vector.clone());
+        Ok(Some(vector))
+    }
+
+    /// The latest reflection for `user_id` in exactly the scope of `chat_id`, cached until a
+    /// new reflection is saved.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn cached_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>> {
+        let key = (user_id.map(str::to_owned), chat_id.map(str::to_owned));
+        if let Some(cached) = self
+            .reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&key)
+        {
+            return Ok(cached.clone());
+        }
+        let latest = self.store()?.latest_reflection(user_id, chat_id).await?;
+        self.reflections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(key, latest.clone());
+        Ok(latest)
+    }
+}

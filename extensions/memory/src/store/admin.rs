@@ -1,0 +1,156 @@
+//! Administration: closing the store cleanly, and the integrity check behind `mnemo check`.
+
+use async_trait::async_trait;
+
+use super::backend::StoreAdmin;
+use super::checkpoint::checkpoint;
+use super::MemoryStore;
+use crate::error::Result;
+
+/// What the store's integrity check (`mnemo check`) found. Consistent when [`Self::problems`]
+/// is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IntegrityReport {
+    /// `PRAGMA integrity_check`'s findings; empty when it says `ok`.
+    pub database: Vec<String>,
+    /// The full-text index disagrees with `memories` (FTS5 `integrity-check`): why.
+    pub full_text: Option<String>,
+    /// Rows of `memories` (active or not).
+    pub memories: i64,
+    /// Active memories (not soft-deleted).
+    pub active: i64,
+    /// Vectors in `vec_memories`; `None` when no vector index exists.
+    pub vectors: Option<i64>,
+    /// Vectors whose memory is gone or soft-deleted.
+    pub orphan_vectors: i64,
+    /// Active memories with neither a vector nor a place in the indexer's queue: lost from
+    /// semantic search.
+    pub unindexed: i64,
+    /// Active memories waiting in the indexer's queue (not a fault: the indexer catches up).
+    pub queued: i64,
+    /// Recorded event ids whose memory was forgotten: kept on purpose (an id, no content), so
+    /// that replaying the same events does not bring the memory back. Not a fault.
+    pub forgotten_events: i64,
+}
+
+impl IntegrityReport {
+    /// What is wrong, one line each; empty when the store is consistent.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .database
+            .iter()
+            .map(|finding| format!("database: {finding}"))
+            .collect();
+        if let Some(reason) = &self.full_text {
+            problems.push(format!("full-text index: {reason}"));
+        }
+        if self.orphan_vectors > 0 {
+            problems.push(format!(
+                "{} vectors belong to no active memory",
+                self.orphan_vectors
+            ));
+        }
+        if self.unindexed > 0 {
+            problems.push(format!(
+                "{} active memories have no vector and are not queued for one",
+                self.unindexed
+            ));
+        }
+        problems
+    }
+}
+
+#[async_trait]
+impl StoreAdmin for MemoryStore {
+    async fn close(&self) {
+        self.checkpointer.abort();
+        let _write = self.write_lock.lock().await;
+        match checkpoint(&self.pool, "TRUNCATE").await {
+            Ok((false, _)) => {}
+            Ok((true, log_frames)) => {
+                tracing::info!(
+                    log_frames,
+                    "readers kept the wal at close; the next open checkpoints it"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+            }
+        }
+        self.pool.close().await;
+    }
+
+    async fn check_integrity(&self) -> Result<IntegrityReport> {
+        let _write = self.write_lock.lock().await;
+        let mut connection = self.pool.acquire().await?;
+        // With rank 1, FTS5 also compares the index with the content table. It runs first: it
+        // reloads the connection's cached index structure, which `PRAGMA integrity_check` does
+        // not, and which is stale on this connection when another one merged the index (as a
+        // purge does): the pragma then reports a sound index as malformed.
+        let full_text = sqlx::query(
+            "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)",
+        )
+        .execute(&mut *connection)
+        .await
+        .err()
+        .map(|error| error.to_string());
+        let database: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_all(&mut *connection)
+            .await?
+            .into_iter()
+            .filter(|finding: &String| finding != "ok")
+            .collect();
+        let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+        let memories = count("SELECT COUNT(*) FROM memories")
+            .fetch_one(&mut *connection)
+            .await?;
+        let active = count("SELECT COUNT(*) FROM memories WHERE valid_until IS NULL")
+            .fetch_one(&mut *connection)
+            .await?;
+        let has_vectors = self.vector_table_exists(&mut connection).await?;
+        let queued = count(
+            "SELECT COUNT(*) FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
+             WHERE m.valid_until IS NULL",
+        )
+        .fetch_one(&mut *connection)
+        .await?;
+        let (vectors, orphan_vectors, unindexed) = if has_vectors {
+            let vectors = count("SELECT COUNT(*) FROM vec_memories")
+                .fetch_one(&mut *connection)
+                .await?;
+            let orphans = count(
+                "SELECT COUNT(*) FROM vec_memories v WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)",
+            )
+            .fetch_one(&mut *connection)
+            .await?;
+            let unindexed = count(
+                "SELECT COUNT(*) FROM memories m WHERE m.valid_until IS NULL \
+                 AND NOT EXISTS (SELECT 1 FROM vec_memories v WHERE v.memory_id = m.id) \
+                 AND NOT EXISTS (SELECT 1 FROM embedding_queue q WHERE q.memory_id = m.id)",
+            )
+            .fetch_one(&mut *connection)
+            .await?;
+            (Some(vectors), orphans, unindexed)
+        } else {
+            (None, 0, 0)
+        };
+        let forgotten_events = count(
+            "SELECT COUNT(*) FROM ingested_events e WHERE NOT EXISTS \
+             (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
+        )
+        .fetch_one(&mut *connection)
+        .await?;
+        Ok(IntegrityReport {
+            database,
+            full_text,
+            memories,
+            active,
+            vectors,
+            orphan_vectors,
+            unindexed,
+            queued,
+            forgotten_events,
+        })
+    }
+}

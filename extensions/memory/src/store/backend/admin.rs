@@ -1,0 +1,45 @@
+//! The storage traits for export and import, and for administration.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::store::IntegrityReport;
+
+/// Lossless export of the stored memories as JSON records, and importing them back.
+#[async_trait]
+pub(crate) trait MemoryExport: Send + Sync {
+    /// Every row of the memory tables as `{"type": table, "row": {column: value}}`, ordered by
+    /// key: a lossless export (vectors and caches are rebuilt by the indexer after import).
+    /// With `user_id`, only that user's memories, entities, links, sessions and events.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>>;
+
+    /// Inserts one exported row unless a row with its key exists; returns whether it was new.
+    /// Memories come back on the embedding queue.
+    ///
+    /// # Errors
+    /// [`MemoryError::Invalid`] for an unknown table or a row that is not an object of plain
+    /// values; the database fails.
+    async fn import_row(&self, table: &str, row: &Value) -> Result<bool>;
+}
+
+/// Administration: closing the store cleanly, and checking it.
+#[async_trait]
+pub(crate) trait StoreAdmin: Send + Sync {
+    /// Waits for the writer in progress, empties the write-ahead log into the database file
+    /// and closes the pool, waiting for connections to finish. The next open then finds a
+    /// short log, whatever was written before.
+    async fn close(&self);
+
+    /// Checks the database file, the full-text index against `memories`, and the vector index
+    /// and indexer queue against the active memories. Holds the write lock (the FTS5 check is
+    /// a write statement that changes nothing), so writers wait for it: seconds at 100k
+    /// memories.
+    ///
+    /// # Errors
+    /// The database cannot be read at all.
+    async fn check_integrity(&self) -> Result<IntegrityReport>;
+}

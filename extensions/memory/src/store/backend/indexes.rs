@@ -1,0 +1,263 @@
+//! The storage traits for what search walks: the full-text index, the vector index and its
+//! queue, and entity links.
+
+use async_trait::async_trait;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use mnemo_ner_api::ExtractedEntity;
+
+use crate::error::Result;
+use crate::store::{IndexItem, VectorStatus};
+use crate::types::{EntityInfo, SearchRequest};
+
+/// Full-text queries: ranked matches of a full-text query (built by
+/// [`crate::search::fts_query`]) and match counts.
+#[async_trait]
+pub(crate) trait FullTextIndex: Send + Sync {
+    /// The FTS5 query's best matches (a few times `limit`), then the request's filters: ids
+    /// best first, each with its BM25 relevance (FTS5's `bm25()` negated, so higher is better
+    /// and every match is above 0).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn fts_best_matches(
+        &self,
+        query: &str,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>>;
+
+    /// Every match of the FTS5 query that passes the request's filters, ranked: as
+    /// [`Self::fts_best_matches`], but the filters join before ranking, so it costs what all
+    /// the matches cost.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn fts_all_matches(
+        &self,
+        query: &str,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>>;
+
+    /// Rows in the full-text index.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn fts_document_count(&self) -> Result<i64>;
+
+    /// Memories that match the FTS5 query.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn fts_match_count(&self, query: &str) -> Result<i64>;
+}
+
+/// The vector index: whether it matches the embedding provider, rebuilding it, and
+/// nearest-neighbour search.
+#[async_trait]
+pub(crate) trait VectorIndex: Send + Sync {
+    /// The current vector status.
+    fn vector_status(&self) -> VectorStatus;
+
+    /// Creates `vec_memories` for `dimensions` on first use, or checks that the existing table
+    /// matches the provider. A mismatch turns vector search off; nothing is deleted.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus>;
+
+    /// Rebuilds `vec_memories` for a new provider: drops the old vectors, creates the table for
+    /// `dimensions`, records the provider, and queues every active memory for the indexer, in
+    /// one transaction. Memories themselves are untouched.
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64>;
+
+    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
+    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`. Uses
+    /// the quantised mirror unless `vector_oversample` is 0, then `vec_memories` by brute force.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>>;
+
+    /// Rows and approximate heap bytes of the in-memory vector index (loading it if needed).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn mirror_size(&self) -> Result<(usize, usize)>;
+
+    /// The `k` stored vectors nearest to `vector` (only `owner`'s, and only of `kind`, when
+    /// given) with their cosine similarity, found exactly: what the approximate search is
+    /// measured against.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>>;
+
+    /// As [`Self::nearest_exact`], from the fast approximate index that
+    /// [`Self::search_vector`] uses (the SQLite store's quantised in-memory mirror).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>>;
+}
+
+/// The indexer's queue of memories waiting for a vector, and the embedding cache.
+#[async_trait]
+pub(crate) trait IndexQueue: Send + Sync {
+    /// The next memories waiting for a vector, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>>;
+
+    /// Cached vectors of `model_id` by content hash.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>>;
+
+    /// Stores fresh vectors in the cache (by content hash).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn cache_vectors(
+        &self,
+        vectors: &[(String, Vec<f32>)],
+        model_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+
+    /// Writes vectors to `vec_memories` and takes their memories off the queue, in one
+    /// transaction. Items without a vector (deleted before indexing) only leave the queue.
+    ///
+    /// # Errors
+    /// The database fails; the queue is unchanged then.
+    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()>;
+
+    /// Memories waiting for a vector.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn pending_index(&self) -> Result<i64>;
+}
+
+/// Entities: linking memories to them, finding them by name, describing one, and the link
+/// queries the entity candidate list walks.
+#[async_trait]
+pub(crate) trait EntityLinks: Send + Sync {
+    /// Links more entities to an existing memory; returns how many links it now has.
+    ///
+    /// # Errors
+    /// The memory does not exist, or the database fails.
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize>;
+
+    /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>>;
+
+    /// An entity of `owner` by canonical name or alias, with its active memories (newest first).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entity_info(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        name: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>>;
+
+    /// An entity by id, with its active memories (newest first); `None` if there is none, or
+    /// `owner` is given and it is not theirs.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entity_info_by_id(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        id: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>>;
+
+    /// Names of entities by id (for subject attribution).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>>;
+
+    /// Counts a failed entity enrichment of a memory (`enrichment_attempts` in its attributes).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()>;
+
+    /// Memories among the newest `scan` links of entity `driver` that are also linked to one
+    /// of `others`, newest link first, at most `limit`: each as (memory id, link position,
+    /// 1 + how many of `others` it is linked to).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn co_mentions(
+        &self,
+        driver: &str,
+        others: &[String],
+        scan: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>>;
+
+    /// The memories of the `depth` newest links of an entity, newest first, each with its
+    /// link's position.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>>;
+
+    /// How many memories each of `entity_ids` is linked to; an entity without links is left
+    /// out.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>>;
+
+    /// Memories with at least one entity link.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn linked_memory_count(&self) -> Result<i64>;
+}

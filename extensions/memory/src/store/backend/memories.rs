@@ -1,0 +1,213 @@
+//! The storage traits for memories themselves: reading, storing, removing, and a fact's
+//! lifecycle.
+
+use async_trait::async_trait;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use mnemo_ner_api::ExtractedEntity;
+
+use crate::error::Result;
+use crate::store::{NewMemory, RankKey, StoredTurn};
+use crate::types::{
+    DecayReport, Memory, MemoryForgotten, MemoryKind, MemoryStats, SearchRequest, UserErased,
+};
+
+/// Reading memories: by id, through a request's filters, the keys ranking needs, and the
+/// listings the service, tools and jobs ask for; counting accesses.
+#[async_trait]
+pub(crate) trait MemoryRecords: Send + Sync {
+    /// One memory by id, active or not.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn get(&self, id: &str) -> Result<Option<Memory>>;
+
+    /// Memories by id that pass the request's filters, keyed by id.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn load_filtered(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+    ) -> Result<HashMap<String, Memory>>;
+
+    /// Which of `ids` pass the request's filters, with what ranking needs and without reading
+    /// their text: confidence, event time and, with `neighbours`, an episode's previous and
+    /// next turn in its session.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn rank_keys(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+        neighbours: bool,
+    ) -> Result<HashMap<String, RankKey>>;
+
+    /// Counts the memories as accessed now.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()>;
+
+    /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats>;
+
+    /// Active memories of `kinds` not yet enriched and with at most `max_entities` entity links.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn memories_for_enrichment(
+        &self,
+        kinds: &[MemoryKind],
+        max_entities: usize,
+        max_attempts: i64,
+        limit: usize,
+    ) -> Result<Vec<Memory>>;
+
+    /// The newest active reflection for `user_id` (or one without an owner) in exactly the
+    /// scope of `chat_id`: personal without it, that chat's with it.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn latest_reflection(
+        &self,
+        user_id: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Option<Memory>>;
+
+    /// Active, not superseded facts and episodes of `user_id` since `since`, newest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn recent_memories(
+        &self,
+        user_id: Option<&str>,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Memory>>;
+
+    /// The latest active, unexpired `context` memory of `owner` with attribute `key`, set in
+    /// `chat_id` (or, failing that, outside any chat).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn context_value(
+        &self,
+        owner: &str,
+        chat_id: Option<&str>,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Memory>>;
+}
+
+/// Storing new memories, each in one transaction with its entity links and its place in the
+/// index queue.
+#[async_trait]
+pub(crate) trait MemoryIngest: Send + Sync {
+    /// Inserts a memory, queues it for a vector, and links its entities, in one transaction.
+    ///
+    /// # Errors
+    /// The database fails; nothing is written then.
+    async fn insert_memory(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String>;
+
+    /// Stores a conversation turn on the hot path, in one transaction (one fsync): the memory
+    /// with its entity links and index-queue row; the event id, so that a replayed event is
+    /// stored once (`None` memory id then); and, with `record_session`, the session's
+    /// consolidation row (`new_session` is true when this turn opened it, and the user's other
+    /// open sessions are closed then).
+    ///
+    /// # Errors
+    /// The database fails; nothing is written then.
+    async fn insert_turn(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+        event_id: Option<&str>,
+        record_session: bool,
+    ) -> Result<StoredTurn>;
+}
+
+/// Removing memories for good: some of them, or everything about a user.
+#[async_trait]
+pub(crate) trait MemoryRemoval: Send + Sync {
+    /// Removes memories for good, in one transaction: the rows (and through the trigger their
+    /// full-text entries), their vectors, queue entries, entity links and the embedding cache's
+    /// vectors of their texts. The event ids they were stored from stay recorded (ids, no
+    /// content), so replaying the same events does not bring a forgotten memory back. Returns
+    /// what was removed, for the `memory.forgotten` announcements; unknown ids are skipped.
+    ///
+    /// # Errors
+    /// The database fails; nothing is removed then.
+    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>>;
+
+    /// Removes everything stored about `user_id`, in one transaction: every memory they own
+    /// (active or soft-deleted, in any chat, as [`Self::purge`] does), the event ids they were
+    /// stored from, their entities and people, and their sessions' consolidation records.
+    /// Returns what was removed, for the `memory.user_erased` announcement.
+    ///
+    /// # Errors
+    /// The database fails; nothing is removed then.
+    async fn erase_user(&self, user_id: &str) -> Result<UserErased>;
+}
+
+/// A fact's life after it is stored: corrections, confirmation, conflicts, supersession,
+/// decay and expiry.
+#[async_trait]
+pub(crate) trait FactLifecycle: Send + Sync {
+    /// Replaces an active fact in one transaction: soft-deletes `old_id` and inserts the
+    /// correction with the old id in its provenance; returns the new id.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] if `old_id` is not an active fact of `user_id`.
+    async fn correct(
+        &self,
+        old_id: &str,
+        user_id: Option<&str>,
+        replacement: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String>;
+
+    /// Protects a fact: decay rate 0, confidence 1.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotFound`] if it is not an active fact of `user_id`.
+    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()>;
+
+    /// Lowers the old fact's confidence to 0.3 and records `supersedes` on the new one.
+    ///
+    /// # Errors
+    /// Either fact is missing.
+    async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()>;
+
+    /// Ebbinghaus decay of active facts: confidence × exp(−rate × days since the later of the
+    /// last access and the last decay), so no elapsed day is counted twice. Facts below
+    /// `threshold` are soft-deleted and lose their vector and entity links. Protected facts
+    /// (rate 0) are untouched.
+    ///
+    /// # Errors
+    /// The database fails; the run is one transaction, so nothing is half-applied.
+    async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport>;
+
+    /// Marks `old_ids` superseded by `new_id` (and records `supersedes` on the new memory).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn supersede(&self, old_ids: &[String], new_id: &str, at: DateTime<Utc>) -> Result<()>;
+
+    /// Soft-deletes memories whose expiry has passed; returns how many.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn expire(&self, now: DateTime<Utc>) -> Result<u64>;
+}

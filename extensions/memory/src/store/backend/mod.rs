@@ -1,0 +1,39 @@
+//! The storage boundary: what the service and the search layer need from a memory store, as
+//! traits. [`MemoryBackend`] gathers them; the SQLite [`MemoryStore`](super::MemoryStore) is its
+//! one implementation today, and another backend (PostgreSQL, issue #20) implements the same
+//! traits. Only SQLite's own upkeep stays outside them: opening (with its options), and the test
+//! helpers that reach the pool.
+//!
+//! The traits follow the store's files, one concern each, so that a backend can be written and
+//! reviewed concern by concern; a caller holding `dyn MemoryBackend` calls every method without
+//! importing them.
+
+mod admin;
+mod indexes;
+mod memories;
+mod people_and_sessions;
+
+pub(crate) use admin::{MemoryExport, StoreAdmin};
+pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
+pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
+pub(crate) use people_and_sessions::{PeopleRecords, SessionRecords};
+
+/// Everything a memory store provides: the storage traits together.
+pub(crate) trait MemoryBackend:
+    MemoryRecords
+    + MemoryIngest
+    + MemoryRemoval
+    + FactLifecycle
+    + FullTextIndex
+    + VectorIndex
+    + IndexQueue
+    + EntityLinks
+    + SessionRecords
+    + PeopleRecords
+    + MemoryExport
+    + StoreAdmin
+    + std::fmt::Debug
+{
+}
+
+impl MemoryBackend for super::MemoryStore {}

@@ -1,0 +1,108 @@
+//! The storage traits for sessions and people.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::error::Result;
+use crate::store::Person;
+use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
+
+/// Sessions: consolidation records and the turns of one session.
+#[async_trait]
+pub(crate) trait SessionRecords: Send + Sync {
+    /// Sessions not consolidated yet, oldest first, except `exclude`; only `user_id`'s if given.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn pending_consolidations(&self, user_id: Option<&str>) -> Result<Vec<PendingSession>>;
+
+    /// True once the session was consolidated.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool>;
+
+    /// Records that the consolidation of `session` read `episode_ids`, in one transaction: they
+    /// are marked, and the session counts as consolidated unless a user turn it has not read
+    /// arrived meanwhile (then it stays pending for the next run).
+    ///
+    /// # Errors
+    /// The database fails; nothing is marked then.
+    async fn mark_session_consolidated(
+        &self,
+        session: &SessionKey,
+        episode_ids: &[String],
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+
+    /// Gives every session and memory whose jobs gave up after repeated failures (a model
+    /// outage used up `max_consolidation_attempts` or the enrichment attempts) a fresh start;
+    /// returns how many sessions and memories that was.
+    ///
+    /// # Errors
+    /// The database fails; nothing is changed then.
+    async fn reset_failed_attempts(&self) -> Result<(u64, u64)>;
+
+    /// Records a failed consolidation attempt; returns the number of attempts so far.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64>;
+
+    /// A page of the session's active episodes that no consolidation has read yet, oldest
+    /// first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn episodes_for_session(
+        &self,
+        session: &SessionKey,
+        offset: usize,
+        limit: usize,
+    ) -> Result<EpisodePage>;
+
+    /// The last `limit` active episodes of a session, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>>;
+}
+
+/// People: an owner's person entities, by name or relation.
+#[async_trait]
+pub(crate) trait PeopleRecords: Send + Sync {
+    /// The owner's person whose relation is `relation` (case-insensitive), most mentioned first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn person_by_relation(&self, owner: &str, relation: &str) -> Result<Option<Person>>;
+
+    /// The owner's person named `name` (canonical name or alias, case-insensitive).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn person_by_name(&self, owner: &str, name: &str) -> Result<Option<Person>>;
+
+    /// Creates a person, or gives an existing one of that name the relation; returns it.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn upsert_person(
+        &self,
+        owner: &str,
+        name: &str,
+        relation: Option<&str>,
+    ) -> Result<Person>;
+
+    /// Renames a person known only by relation (a placeholder name), keeping the old name as alias.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn rename_person(&self, person: &Person, name: &str) -> Result<()>;
+
+    /// Every person the owner told us about, by name.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn known_people(&self, owner: &str) -> Result<Vec<Person>>;
+}

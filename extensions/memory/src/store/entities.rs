@@ -1,0 +1,480 @@
+//! Entities: linking memories to the entities they name, finding entities by name, and
+//! describing one with its memories.
+
+use std::collections::{HashMap, HashSet};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_ner_api::ExtractedEntity;
+use serde_json::Value;
+use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+
+use super::backend::EntityLinks;
+use super::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
+use super::scope::push_scope;
+use super::MemoryStore;
+use crate::error::{MemoryError, Result};
+use crate::types::EntityInfo;
+
+#[async_trait]
+impl EntityLinks for MemoryStore {
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let owner: Option<Option<String>> =
+            sqlx::query_scalar("SELECT user_id FROM memories WHERE id = ?")
+                .bind(memory_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(owner) = owner else {
+            return Err(MemoryError::NotFound(format!("no memory `{memory_id}`")));
+        };
+        let count = link_entities(
+            &mut tx,
+            memory_id,
+            &owner.unwrap_or_default(),
+            entities,
+            None,
+        )
+        .await?;
+        if let Some(at) = enriched_at {
+            sqlx::query(
+                "UPDATE memories SET attributes = json_set(attributes, '$.enriched_at', ?) WHERE id = ?",
+            )
+            .bind(ts(at))
+            .bind(memory_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(count)
+    }
+
+    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
+        let names: Vec<String> = names
+            .iter()
+            .map(|name| name.trim().to_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT e.id FROM entities e WHERE (lower(e.canonical_name) IN (");
+        let mut separated = builder.separated(", ");
+        for name in &names {
+            separated.push_bind(name.clone());
+        }
+        builder.push(
+            ") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for name in &names {
+            separated.push_bind(name.clone());
+        }
+        builder.push(")))");
+        if let Some(owner) = owner {
+            builder
+                .push(" AND e.owner_id = ")
+                .push_bind(owner.to_owned());
+        }
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn entity_info(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        name: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let ids = self.entities_named(owner, &[name.to_owned()]).await?;
+        let Some(id) = ids.first() else {
+            return Ok(None);
+        };
+        self.entity_info_by_id(owner, chat_id, id, memory_limit)
+            .await
+    }
+
+    async fn entity_info_by_id(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        id: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let Some(row) = sqlx::query(
+            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities \
+             WHERE id = ?1 AND (?2 IS NULL OR owner_id = ?2)",
+        )
+        .bind(id)
+        .bind(owner)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id \
+             WHERE me.entity_id = "
+        ));
+        builder
+            .push_bind(id.to_owned())
+            .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
+        push_scope(&mut builder, owner, chat_id);
+        builder
+            .push(" ORDER BY m.event_time DESC LIMIT ")
+            .push_bind(memory_limit as i64);
+        let memories = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(EntityInfo {
+            id: row.try_get("id")?,
+            name: row.try_get("canonical_name")?,
+            entity_type: row.try_get("type")?,
+            aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
+            mention_count: row.try_get("mention_count")?,
+            summary: row.try_get("summary")?,
+            memories,
+        }))
+    }
+
+    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT id, canonical_name FROM entities WHERE id IN (");
+        let mut separated = builder.separated(", ");
+        for id in ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        Ok(builder
+            .build_query_as::<(String, String)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
+        let _write = self.write_lock.lock().await;
+        sqlx::query(
+            "UPDATE memories SET attributes = json_set(attributes, '$.enrichment_attempts', \
+             COALESCE(json_extract(attributes, '$.enrichment_attempts'), 0) + 1) WHERE id = ?",
+        )
+        .bind(memory_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn co_mentions(
+        &self,
+        driver: &str,
+        others: &[String],
+        scan: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        let push_others = |builder: &mut QueryBuilder<'_, Sqlite>| {
+            let mut separated = builder.separated(", ");
+            for other in others {
+                separated.push_bind(other.clone());
+            }
+        };
+        let mut builder = QueryBuilder::new(
+            "SELECT a.memory_id, a.rowid, 1 + (SELECT COUNT(*) FROM memory_entities b \
+             WHERE b.memory_id = a.memory_id AND b.entity_id IN (",
+        );
+        push_others(&mut builder);
+        builder
+            .push(")) FROM memory_entities a WHERE a.entity_id = ")
+            .push_bind(driver.to_owned())
+            .push(
+                " AND a.rowid >= COALESCE((SELECT rowid FROM memory_entities \
+                 WHERE entity_id = ",
+            )
+            .push_bind(driver.to_owned())
+            .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
+            .push_bind(scan - 1)
+            .push(
+                "), 0) AND EXISTS (SELECT 1 FROM memory_entities c \
+                 WHERE c.memory_id = a.memory_id AND c.entity_id IN (",
+            );
+        push_others(&mut builder);
+        builder
+            .push(")) ORDER BY a.rowid DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_as::<(String, i64, i64)>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
+             ORDER BY rowid DESC LIMIT ?",
+        )
+        .bind(entity_id)
+        .bind(depth)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
+        let mut builder = QueryBuilder::new(
+            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in entity_ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(") GROUP BY entity_id");
+        Ok(builder
+            .build_query_as::<(String, i64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    async fn linked_memory_count(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+}
+
+/// Creates or finds each entity for `owner` and links it to the memory; returns the memory's link count.
+pub(super) async fn link_entities(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory_id: &str,
+    owner: &str,
+    entities: &[ExtractedEntity],
+    text: Option<&str>,
+) -> Result<usize> {
+    for entity in entities {
+        let canonical = entity.canonical.trim();
+        if canonical.is_empty() {
+            continue;
+        }
+        let entity_type = entity.entity_type.as_str();
+        let found: Option<(String, String)> = sqlx::query_as(
+            "SELECT id, aliases FROM entities WHERE owner_id = ?1 AND type = ?2 AND \
+             (canonical_name = ?3 COLLATE NOCASE OR EXISTS \
+              (SELECT 1 FROM json_each(aliases) WHERE json_each.value = ?3 COLLATE NOCASE)) LIMIT 1",
+        )
+        .bind(owner)
+        .bind(entity_type)
+        .bind(canonical)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let entity_id = match found {
+            Some((id, aliases)) => {
+                let mut aliases = json_list(&aliases, "aliases")?;
+                let surface = entity.surface.trim();
+                if !surface.eq_ignore_ascii_case(canonical)
+                    && !aliases
+                        .iter()
+                        .any(|alias| alias.eq_ignore_ascii_case(surface))
+                {
+                    aliases.push(surface.to_owned());
+                }
+                sqlx::query(
+                    "UPDATE entities SET mention_count = mention_count + 1, aliases = ?, \
+                     relation = COALESCE(relation, ?) WHERE id = ?",
+                )
+                .bind(Value::from(aliases).to_string())
+                .bind(&entity.relation)
+                .bind(&id)
+                .execute(&mut **tx)
+                .await?;
+                id
+            }
+            None => {
+                let id = new_id("ent");
+                let surface = entity.surface.trim();
+                let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
+                    Vec::new()
+                } else {
+                    vec![surface]
+                };
+                sqlx::query(
+                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) \
+                     VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(&id)
+                .bind(owner)
+                .bind(canonical)
+                .bind(entity_type)
+                .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
+                .bind(&entity.relation)
+                .execute(&mut **tx)
+                .await?;
+                if LINKABLE_TYPES.contains(&entity_type) {
+                    link_earlier_mentions(tx, &id, owner, canonical).await?;
+                }
+                id
+            }
+        };
+        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
+            .bind(memory_id)
+            .bind(&entity_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    if let Some(text) = text {
+        link_known_entities(tx, memory_id, owner, text).await?;
+    }
+    let linked: Vec<String> = sqlx::query_scalar(
+        "SELECT entity_id FROM memory_entities WHERE memory_id = ? ORDER BY entity_id",
+    )
+    .bind(memory_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE memories SET entity_ids = ? WHERE id = ?")
+        .bind(Value::from(linked.clone()).to_string())
+        .bind(memory_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(linked.len())
+}
+
+/// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
+pub(super) const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
+
+/// Most earlier memories linked to a newly created entity.
+pub(super) const MAX_EARLIER_MENTIONS: i64 = 500;
+
+/// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
+/// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
+pub(super) async fn link_earlier_mentions(
+    tx: &mut Transaction<'_, Sqlite>,
+    entity_id: &str,
+    owner: &str,
+    name: &str,
+) -> Result<()> {
+    let words = crate::search::fts_query::terms(name);
+    if words.is_empty()
+        || (words.len() == 1
+            && (words[0].chars().count() < 3 || crate::search::fts_query::is_stopword(&words[0])))
+    {
+        return Ok(());
+    }
+    let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
+    let linked = sqlx::query(
+        "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) \
+         SELECT m.id, ?1 FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
+         WHERE memories_fts MATCH ?2 AND m.user_id IS ?3 AND m.valid_until IS NULL LIMIT ?4",
+    )
+    .bind(entity_id)
+    .bind(phrase)
+    .bind(if owner.is_empty() { None } else { Some(owner) })
+    .bind(MAX_EARLIER_MENTIONS)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if linked > 0 {
+        sqlx::query("UPDATE entities SET mention_count = mention_count + ? WHERE id = ?")
+            .bind(linked as i64)
+            .bind(entity_id)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query(
+            "UPDATE memories SET entity_ids = (SELECT json_group_array(entity_id) FROM \
+             (SELECT entity_id FROM memory_entities WHERE memory_id = memories.id ORDER BY entity_id)) \
+             WHERE id IN (SELECT memory_id FROM memory_entities WHERE entity_id = ?)",
+        )
+        .bind(entity_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Most word n-grams of one text tried against the owner's known entities.
+pub(super) const MAX_MENTIONS: usize = 256;
+
+/// Links entities the owner already has (people, organisations, places, projects) whose name or
+/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
+/// vegetarian", at the start of a sentence).
+pub(super) async fn link_known_entities(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory_id: &str,
+    owner: &str,
+    text: &str,
+) -> Result<()> {
+    let words = crate::search::fts_query::terms(text);
+    let mut mentions: Vec<String> = Vec::new();
+    for size in 1..=3 {
+        for window in words.windows(size) {
+            if size == 1
+                && (window[0].chars().count() < 3
+                    || crate::search::fts_query::is_stopword(&window[0]))
+            {
+                continue;
+            }
+            let mention = window.join(" ");
+            if !mentions.contains(&mention) {
+                mentions.push(mention);
+            }
+        }
+    }
+    mentions.truncate(MAX_MENTIONS);
+    if mentions.is_empty() {
+        return Ok(());
+    }
+    let mut builder = QueryBuilder::new(
+        "SELECT e.id FROM entities e WHERE e.type IN ('person', 'organization', 'location', 'project') \
+         AND e.owner_id = ",
+    );
+    builder.push_bind(owner.to_owned());
+    builder.push(" AND (lower(e.canonical_name) IN (");
+    let mut separated = builder.separated(", ");
+    for mention in &mentions {
+        separated.push_bind(mention.clone());
+    }
+    builder
+        .push(") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (");
+    let mut separated = builder.separated(", ");
+    for mention in &mentions {
+        separated.push_bind(mention.clone());
+    }
+    builder.push(")))");
+    let known: Vec<String> = builder.build_query_scalar().fetch_all(&mut **tx).await?;
+    for entity_id in known {
+        let added = sqlx::query(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+        )
+        .bind(memory_id)
+        .bind(&entity_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if added == 1 {
+            sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = ?")
+                .bind(&entity_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Lossless export of the memory tables as JSON records, and importing them back.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Row};
+
+use super::backend::MemoryExport;
+use super::MemoryStore;
+use crate::error::{MemoryError, Result};
+
+/// Tables a full export holds, with the key that orders their rows.
+pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
+    ("memories", "id"),
+    ("entities", "id"),
+    ("memory_entities", "memory_id, entity_id"),
+    ("sessions_consolidations", "user_id, chat_id, session_id"),
+    ("ingested_events", "event_id"),
+];
+
+pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
+    use sqlx::{TypeInfo, ValueRef};
+    let raw = row.try_get_raw(index)?;
+    if raw.is_null() {
+        return Ok(Value::Null);
+    }
+    let kind = raw.type_info().name().to_owned();
+    Ok(match kind.as_str() {
+        "INTEGER" => Value::from(row.try_get::<i64, _>(index)?),
+        "REAL" => Value::from(row.try_get::<f64, _>(index)?),
+        "BLOB" => Value::from(
+            row.try_get::<Vec<u8>, _>(index)?
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect::<String>(),
+        ),
+        _ => Value::from(row.try_get::<String, _>(index)?),
+    })
+}
+
+#[async_trait]
+impl MemoryExport for MemoryStore {
+    async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
+        use sqlx::Column;
+        let mut records = Vec::new();
+        for (table, key) in EXPORT_TABLES {
+            let filter = match (table, user_id.is_some()) {
+                (_, false) => "",
+                ("memories", true) => " WHERE user_id = ?1",
+                ("entities", true) => " WHERE owner_id = ?1",
+                ("memory_entities", true) | ("ingested_events", true) => {
+                    " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)"
+                }
+                ("sessions_consolidations", true) => " WHERE user_id = ?1",
+                // A table added to the export without a user filter must not export everyone's
+                // rows under one user's name.
+                (other, true) => {
+                    return Err(MemoryError::Invalid(format!(
+                        "the export of one user has no filter for table `{other}`"
+                    )))
+                }
+            };
+            let rows = sqlx::query(&format!("SELECT * FROM {table}{filter} ORDER BY {key}"))
+                .bind(user_id)
+                .fetch_all(&self.pool)
+                .await?;
+            for row in &rows {
+                let mut object = Map::new();
+                for (index, column) in row.columns().iter().enumerate() {
+                    object.insert(column.name().to_owned(), column_value(row, index)?);
+                }
+                records.push(serde_json::json!({"type": table, "row": object}));
+            }
+        }
+        Ok(records)
+    }
+
+    async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
+        if !EXPORT_TABLES.iter().any(|(known, _)| *known == table) {
+            return Err(MemoryError::Invalid(format!(
+                "unknown record type `{table}`"
+            )));
+        }
+        let Some(object) = row.as_object() else {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: `row` must be an object"
+            )));
+        };
+        let columns: Vec<&String> = object.keys().collect();
+        if columns.is_empty()
+            || columns
+                .iter()
+                .any(|name| !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: bad column names"
+            )));
+        }
+        let mut builder = QueryBuilder::new(format!(
+            "INSERT OR IGNORE INTO {table} ({}) VALUES (",
+            columns
+                .iter()
+                .map(|name| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let mut separated = builder.separated(", ");
+        for name in &columns {
+            match &object[name.as_str()] {
+                // Exports made before sessions were keyed by user and chat (schema 6) hold NULL
+                // where the key now holds ''.
+                Value::Null
+                    if table == "sessions_consolidations"
+                        && matches!(name.as_str(), "user_id" | "chat_id") =>
+                {
+                    separated.push_bind(String::new());
+                }
+                Value::Null => {
+                    separated.push_bind(None::<String>);
+                }
+                Value::Number(number) if number.is_i64() => {
+                    separated.push_bind(number.as_i64());
+                }
+                Value::Number(number) => {
+                    separated.push_bind(number.as_f64());
+                }
+                Value::String(text) => {
+                    separated.push_bind(text.clone());
+                }
+                other => {
+                    return Err(MemoryError::Invalid(format!(
+                        "`{table}` record: column `{name}` holds {other}, not a plain value"
+                    )))
+                }
+            }
+        }
+        builder.push(")");
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let inserted = builder.build().execute(&mut *tx).await?.rows_affected() == 1;
+        if inserted && table == "memories" {
+            sqlx::query(
+                "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
+                 SELECT id, created_at FROM memories WHERE id = ? AND valid_until IS NULL",
+            )
+            .bind(object.get("id").and_then(Value::as_str))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+}

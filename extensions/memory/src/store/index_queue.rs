@@ -1,0 +1,157 @@
+//! The indexer's queue: memories waiting for a vector, the embedding cache, and storing the
+//! vectors the indexer made.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Row};
+
+use super::backend::IndexQueue;
+use super::rows::{blob_vector, ts, vector_blob};
+use super::vectors::bump_vector_generation;
+use super::MemoryStore;
+use crate::error::Result;
+use crate::vector_index::VectorRow;
+
+/// A memory waiting for its vector.
+#[derive(Debug, Clone)]
+pub struct IndexItem {
+    /// The memory.
+    pub memory_id: String,
+    /// Its text.
+    pub content: String,
+    /// Its owner (a vector-table metadata column).
+    pub user_id: String,
+    /// Its kind (a vector-table metadata column).
+    pub kind: String,
+    /// False when it was deleted before being indexed.
+    pub active: bool,
+}
+
+#[async_trait]
+impl IndexQueue for MemoryStore {
+    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
+        let rows = sqlx::query(
+            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
+             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
+             ORDER BY q.enqueued_at, q.rowid LIMIT ?",
+        )
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(IndexItem {
+                    memory_id: row.try_get("memory_id")?,
+                    content: row.try_get("content")?,
+                    user_id: row
+                        .try_get::<Option<String>, _>("user_id")?
+                        .unwrap_or_default(),
+                    kind: row.try_get("kind")?,
+                    active: row.try_get("active")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        if hashes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder =
+            QueryBuilder::new("SELECT content_hash, vector FROM embedding_cache WHERE model_id = ");
+        builder
+            .push_bind(model_id.to_owned())
+            .push(" AND content_hash IN (");
+        let mut separated = builder.separated(", ");
+        for hash in hashes {
+            separated.push_bind(hash.clone());
+        }
+        builder.push(")");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                let blob: Vec<u8> = row.try_get("vector")?;
+                Ok((row.try_get("content_hash")?, blob_vector(&blob)))
+            })
+            .collect()
+    }
+
+    async fn cache_vectors(
+        &self,
+        vectors: &[(String, Vec<f32>)],
+        model_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        for (hash, vector) in vectors {
+            sqlx::query(
+                "INSERT OR IGNORE INTO embedding_cache (content_hash, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(hash)
+            .bind(model_id)
+            .bind(vector_blob(vector))
+            .bind(ts(at))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let mut rows = Vec::new();
+        for (item, vector) in items {
+            if let Some(vector) = vector {
+                rows.push(VectorRow {
+                    memory_id: item.memory_id.clone(),
+                    user_id: item.user_id.clone(),
+                    kind: item.kind.clone(),
+                    vector: vector.clone(),
+                });
+                sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                    .bind(&item.memory_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) VALUES (?, ?, ?, ?)",
+                )
+                .bind(&item.memory_id)
+                .bind(vector_blob(vector))
+                .bind(&item.user_id)
+                .bind(&item.kind)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
+                .bind(&item.memory_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if rows.is_empty() {
+            tx.commit().await?;
+            return Ok(());
+        }
+        let after = bump_vector_generation(&mut tx).await?;
+        tx.commit().await?;
+        self.mirror_mut().apply(after - 1, after, rows);
+        Ok(())
+    }
+
+    async fn pending_index(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
+            .fetch_one(&self.pool)
+            .await?)
+    }
+}

@@ -1,0 +1,218 @@
+//! Storing new memories: a conversation turn on the hot path, or any memory, each in one
+//! transaction with its entity links and its place in the index queue.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_ner_api::ExtractedEntity;
+use serde_json::{Map, Value};
+use sqlx::{Sqlite, Transaction};
+
+use super::backend::MemoryIngest;
+use super::entities::link_entities;
+use super::rows::{new_id, ts};
+use super::sessions::{chat_key, close_other_sessions};
+use super::MemoryStore;
+use crate::error::Result;
+use crate::types::{MemoryKind, SessionKey};
+
+/// A memory to insert.
+#[derive(Debug, Clone)]
+pub(crate) struct NewMemory {
+    /// Kind.
+    pub(crate) kind: MemoryKind,
+    /// Text.
+    pub(crate) content: String,
+    /// Session.
+    pub(crate) session_id: Option<String>,
+    /// Owner.
+    pub(crate) user_id: Option<String>,
+    /// Chat.
+    pub(crate) chat_id: Option<String>,
+    /// When it happened.
+    pub(crate) event_time: DateTime<Utc>,
+    /// When recorded.
+    pub(crate) created_at: DateTime<Utc>,
+    /// Speaker, for episodes.
+    pub(crate) source_role: Option<String>,
+    /// Provenance.
+    pub(crate) source_ids: Vec<String>,
+    /// Tags.
+    pub(crate) tags: Vec<String>,
+    /// Metadata.
+    pub(crate) attributes: Map<String, Value>,
+    /// Decay per day.
+    pub(crate) decay_rate: f64,
+    /// Initial confidence.
+    pub(crate) confidence: f64,
+    /// Seed 001's type, if given.
+    pub(crate) memory_type: Option<String>,
+    /// When it stops being retrievable.
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    /// Visible to every member of `chat_id`.
+    pub(crate) shared: bool,
+    /// The people it is about (person entity ids); they are linked as entities too.
+    pub(crate) subject_ids: Vec<String>,
+}
+
+impl NewMemory {
+    /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
+    pub(crate) fn session_key(&self) -> Option<SessionKey> {
+        Some(SessionKey {
+            user_id: self.user_id.clone()?,
+            chat_id: self.chat_id.clone(),
+            session_id: self.session_id.clone()?,
+        })
+    }
+}
+
+/// What [`MemoryStore::insert_turn`] stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredTurn {
+    /// The new memory; `None` when the event was stored before.
+    pub memory_id: Option<String>,
+    /// True when this turn opened its session.
+    pub new_session: bool,
+    /// The user's other open sessions in the same chat (or personal conversation), which this
+    /// turn closed by opening a new one and which still wait for consolidation: each is reported
+    /// once, by the turn that closed it.
+    pub closed_sessions: Vec<SessionKey>,
+}
+
+#[async_trait]
+impl MemoryIngest for MemoryStore {
+    async fn insert_memory(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let id = insert_in_tx(&mut tx, memory, entities).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn insert_turn(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+        event_id: Option<&str>,
+        record_session: bool,
+    ) -> Result<StoredTurn> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        if let Some(event_id) = event_id {
+            let known: Option<String> =
+                sqlx::query_scalar("SELECT memory_id FROM ingested_events WHERE event_id = ?")
+                    .bind(event_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if known.is_some() {
+                return Ok(StoredTurn::default());
+            }
+        }
+        let mut new_session = false;
+        let mut closed_sessions = Vec::new();
+        if let (true, Some(session)) = (record_session, memory.session_key()) {
+            new_session = sqlx::query(
+                "INSERT OR IGNORE INTO sessions_consolidations \
+                 (user_id, chat_id, session_id, first_seen_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(&session.user_id)
+            .bind(chat_key(session.chat_id.as_deref()))
+            .bind(&session.session_id)
+            .bind(ts(memory.event_time))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if new_session {
+                closed_sessions = close_other_sessions(&mut tx, &session, memory.created_at)
+                    .await?
+                    .into_iter()
+                    .map(|session_id| SessionKey {
+                        session_id,
+                        ..session.clone()
+                    })
+                    .collect();
+            } else {
+                // A turn after the session was consolidated makes it pending again: the next
+                // consolidation reads the episodes it has not read yet.
+                sqlx::query(
+                    "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
+                     WHERE user_id = ? AND chat_id = ? AND session_id = ? \
+                     AND consolidated_at IS NOT NULL",
+                )
+                .bind(&session.user_id)
+                .bind(chat_key(session.chat_id.as_deref()))
+                .bind(&session.session_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        let id = insert_in_tx(&mut tx, memory, entities).await?;
+        if let Some(event_id) = event_id {
+            sqlx::query("INSERT INTO ingested_events (event_id, memory_id) VALUES (?, ?)")
+                .bind(event_id)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(StoredTurn {
+            memory_id: Some(id),
+            new_session,
+            closed_sessions,
+        })
+    }
+}
+
+/// Inserts a memory, queues it for a vector and links its entities, inside `tx`.
+pub(super) async fn insert_in_tx(
+    tx: &mut Transaction<'_, Sqlite>,
+    memory: &NewMemory,
+    entities: &[ExtractedEntity],
+) -> Result<String> {
+    let id = new_id(memory.kind.prefix());
+    sqlx::query(
+        "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
+         created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
+         memory_type, expires_at, shared, subject_ids) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(memory.kind.as_str())
+    .bind(&memory.content)
+    .bind(&memory.session_id)
+    .bind(&memory.user_id)
+    .bind(&memory.chat_id)
+    .bind(ts(memory.event_time))
+    .bind(ts(memory.created_at))
+    .bind(memory.confidence)
+    .bind(memory.decay_rate)
+    .bind(Value::from(memory.source_ids.clone()).to_string())
+    .bind(&memory.source_role)
+    .bind(Value::from(memory.tags.clone()).to_string())
+    .bind(Value::Object(memory.attributes.clone()).to_string())
+    .bind(&memory.memory_type)
+    .bind(memory.expires_at.map(ts))
+    .bind(i64::from(memory.shared))
+    .bind(Value::from(memory.subject_ids.clone()).to_string())
+    .execute(&mut **tx)
+    .await?;
+    for subject in &memory.subject_ids {
+        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
+            .bind(&id)
+            .bind(subject)
+            .execute(&mut **tx)
+            .await?;
+    }
+    sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
+        .bind(&id)
+        .bind(ts(memory.created_at))
+        .execute(&mut **tx)
+        .await?;
+    let owner = memory.user_id.clone().unwrap_or_default();
+    link_entities(tx, &id, &owner, entities, Some(&memory.content)).await?;
+    Ok(id)
+}

@@ -1,0 +1,101 @@
+//! Converting between Rust values and their stored form: timestamps, JSON lists, vector
+//! blobs, memory rows, and new ids.
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::error::{MemoryError, Result};
+use crate::types::{Memory, MemoryKind};
+
+/// The columns [`memory_from_row`] reads, for alias `m`.
+pub(super) const MEMORY_COLUMNS: &str =
+    "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
+    m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
+    m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
+    m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids";
+
+pub(super) fn ts(time: DateTime<Utc>) -> i64 {
+    time.timestamp()
+}
+
+pub(super) fn from_ts(seconds: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+}
+
+pub(super) fn json_list(text: &str, column: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|err| MemoryError::Corrupt(format!("{column}: {err}")))
+}
+
+pub(crate) fn memory_from_row(row: &SqliteRow) -> Result<Memory> {
+    let kind: String = row.try_get("kind")?;
+    let attributes: String = row.try_get("attributes")?;
+    Ok(Memory {
+        id: row.try_get("id")?,
+        kind: MemoryKind::parse(&kind)
+            .ok_or_else(|| MemoryError::Corrupt(format!("unknown kind `{kind}`")))?,
+        content: row.try_get("content")?,
+        session_id: row.try_get("session_id")?,
+        user_id: row.try_get("user_id")?,
+        chat_id: row.try_get("chat_id")?,
+        event_time: from_ts(row.try_get("event_time")?),
+        created_at: from_ts(row.try_get("created_at")?),
+        valid_until: row.try_get::<Option<i64>, _>("valid_until")?.map(from_ts),
+        confidence: row.try_get("confidence")?,
+        access_count: row.try_get("access_count")?,
+        last_accessed: row.try_get::<Option<i64>, _>("last_accessed")?.map(from_ts),
+        decay_rate: row.try_get("decay_rate")?,
+        source_ids: json_list(&row.try_get::<String, _>("source_ids")?, "source_ids")?,
+        source_role: row.try_get("source_role")?,
+        entity_ids: json_list(&row.try_get::<String, _>("entity_ids")?, "entity_ids")?,
+        tags: json_list(&row.try_get::<String, _>("tags")?, "tags")?,
+        attributes: serde_json::from_str(&attributes)
+            .map_err(|err| MemoryError::Corrupt(format!("attributes: {err}")))?,
+        memory_type: row.try_get("memory_type")?,
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(from_ts),
+        shared: row.try_get::<i64, _>("shared")? != 0,
+        superseded_at: row.try_get::<Option<i64>, _>("superseded_at")?.map(from_ts),
+        superseded_by_id: row.try_get("superseded_by_id")?,
+        subject_ids: json_list(&row.try_get::<String, _>("subject_ids")?, "subject_ids")?,
+    })
+}
+
+/// A new id: `<prefix>_<16 hex>`, unique across processes and restarts.
+pub(crate) fn new_id(prefix: &str) -> String {
+    use sha2::Digest;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default();
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let digest = sha2::Sha256::digest(format!("{nanos}:{count}:{}", std::process::id()));
+    let hex: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("{prefix}_{hex}")
+}
+
+/// Hex SHA-256 of a text, the embedding cache key.
+pub(crate) fn content_hash(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+pub(super) fn vector_blob(vector: &[f32]) -> Vec<u8> {
+    vector
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect()
+}
+
+pub(super) fn blob_vector(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4)
+        .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! Tests of the store on real SQLite files, moved in from the crate's integration tests when
+//! the store became private to the crate; the helpers they share.
+
+mod fts_properties;
+mod fts_syntax;
+mod migrations;
+mod on_disk;
+mod removal;
+
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+
+use crate::error::Result;
+use crate::search::CorpusStats;
+use crate::store::backend::*;
+use crate::store::MemoryStore;
+use crate::types::{MemoryKind, SearchRequest};
+
+/// The vector index's own test vectors.
+pub(super) use crate::vector_index::tests::pseudo as pseudo_vector;
+
+/// The full-text candidate list as a search builds it, with statistics read afresh.
+pub(super) trait FullTextSearch {
+    async fn search_fts(&self, request: &SearchRequest, limit: usize)
+        -> Result<Vec<(String, f64)>>;
+}
+
+impl FullTextSearch for MemoryStore {
+    async fn search_fts(
+        &self,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
+        crate::search::search_fts(self, &CorpusStats::default(), request, limit).await
+    }
+}
+
+pub(super) async fn open(path: &std::path::Path) -> MemoryStore {
+    MemoryStore::open(
+        path,
+        &crate::store::StoreOptions {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: "full".into(),
+            max_connections: 2,
+            vector_oversample: 8,
+            wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+pub(super) fn fact(content: &str) -> crate::store::NewMemory {
+    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    crate::store::NewMemory {
+        kind: MemoryKind::Fact,
+        content: content.into(),
+        session_id: Some("s1".into()),
+        user_id: Some("ana".into()),
+        chat_id: None,
+        event_time: at,
+        created_at: at,
+        source_role: None,
+        source_ids: Vec::new(),
+        tags: Vec::new(),
+        attributes: serde_json::Map::new(),
+        decay_rate: 0.1,
+        confidence: 1.0,
+        memory_type: None,
+        expires_at: None,
+        shared: false,
+        subject_ids: Vec::new(),
+    }
+}
+
+pub(super) async fn open_fast(path: &std::path::Path) -> MemoryStore {
+    MemoryStore::open(
+        path,
+        &crate::store::StoreOptions {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: "off".into(),
+            max_connections: 2,
+            vector_oversample: 8,
+            wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+pub(super) async fn index_all(store: &MemoryStore, dims: usize) {
+    loop {
+        let batch = store.next_index_batch(500).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        let items: Vec<_> = batch
+            .into_iter()
+            .map(|item| {
+                let seed: u64 = item.content.rsplit(' ').next().unwrap().parse().unwrap();
+                (item, Some(pseudo_vector(seed, dims)))
+            })
+            .collect();
+        store.store_vectors(&items).await.unwrap();
+    }
+}

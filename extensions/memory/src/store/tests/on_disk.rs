@@ -1,0 +1,324 @@
+//! The store on a real SQLite file: the vector dimension lock, soft deletes, the vector
+//! mirror, full-text narrowing, and sessions.
+
+use chrono::{TimeZone, Utc};
+
+use super::{fact, index_all, open, open_fast, pseudo_vector, FullTextSearch};
+use crate::store::backend::*;
+use crate::store::VectorStatus;
+use crate::types::{MemoryKind, SearchRequest, SessionKey};
+
+#[tokio::test]
+async fn a_dimension_or_model_change_disables_vectors_and_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    {
+        let store = open(&path).await;
+        let status = store.ensure_vector_index(4, "model-a").await.unwrap();
+        assert_eq!(
+            status,
+            VectorStatus::Enabled {
+                dimensions: 4,
+                model_id: "model-a".into()
+            }
+        );
+        let id = store
+            .insert_memory(&fact("the sky is green"), &[])
+            .await
+            .unwrap();
+        let batch = store.next_index_batch(10).await.unwrap();
+        assert_eq!(batch.len(), 1);
+        store
+            .store_vectors(&[(batch[0].clone(), Some(vec![1.0, 0.0, 0.0, 0.0]))])
+            .await
+            .unwrap();
+        assert_eq!(store.pending_index().await.unwrap(), 0);
+        let request = SearchRequest {
+            user_id: Some("ana".into()),
+            limit: 5,
+            ..SearchRequest::default()
+        };
+        let found = store
+            .search_vector(&request, &[0.9, 0.1, 0.0, 0.0], 5, -1.0)
+            .await
+            .unwrap();
+        let found: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
+        assert_eq!(found, vec![id]);
+        // Another owner never sees it.
+        let other = SearchRequest {
+            user_id: Some("ben".into()),
+            ..request.clone()
+        };
+        assert!(store
+            .search_vector(&other, &[0.9, 0.1, 0.0, 0.0], 5, -1.0)
+            .await
+            .unwrap()
+            .is_empty());
+        store.close().await;
+    }
+    let store = open(&path).await;
+    for (dimensions, model) in [(8, "model-a"), (4, "model-b")] {
+        match store.ensure_vector_index(dimensions, model).await.unwrap() {
+            VectorStatus::Disabled { reason } => {
+                assert!(reason.contains("mnemo reindex"), "{reason}");
+                assert!(reason.contains("Nothing is lost"), "{reason}");
+            }
+            enabled => panic!("expected vector search off, got {enabled:?}"),
+        }
+    }
+    let request = SearchRequest {
+        query: "sky".into(),
+        user_id: Some("ana".into()),
+        limit: 5,
+        ..SearchRequest::default()
+    };
+    assert_eq!(
+        store.search_fts(&request, 5).await.unwrap().len(),
+        1,
+        "the memory is still there"
+    );
+    assert!(store
+        .search_vector(&request, &[1.0; 8], 5, -1.0)
+        .await
+        .unwrap()
+        .is_empty());
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vec_memories")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(count, 1, "the old vectors are kept for a re-index");
+}
+
+#[tokio::test]
+async fn soft_delete_hides_a_row_from_every_list_but_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    store.ensure_vector_index(2, "m").await.unwrap();
+    let id = store
+        .insert_memory(&fact("the boiler code is 1234"), &[])
+        .await
+        .unwrap();
+    let batch = store.next_index_batch(10).await.unwrap();
+    store
+        .store_vectors(&[(batch[0].clone(), Some(vec![1.0, 0.0]))])
+        .await
+        .unwrap();
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    assert!(store.soft_delete(&id, at).await.unwrap());
+    assert!(
+        !store.soft_delete(&id, at).await.unwrap(),
+        "already deleted"
+    );
+    let request = SearchRequest {
+        query: "boiler".into(),
+        user_id: Some("ana".into()),
+        limit: 5,
+        ..SearchRequest::default()
+    };
+    assert!(store.search_fts(&request, 5).await.unwrap().is_empty());
+    assert!(store
+        .search_vector(&request, &[1.0, 0.0], 5, -1.0)
+        .await
+        .unwrap()
+        .is_empty());
+    let kept = store.get(&id).await.unwrap().expect("the row is kept");
+    assert_eq!(kept.valid_until, Some(at));
+    let with_deleted = SearchRequest {
+        include_deleted: true,
+        ..request
+    };
+    let found: Vec<String> = store
+        .search_fts(&with_deleted, 5)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found, vec![id]);
+}
+
+#[tokio::test]
+async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let writer = open_fast(&path).await;
+    let reader = open_fast(&path).await;
+    for store in [&writer, &reader] {
+        store.ensure_vector_index(128, "m").await.unwrap();
+    }
+    for n in 0..300 {
+        writer
+            .insert_memory(&fact(&format!("note {n}")), &[])
+            .await
+            .unwrap();
+    }
+    index_all(&writer, 128).await;
+    // The reader (a second connection pool, as another process would have) loads what the
+    // writer stored, and its quantised answers match brute force.
+    let query = pseudo_vector(77, 128);
+    let approximate = reader
+        .nearest_approximate(&query, Some("ana"), None, 10)
+        .await
+        .unwrap();
+    let exact = reader
+        .nearest_exact(&query, Some("ana"), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(approximate[0].0, exact[0].0);
+    assert!((approximate[0].1 - 1.0).abs() < 0.01, "{approximate:?}");
+    let overlap = approximate
+        .iter()
+        .filter(|(id, _)| exact.iter().any(|(other, _)| other == id))
+        .count();
+    assert!(overlap >= 9, "{overlap} of 10 exact neighbours found");
+    // A later write by the writer moves the generation on; the reader reloads and sees it.
+    let late = writer.insert_memory(&fact("note 5000"), &[]).await.unwrap();
+    index_all(&writer, 128).await;
+    let found = reader
+        .nearest_approximate(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .await
+        .unwrap();
+    assert_eq!(found[0].0, late);
+    assert_eq!(reader.mirror_size().await.unwrap().0, 301);
+    // A forgotten memory leaves the writer's mirror at once.
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    assert!(writer.soft_delete(&late, at).await.unwrap());
+    let after = writer
+        .nearest_approximate(&pseudo_vector(5000, 128), Some("ana"), None, 1)
+        .await
+        .unwrap();
+    assert_ne!(after[0].0, late);
+}
+
+#[tokio::test]
+async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_fast(&dir.path().join("memory.db")).await;
+    // 4,500 memories: "alpha" and "beta" each in most of them, "zebra" in three.
+    let mut zebras = Vec::new();
+    for n in 0..4_500 {
+        let text = match n % 1_500 {
+            0 => format!("the zebra escaped again {n}"),
+            1..=3 => format!("alpha beta together {n}"),
+            m if m % 2 == 0 => format!("alpha only {n}"),
+            _ => format!("beta only {n}"),
+        };
+        let id = store.insert_memory(&fact(&text), &[]).await.unwrap();
+        if text.contains("zebra") {
+            zebras.push(id);
+        }
+    }
+    let request = SearchRequest {
+        query: "zebra alpha beta".into(),
+        user_id: Some("ana".into()),
+        limit: 10,
+        ..SearchRequest::default()
+    };
+    let found: Vec<String> = store
+        .search_fts(&request, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found.len(), 10);
+    for zebra in &zebras {
+        assert!(found[..3].contains(zebra), "rare word first: {found:?}");
+    }
+    // Memories with both common words outrank those with one.
+    let memories = store.load_filtered(&found, &request).await.unwrap();
+    let both = found[3..]
+        .iter()
+        .take_while(|id| memories[*id].content.contains("together"))
+        .count();
+    assert_eq!(both, 7, "{found:?}");
+    // A query of common words only still answers.
+    let common = SearchRequest {
+        query: "alpha only".into(),
+        ..request.clone()
+    };
+    assert_eq!(store.search_fts(&common, 10).await.unwrap().len(), 10);
+}
+
+/// A turn that opens a session closes its user's other open sessions in the same chat and
+/// reports each once; a consolidated session is not reported, and another user's sessions, or
+/// the same user's in another chat, stay open.
+#[tokio::test]
+async fn a_new_session_reports_each_closed_session_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    let turn = |user: &str, session: &str| {
+        let mut memory = fact("hello there");
+        memory.kind = MemoryKind::Episode;
+        memory.user_id = Some(user.into());
+        memory.session_id = Some(session.into());
+        memory
+    };
+    let first = store
+        .insert_turn(&turn("ana", "s1"), &[], Some("e1"), true)
+        .await
+        .unwrap();
+    assert!(first.new_session);
+    assert!(first.closed_sessions.is_empty());
+    store
+        .insert_turn(&turn("bo", "b1"), &[], Some("e2"), true)
+        .await
+        .unwrap();
+    let second = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.closed_sessions,
+        vec![SessionKey::new("ana", None, "s1")]
+    );
+    let same = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
+        .await
+        .unwrap();
+    assert!(!same.new_session);
+    assert!(same.closed_sessions.is_empty());
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    store
+        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), &[], at)
+        .await
+        .unwrap();
+    let third = store
+        .insert_turn(&turn("ana", "s3"), &[], Some("e5"), true)
+        .await
+        .unwrap();
+    assert!(
+        third.closed_sessions.is_empty(),
+        "s1 was reported before and s2 is consolidated: {:?}",
+        third.closed_sessions
+    );
+    let bo = store
+        .insert_turn(&turn("bo", "b2"), &[], Some("e6"), true)
+        .await
+        .unwrap();
+    assert_eq!(bo.closed_sessions, vec![SessionKey::new("bo", None, "b1")]);
+    // A session in a chat is closed only by a new session in that chat.
+    let mut in_chat = turn("ana", "c1");
+    in_chat.chat_id = Some("team".into());
+    let chat = store
+        .insert_turn(&in_chat, &[], Some("e7"), true)
+        .await
+        .unwrap();
+    assert!(
+        chat.new_session && chat.closed_sessions.is_empty(),
+        "{chat:?}"
+    );
+    let personal = store
+        .insert_turn(&turn("ana", "s4"), &[], Some("e8"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        personal.closed_sessions,
+        vec![SessionKey::new("ana", None, "s3")]
+    );
+    // Closed is not consolidated: the scheduled job still finds s1 pending.
+    let pending = store.pending_consolidations(None).await.unwrap();
+    assert!(pending
+        .iter()
+        .any(|pending| pending.session == SessionKey::new("ana", None, "s1")));
+}

@@ -1,0 +1,359 @@
+//! The vector index: `vec_memories` (sqlite-vec) and its quantised in-memory mirror, which
+//! answers nearest-neighbour queries.
+
+use std::sync::PoisonError;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
+
+use super::backend::{MemoryRecords, VectorIndex};
+use super::rows::{blob_vector, vector_blob};
+use super::MemoryStore;
+use crate::error::Result;
+use crate::types::SearchRequest;
+use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
+
+/// Whether vector search can be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStatus {
+    /// `vec_memories` matches the embedding provider.
+    Enabled {
+        /// Vector length.
+        dimensions: usize,
+        /// The provider's model id.
+        model_id: String,
+    },
+    /// Vector search is off; the reason says why and what to do.
+    Disabled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The stored `vector_generation` (0 before the first change to `vec_memories`).
+pub(super) async fn vector_generation<'e, E>(executor: E) -> Result<i64>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    let value: Option<String> =
+        sqlx::query_scalar("SELECT value FROM memory_metadata WHERE key = 'vector_generation'")
+            .fetch_optional(executor)
+            .await?;
+    Ok(value.and_then(|value| value.parse().ok()).unwrap_or(0))
+}
+
+/// The statement creating `vec_memories` for vectors of `dimensions` floats.
+pub(super) fn create_vector_table(dimensions: usize) -> String {
+    format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS vec_memories USING vec0(\
+         memory_id text primary key, embedding float[{dimensions}], user_id text, kind text)"
+    )
+}
+
+/// Moves `vector_generation` on by one inside `tx`; returns the new value.
+pub(super) async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> Result<i64> {
+    let after = vector_generation(&mut **tx).await? + 1;
+    sqlx::query(
+        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES ('vector_generation', ?)",
+    )
+    .bind(after.to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(after)
+}
+
+impl MemoryStore {
+    pub(super) fn set_vector_status(&self, status: VectorStatus) {
+        *self
+            .vector
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = status;
+    }
+
+    pub(super) async fn metadata(&self, key: &str) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM memory_metadata WHERE key = ?")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    pub(super) fn mirror(&self) -> std::sync::RwLockReadGuard<'_, QuantizedIndex> {
+        self.mirror.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn mirror_mut(&self) -> std::sync::RwLockWriteGuard<'_, QuantizedIndex> {
+        self.mirror.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reloads the mirror from `vec_memories` when the stored generation is not the mirror's,
+    /// reading both in one snapshot.
+    pub(super) async fn refresh_mirror(&self) -> Result<()> {
+        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
+            return Ok(());
+        };
+        let stored = vector_generation(&self.pool).await?;
+        if self.mirror().generation() == Some(stored) {
+            return Ok(());
+        }
+        let _reload = self.reload_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let stored = vector_generation(&mut *tx).await?;
+        if self.mirror().generation() == Some(stored) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        // Streamed row by row: the mirror holds a fifth of the float vectors' size, and the
+        // float vectors are never all in memory at once.
+        let mut fresh = QuantizedIndex::empty(dimensions);
+        {
+            let mut rows =
+                sqlx::query("SELECT memory_id, embedding, user_id, kind FROM vec_memories")
+                    .fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                fresh.push(VectorRow {
+                    memory_id: row.try_get("memory_id")?,
+                    vector: blob_vector(&row.try_get::<Vec<u8>, _>("embedding")?),
+                    user_id: row.try_get("user_id")?,
+                    kind: row.try_get("kind")?,
+                });
+            }
+        }
+        tx.commit().await?;
+        let count = fresh.len();
+        *self.mirror_mut() = fresh.loaded_at(stored);
+        tracing::debug!(
+            rows = count,
+            generation = stored,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "vector mirror loaded"
+        );
+        Ok(())
+    }
+
+    pub(super) async fn drop_vector(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        id: &str,
+    ) -> Result<()> {
+        sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        if self.vector_table_exists(tx).await? {
+            sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn vector_table_exists(
+        &self,
+        connection: &mut SqliteConnection,
+    ) -> Result<bool> {
+        let found: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'vec_memories'",
+        )
+        .fetch_optional(connection)
+        .await?;
+        Ok(found.is_some())
+    }
+}
+
+#[async_trait]
+impl VectorIndex for MemoryStore {
+    fn vector_status(&self) -> VectorStatus {
+        self.vector
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
+        let _write = self.write_lock.lock().await;
+        let stored_dimensions = self.metadata("embedding_dimensions").await?;
+        let stored_model = self.metadata("embedding_model").await?;
+        let status = match (stored_dimensions, stored_model) {
+            (None, _) => {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(&create_vector_table(dimensions))
+                    .execute(&mut *tx)
+                    .await?;
+                for (key, value) in [
+                    ("embedding_dimensions", dimensions.to_string()),
+                    ("embedding_model", model_id.to_owned()),
+                ] {
+                    sqlx::query(
+                        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)",
+                    )
+                    .bind(key)
+                    .bind(value)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                bump_vector_generation(&mut tx).await?;
+                tx.commit().await?;
+                self.mirror_mut().invalidate();
+                VectorStatus::Enabled {
+                    dimensions,
+                    model_id: model_id.to_owned(),
+                }
+            }
+            (Some(stored), model) => {
+                let stored_dims: usize = stored.parse().unwrap_or(0);
+                let model = model.unwrap_or_default();
+                if stored_dims == dimensions && model == model_id {
+                    VectorStatus::Enabled {
+                        dimensions,
+                        model_id: model_id.to_owned(),
+                    }
+                } else {
+                    VectorStatus::Disabled {
+                        reason: format!(
+                            "vec_memories holds {stored_dims}-dimension vectors of `{model}`, but the \
+                             embedding provider gives {dimensions}-dimension vectors of `{model_id}`; \
+                             vector search is off and search uses FTS5 + entities. Nothing is lost: \
+                             run `mnemo reindex` to rebuild the vector index for the new model"
+                        ),
+                    }
+                }
+            }
+        };
+        self.set_vector_status(status.clone());
+        Ok(status)
+    }
+
+    async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DROP TABLE IF EXISTS vec_memories")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&create_vector_table(dimensions))
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in [
+            ("embedding_dimensions", dimensions.to_string()),
+            ("embedding_model", model_id.to_owned()),
+        ] {
+            sqlx::query("INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)")
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let queued = sqlx::query(
+            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE valid_until IS NULL",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        bump_vector_generation(&mut tx).await?;
+        tx.commit().await?;
+        self.mirror_mut().invalidate();
+        self.set_vector_status(VectorStatus::Enabled {
+            dimensions,
+            model_id: model_id.to_owned(),
+        });
+        Ok(queued)
+    }
+
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
+            return Ok(Vec::new());
+        }
+        // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
+        // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
+        // shared memories qualify too: the owner is then checked after.
+        let k = (limit * 3).clamp(limit, 4096);
+        let owner = match (&request.user_id, &request.chat_id) {
+            (Some(user_id), None) => Some(user_id.as_str()),
+            _ => None,
+        };
+        let kind = match request.kinds.as_slice() {
+            [kind] => Some(kind.as_str()),
+            _ => None,
+        };
+        let nearest = if self.vector_oversample == 0 {
+            self.nearest_exact(vector, owner, kind, k).await?
+        } else {
+            self.nearest_approximate(vector, owner, kind, k).await?
+        };
+        let nearest: Vec<(String, f32)> = nearest
+            .into_iter()
+            .filter(|(_, similarity)| *similarity >= min_similarity)
+            .collect();
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.rank_keys(&ids, request, false).await?;
+        Ok(nearest
+            .into_iter()
+            .filter(|(id, _)| allowed.contains_key(id))
+            .take(limit)
+            .collect())
+    }
+
+    async fn mirror_size(&self) -> Result<(usize, usize)> {
+        self.refresh_mirror().await?;
+        let mirror = self.mirror();
+        Ok((mirror.len(), mirror.heap_bytes()))
+    }
+
+    async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        // Brute force over `vec_memories`; vectors are unit length, so cosine = 1 - distance² / 2.
+        let mut builder = QueryBuilder::new(
+            "SELECT memory_id, distance FROM vec_memories WHERE embedding MATCH ",
+        );
+        builder.push_bind(vector_blob(vector));
+        builder.push(" AND k = ").push_bind(k as i64);
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder.push(" ORDER BY distance");
+        Ok(builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
+            .collect())
+    }
+
+    async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        // The quantised mirror, reloaded first if `vec_memories` moved on; its candidates are
+        // re-scored with the float vectors.
+        self.refresh_mirror().await?;
+        let filter = VectorFilter {
+            user_id: owner,
+            kind,
+        };
+        Ok(self
+            .mirror()
+            .search(vector, filter, k, self.vector_oversample))
+    }
+}
