@@ -84,7 +84,7 @@ impl EventPayload {
 /// struct NoteAdded { note_id: u64 }
 /// impl TypedEvent for NoteAdded { const TOPIC: &'static str = "notes.note_added"; }
 ///
-/// let event = Event::new(chrono::Utc::now(), NoteAdded { note_id: 7 }.into_payload());
+/// let event = Event::new(chrono::Utc::now(), NoteAdded { note_id: 7 }.to_payload().unwrap());
 /// assert_eq!(event.topic(), "notes.note_added");
 /// assert_eq!(event.decode::<NoteAdded>().unwrap().unwrap().note_id, 7);
 /// ```
@@ -93,12 +93,19 @@ pub trait TypedEvent: Serialize + DeserializeOwned {
     const TOPIC: &'static str;
 
     /// This event as a payload for [`Event::new`].
-    fn into_payload(self) -> EventPayload {
-        EventPayload::Custom {
+    ///
+    /// # Errors
+    /// [`EventError::Unserialisable`] when the value cannot be written as JSON (a map with
+    /// non-string keys, a failing custom `Serialize`); nothing is published then.
+    fn to_payload(&self) -> Result<EventPayload, EventError> {
+        let data = serde_json::to_value(self).map_err(|error| EventError::Unserialisable {
+            topic: Self::TOPIC,
+            reason: error.to_string(),
+        })?;
+        Ok(EventPayload::Custom {
             topic: Self::TOPIC.to_owned(),
-            // Serialising a plain data struct into a Value cannot fail; Null is never observed.
-            data: serde_json::to_value(&self).unwrap_or(Value::Null),
-        }
+            data,
+        })
     }
 }
 
@@ -206,6 +213,14 @@ pub enum EventError {
         /// The offending field.
         field: &'static str,
         /// Why it is invalid.
+        reason: String,
+    },
+    /// A typed event could not be written as JSON.
+    #[error("event `{topic}` cannot be written as JSON: {reason}")]
+    Unserialisable {
+        /// The event's topic.
+        topic: &'static str,
+        /// Why.
         reason: String,
     },
 }

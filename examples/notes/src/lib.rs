@@ -272,11 +272,8 @@ impl SchedulerProvider for NotesExtension {
             return Err(format!("unknown job `{name}`").into());
         }
         let notes = self.notes.lock().unwrap_or_else(|p| p.into_inner()).len();
-        ctx.publish(Event::new(
-            ctx.now(),
-            NotesDigested { notes }.into_payload(),
-        ))
-        .await?;
+        ctx.publish(Event::new(ctx.now(), NotesDigested { notes }.to_payload()?))
+            .await?;
         Ok(format!("{notes} notes"))
     }
 }

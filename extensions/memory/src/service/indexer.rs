@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
 use mnemo_kernel::KernelContext;
+use tracing::Instrument;
 
 use super::MemoryService;
 use crate::error::{MemoryError, Result};
@@ -15,7 +16,11 @@ impl MemoryService {
     /// Starts the background indexer ([`MemoryService::run_indexer`]); [`MemoryService::close`]
     /// ends it.
     pub(crate) fn start_indexer(self: &Arc<Self>, ctx: &KernelContext) {
-        let task = tokio::spawn(self.clone().run_indexer(ctx.clone()));
+        let task = tokio::spawn(
+            self.clone()
+                .run_indexer(ctx.clone())
+                .instrument(tracing::info_span!("indexer", extension = crate::NAME)),
+        );
         let previous = self
             .indexer
             .lock()

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mnemo_kernel::{Event, TypedEvent};
+use mnemo_kernel::Event;
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
 
@@ -122,12 +122,17 @@ impl MemoryService {
         // The user moved to a new session: the ones it closed are ready for consolidation.
         for session in stored.closed_sessions.into_iter().filter(|_| announce) {
             let completed = SessionCompleted { session };
-            let announcement = Event::new(state.ctx.now(), completed.into_payload())
-                .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
-                .with_parent(event.id.clone());
-            if let Err(error) = state.ctx.publish(announcement).await {
-                tracing::warn!(%error, "could not announce a completed session");
-            }
+            super::announce(
+                &state.ctx,
+                &completed,
+                |announcement| {
+                    announcement
+                        .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
+                        .with_parent(event.id.clone())
+                },
+                "the session waits for the nightly consolidation",
+            )
+            .await;
         }
         self.index_wakeup.notify_one();
         tracing::debug!(memory_id = %id, entities = entities.len(), micros = started.elapsed().as_micros() as u64, "episode stored");

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
-use mnemo_kernel::KernelContext;
+use mnemo_kernel::{Event, KernelContext, TypedEvent};
 use mnemo_ner_api::NerApi;
 
 pub use facts::FactInput;
@@ -317,5 +317,25 @@ impl MemoryService {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(key, latest.clone());
         Ok(latest)
+    }
+}
+
+/// Publishes one of memory's events about a change already committed. A failure is logged,
+/// saying what other extensions miss (`missed`), and does not undo the change.
+pub(crate) async fn announce<T: TypedEvent>(
+    ctx: &KernelContext,
+    event: &T,
+    scoped: impl FnOnce(Event) -> Event,
+    missed: &str,
+) {
+    let published = match event.to_payload() {
+        Ok(payload) => ctx
+            .publish(scoped(Event::new(ctx.now(), payload)))
+            .await
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = published {
+        tracing::warn!(%error, topic = T::TOPIC, missed, "could not announce a change");
     }
 }

@@ -3,9 +3,7 @@
 
 use std::sync::PoisonError;
 
-use mnemo_kernel::{Event, TypedEvent};
-
-use super::{MemoryService, QueryVectorCache};
+use super::{announce, MemoryService, QueryVectorCache};
 use crate::error::{MemoryError, Result};
 
 impl MemoryService {
@@ -40,14 +38,18 @@ impl MemoryService {
         let count = removed.len() as u64;
         for forgotten in removed {
             tracing::info!(memory_id = %forgotten.memory_id, "memory forgotten");
-            let event = Event::new(state.ctx.now(), forgotten.clone().into_payload()).with_scope(
-                forgotten.session_id,
-                forgotten.user_id,
-                forgotten.chat_id,
+            let scope = (
+                forgotten.session_id.clone(),
+                forgotten.user_id.clone(),
+                forgotten.chat_id.clone(),
             );
-            if let Err(error) = state.ctx.publish(event).await {
-                tracing::warn!(%error, "could not announce a forgotten memory; copies kept by other extensions stay");
-            }
+            announce(
+                &state.ctx,
+                &forgotten,
+                |event| event.with_scope(scope.0, scope.1, scope.2),
+                "copies of the forgotten memory kept by other extensions stay",
+            )
+            .await;
         }
         Ok(count)
     }
@@ -68,14 +70,13 @@ impl MemoryService {
             .unwrap_or_else(PoisonError::into_inner) = QueryVectorCache::default();
         let removed = erased.memories_removed;
         tracing::info!(user_id, removed, "user erased");
-        let event = Event::new(state.ctx.now(), erased.into_payload()).with_scope(
-            None,
-            Some(user_id.to_owned()),
-            None,
-        );
-        if let Err(error) = state.ctx.publish(event).await {
-            tracing::warn!(%error, "could not announce an erased user; copies kept by other extensions stay");
-        }
+        announce(
+            &state.ctx,
+            &erased,
+            |event| event.with_scope(None, Some(user_id.to_owned()), None),
+            "copies of the erased user's data kept by other extensions stay",
+        )
+        .await;
         Ok(removed)
     }
 

@@ -10,6 +10,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{Sqlite, SqliteConnection, Transaction};
+use tracing::Instrument;
 
 use super::checkpoint::checkpoint_loop;
 use super::{MemoryStore, VectorStatus};
@@ -197,12 +198,15 @@ impl MemoryStore {
         drop(_opening);
         let write_lock = Arc::new(tokio::sync::Mutex::new(()));
         Ok(Self {
-            checkpointer: tokio::spawn(checkpoint_loop(
-                pool.clone(),
-                Arc::clone(&write_lock),
-                options.busy_timeout,
-                options.wal_truncate_frames.max(1),
-            )),
+            checkpointer: tokio::spawn(
+                checkpoint_loop(
+                    pool.clone(),
+                    Arc::clone(&write_lock),
+                    options.busy_timeout,
+                    options.wal_truncate_frames.max(1),
+                )
+                .instrument(tracing::info_span!("checkpointer", database = %path.display())),
+            ),
             write_lock,
             vector: RwLock::new(VectorStatus::Disabled {
                 reason: "no embedding provider".to_owned(),
