@@ -314,6 +314,23 @@ async fn check_seed(seed: u64) {
             .map(|(token, _)| token.clone())
             .collect();
         assert_eq!(exported, owned, "seed {seed}: export of {user}");
+        // The memory API's listing of one owner (the inspector's and the server's) likewise.
+        let api = kernel
+            .context()
+            .services()
+            .get::<dyn mnemo_memory_api::MemoryApi>()
+            .unwrap();
+        let listed: HashSet<String> = api
+            .list_memories(mnemo_memory_api::ListRequest {
+                include_inactive: true,
+                ..mnemo_memory_api::ListRequest::active(user, 1_000)
+            })
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|memory| tokens(&memory.content))
+            .collect();
+        assert_eq!(listed, owned, "seed {seed}: list_memories of {user}");
         let stats = kernel
             .call_tool(
                 &ToolScope {

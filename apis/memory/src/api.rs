@@ -6,8 +6,8 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::types::{
-    DecayReport, EpisodePage, Memory, MemoryKind, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchRequest, SessionKey,
+    DecayReport, EpisodePage, ListRequest, Memory, MemoryKind, NewFact, PendingSession, SavedFacts,
+    SearchHit, SearchRequest, SessionKey,
 };
 
 /// What other extensions may do with memory.
@@ -18,6 +18,14 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// # Errors
     /// The store fails.
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>>;
+
+    /// One owner's memories, newest first (by when they were said or learnt), filtered by
+    /// scope, kind and whether they are still active: what an inspector or an export of one
+    /// user shows, and what replay scenarios check the store by.
+    ///
+    /// # Errors
+    /// The limit is 0 or over 1,000, or the store fails.
+    async fn list_memories(&self, request: ListRequest) -> Result<Vec<Memory>>;
 
     /// One memory by id, active or not.
     ///

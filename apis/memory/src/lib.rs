@@ -13,6 +13,7 @@ pub use api::MemoryApi;
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryKind, MemoryStats, NewFact,
-    PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, ListRequest, Memory, MemoryKind,
+    MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit, SearchMode, SearchRequest,
+    SessionKey, SkippedFact,
 };

@@ -193,6 +193,39 @@ pub struct CandidateList {
     pub hits: Vec<(String, f64)>,
 }
 
+/// Which memories [`crate::MemoryApi::list_memories`] lists: one owner's, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// The owner.
+    pub user_id: String,
+    /// Only memories kept in this chat; `None` lists every scope of the owner (personal and
+    /// each chat), as the owner's own inspection does.
+    pub chat_id: Option<String>,
+    /// Only these kinds; empty for all.
+    pub kinds: Vec<MemoryKind>,
+    /// Also memories that are no longer active: soft-deleted by decay or a correction,
+    /// superseded, or expired.
+    pub include_inactive: bool,
+    /// Most memories returned.
+    pub limit: usize,
+    /// Memories skipped first, for paging.
+    pub offset: usize,
+}
+
+impl ListRequest {
+    /// The owner's active memories of every kind and scope, the first `limit`.
+    pub fn active(user_id: impl Into<String>, limit: usize) -> Self {
+        Self {
+            user_id: user_id.into(),
+            chat_id: None,
+            kinds: Vec::new(),
+            include_inactive: false,
+            limit,
+            offset: 0,
+        }
+    }
+}
+
 /// A fact to save in a batch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewFact {

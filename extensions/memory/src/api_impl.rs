@@ -3,13 +3,16 @@
 
 use async_trait::async_trait;
 use mnemo_memory_api::{
-    DecayReport, EpisodePage, Memory, MemoryApi, MemoryApiError, MemoryKind, NewFact,
+    DecayReport, EpisodePage, ListRequest, Memory, MemoryApi, MemoryApiError, MemoryKind, NewFact,
     PendingSession, Result, SavedFacts, SearchHit, SearchRequest, SessionKey, SkippedFact,
 };
 use mnemo_ner_api::Strategy;
 use serde_json::Map;
 
 use crate::error::MemoryError;
+
+/// The most memories one `list_memories` call returns; more come page by page.
+const MAX_LISTED: usize = 1_000;
 use crate::service::{jaccard, word_set, FactInput, MemoryService};
 use crate::store::NewMemory;
 
@@ -17,6 +20,16 @@ use crate::store::NewMemory;
 impl MemoryApi for MemoryService {
     async fn search(&self, request: SearchRequest) -> Result<Vec<SearchHit>> {
         Ok(MemoryService::search(self, &request).await?)
+    }
+
+    async fn list_memories(&self, request: ListRequest) -> Result<Vec<Memory>> {
+        if !(1..=MAX_LISTED).contains(&request.limit) {
+            return Err(MemoryApiError::Invalid(format!(
+                "`limit` must be between 1 and {MAX_LISTED}, not {}",
+                request.limit
+            )));
+        }
+        Ok(self.store()?.list_memories(&request, self.now()?).await?)
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<Memory>> {

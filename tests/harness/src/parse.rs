@@ -157,6 +157,23 @@ pub enum Step {
         /// Exact number of results.
         count: Option<usize>,
     },
+    /// One user's stored memories, as the memory service lists them, must (not) hold texts.
+    ExpectMemories {
+        /// The owner; the last event's user by default.
+        user_id: Option<String>,
+        /// Only this chat's memories; every scope of the owner when absent.
+        chat_id: Option<String>,
+        /// Only this kind.
+        kind: Option<mnemo_memory_api::MemoryKind>,
+        /// Also memories no longer active (decayed, corrected, superseded, expired).
+        inactive: bool,
+        /// Texts some memory must contain.
+        contains: Vec<String>,
+        /// Texts no memory may contain.
+        not_contains: Vec<String>,
+        /// Exact number of memories.
+        count: Option<usize>,
+    },
     /// A count must equal a number.
     ExpectCount {
         /// What is counted.
@@ -307,6 +324,22 @@ enum RawStep {
         not_contains: Vec<String>,
         #[serde(default)]
         top: Option<String>,
+        #[serde(default)]
+        count: Option<usize>,
+    },
+    ExpectMemories {
+        #[serde(default)]
+        user_id: Option<String>,
+        #[serde(default)]
+        chat_id: Option<String>,
+        #[serde(default)]
+        kind: Option<String>,
+        #[serde(default)]
+        inactive: bool,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        not_contains: Vec<String>,
         #[serde(default)]
         count: Option<usize>,
     },
@@ -591,6 +624,35 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 contains,
                 not_contains,
             },
+            RawStep::ExpectMemories {
+                user_id,
+                chat_id,
+                kind,
+                inactive,
+                contains,
+                not_contains,
+                count,
+            } => {
+                let kind = match kind.as_deref().map(mnemo_memory_api::MemoryKind::parse) {
+                    None => None,
+                    Some(Some(kind)) => Some(kind),
+                    Some(None) => {
+                        fail(
+                            "malformed line: `kind` must be episode, fact or reflection".to_owned(),
+                        );
+                        continue;
+                    }
+                };
+                Step::ExpectMemories {
+                    user_id,
+                    chat_id,
+                    kind,
+                    inactive,
+                    contains,
+                    not_contains,
+                    count,
+                }
+            }
             RawStep::ExpectSearch {
                 tool,
                 query,

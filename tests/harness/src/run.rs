@@ -752,6 +752,74 @@ impl Run<'_> {
                     Err(err) => self.unexpected(line, label, err.to_string()),
                 }
             }
+            Step::ExpectMemories {
+                user_id,
+                chat_id,
+                kind,
+                inactive,
+                contains,
+                not_contains,
+                count,
+            } => {
+                let owner = user_id.clone().unwrap_or_else(|| self.user_id.clone());
+                let label = format!("expect_memories {owner}");
+                let Some(memory) = self
+                    .kernel
+                    .context()
+                    .services()
+                    .get::<dyn mnemo_memory_api::MemoryApi>()
+                else {
+                    self.unexpected(
+                        line,
+                        label,
+                        "the memory extension is not enabled".to_owned(),
+                    );
+                    return;
+                };
+                let request = mnemo_memory_api::ListRequest {
+                    chat_id: chat_id.clone(),
+                    kinds: kind.iter().copied().collect(),
+                    include_inactive: *inactive,
+                    ..mnemo_memory_api::ListRequest::active(owner.clone(), 1_000)
+                };
+                match memory.list_memories(request).await {
+                    Ok(memories) => {
+                        let texts: Vec<&str> = memories
+                            .iter()
+                            .map(|memory| memory.content.as_str())
+                            .collect();
+                        self.report.log.push(format!(
+                            "{owner} has {} memories{}",
+                            texts.len(),
+                            texts
+                                .iter()
+                                .map(|text| format!("\n  - {}", shorten(text)))
+                                .collect::<String>()
+                        ));
+                        let mut problems = Vec::new();
+                        for needle in contains {
+                            if !texts.iter().any(|text| lower_contains(text, needle)) {
+                                problems.push(format!("no memory contains {needle:?}"));
+                            }
+                        }
+                        for needle in not_contains {
+                            if texts.iter().any(|text| lower_contains(text, needle)) {
+                                problems.push(format!("a memory contains {needle:?}"));
+                            }
+                        }
+                        if let Some(count) = count {
+                            if texts.len() != *count {
+                                problems.push(format!(
+                                    "expected {count} memories, found {}",
+                                    texts.len()
+                                ));
+                            }
+                        }
+                        self.outcome(line, label, problems, texts.join(" | "));
+                    }
+                    Err(err) => self.unexpected(line, label, err.to_string()),
+                }
+            }
             Step::WriteFile { path, text } => {
                 let full = self.kernel.context().data_dir().join(path);
                 let written = match full.parent() {

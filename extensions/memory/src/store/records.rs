@@ -12,7 +12,7 @@ use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
-use crate::types::{Memory, MemoryKind, MemoryStats, SearchRequest};
+use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +251,47 @@ impl MemoryRecords for MemoryStore {
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
+        builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect()
+    }
+
+    async fn list_memories(
+        &self,
+        request: &ListRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Memory>> {
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = "
+        ));
+        builder.push_bind(request.user_id.clone());
+        if let Some(chat_id) = &request.chat_id {
+            builder.push(" AND m.chat_id = ").push_bind(chat_id.clone());
+        }
+        if !request.kinds.is_empty() {
+            builder.push(" AND m.kind IN (");
+            let mut kinds = builder.separated(", ");
+            for kind in &request.kinds {
+                kinds.push_bind(kind.as_str());
+            }
+            builder.push(")");
+        }
+        if !request.include_inactive {
+            builder
+                .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL")
+                .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
+                .push_bind(ts(now))
+                .push(")");
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC, m.rowid DESC LIMIT ")
+            .push_bind(request.limit as i64)
+            .push(" OFFSET ")
+            .push_bind(request.offset as i64);
         builder
             .build()
             .fetch_all(&self.pool)

@@ -11,7 +11,8 @@ use mnemo_ner_api::ExtractedEntity;
 use crate::error::Result;
 use crate::store::{NewMemory, RankKey, StoredTurn};
 use crate::types::{
-    DecayReport, Memory, MemoryForgotten, MemoryKind, MemoryStats, SearchRequest, UserErased,
+    DecayReport, ListRequest, Memory, MemoryForgotten, MemoryKind, MemoryStats, SearchRequest,
+    UserErased,
 };
 
 /// Reading memories: by id, through a request's filters, the keys ranking needs, and the
@@ -92,6 +93,13 @@ pub(crate) trait MemoryRecords: Send + Sync {
         since: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Memory>>;
+
+    /// One owner's memories by scope, kind and activity at `now`, newest first, a page of them.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn list_memories(&self, request: &ListRequest, now: DateTime<Utc>)
+        -> Result<Vec<Memory>>;
 
     /// The latest active, unexpired `context` memory of `owner` with attribute `key`, set in
     /// `chat_id` (or, failing that, outside any chat).
