@@ -4,7 +4,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
-use mnemo_kernel::{ChatMessage, Config, Kernel, ToolScope, TurnInput};
+use mnemo_kernel::host::{Config, Kernel, TurnInput};
+use mnemo_kernel::{ChatMessage, ToolScope};
 use mnemo_memory::MemoryService;
 use serde_json::{json, Value};
 
@@ -44,7 +45,7 @@ pub(crate) async fn chat(
     user: &str,
     chat_id: Option<&str>,
 ) -> anyhow::Result<bool> {
-    if config.llm.provider == mnemo_kernel::LlmProvider::None {
+    if config.llm.provider == mnemo_kernel::host::LlmProvider::None {
         bail!(
             "no LLM is configured: set [llm] provider = \"openai\" with base_url and model in config.toml, \
              or MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL (and MNEMO_LLM_API_KEY if the server needs one)"

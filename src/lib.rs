@@ -1,9 +1,9 @@
 //! The `mnemo` host: the registry of built-in extensions and the embedded default configuration.
 //!
 //! The binary (`src/main.rs`) is the command line around this. A host of one's own builds a
-//! [`mnemo_kernel::KernelBuilder`] from [`builtin_extensions`] plus its own factories.
+//! [`mnemo_kernel::host::KernelBuilder`] from [`builtin_extensions`] plus its own factories.
 
-use mnemo_kernel::ExtensionRegistry;
+use mnemo_kernel::host::ExtensionRegistry;
 
 /// The default `config.toml`, used when no config file is given or found.
 pub const DEFAULT_CONFIG: &str = include_str!("../config.toml");

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use mnemo_kernel::{Config, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_replay::{Replayer, ScenarioReport, Summary};
 
 /// Long-term memory for LLM agents.
@@ -327,7 +327,7 @@ async fn demo(cli: &Cli) -> anyhow::Result<bool> {
     // With a real model configured ([llm] or MNEMO_LLM_*), it writes the facts and the
     // reflection instead of the scripted replies; its words differ, so expectations inform only.
     let real = load_config(cli)?.llm;
-    let with_real_model = real.provider == mnemo_kernel::LlmProvider::Openai;
+    let with_real_model = real.provider == mnemo_kernel::host::LlmProvider::Openai;
     if with_real_model {
         println!(
             "Using the configured model {} at {} instead of scripted replies.\n",

@@ -5,8 +5,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use chrono::Utc;
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
-use mnemo_kernel::{Config, Kernel, ToolScope};
+use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
 mod common;

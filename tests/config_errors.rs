@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use mnemo_kernel::{Config, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
 
 async fn start(text: &str) -> Result<Kernel, String> {
     let config = Config::parse(text, "test.toml").map_err(|err| err.to_string())?;

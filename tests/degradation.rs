@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
-use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use mnemo_memory::{MemoryApi, MemoryService, SessionKey};
 use serde_json::{json, Value};
 

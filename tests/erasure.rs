@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
 use mnemo_memory::MemoryService;
 use serde_json::json;
 

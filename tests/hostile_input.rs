@@ -6,7 +6,8 @@
 mod common;
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
 use common::mnemo;

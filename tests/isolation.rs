@@ -7,7 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
 use serde_json::json;
 
 const USERS: [&str; 3] = ["ana", "ben", "cleo"];

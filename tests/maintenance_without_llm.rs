@@ -2,7 +2,8 @@
 //! while ingest, search and decay keep working.
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use serde_json::json;
 
 #[tokio::test]

@@ -194,7 +194,8 @@ mod tests {
     #[test]
     fn the_shipped_config_file_documents_the_defaults() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config.toml");
-        let config = mnemo_kernel::Config::load(std::path::Path::new(path)).expect("config.toml");
+        let config =
+            mnemo_kernel::host::Config::load(std::path::Path::new(path)).expect("config.toml");
         let parsed: EmbeddingConfig = config
             .extension(NAME)
             .expect("config.toml has [extensions.embedding]")
