@@ -146,13 +146,7 @@ impl Extension for EmbeddingExtension {
 pub fn build(section: &ExtensionSection) -> Result<EmbeddingExtension, ConfigError> {
     let mut config: EmbeddingConfig = section.parse()?;
     config.apply_env(|key| std::env::var(key).ok());
-    config.check().map_err(|problems| ConfigError {
-        file: section.file.clone(),
-        problems: problems
-            .into_iter()
-            .map(|problem| format!("[extensions.{}] {problem}", section.name))
-            .collect(),
-    })?;
+    let config = section.check(config)?;
     Ok(EmbeddingExtension::new(config))
 }
 
