@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 mod common;
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn mnemo(dir: &std::path::Path) -> Command {
     common::mnemo(dir, CONFIG)

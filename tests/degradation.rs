@@ -95,7 +95,7 @@ async fn an_embedding_server_that_is_down_delays_vectors_and_loses_nothing() {
     .await;
     let config = format!(
         "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 1\n[extensions.ner]\n[extensions.memory]\n",
+         dimensions = 3\ntimeout_secs = 1\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n",
         server.base_url
     );
     let dir = tempfile::tempdir().unwrap();
@@ -187,7 +187,7 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
     .await;
     let config = format!(
         "[llm]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\ntimeout_secs = 1\n\
-         [extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+         [extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
          [extensions.memory_maintenance]\n",
         server.base_url
     );
@@ -254,7 +254,7 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
 }
 
 const NO_MODEL: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn event_line(index: usize) -> String {
     json!({"type": "user_message", "id": format!("e{index}"), "at": "2026-04-06T09:00:00Z",

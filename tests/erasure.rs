@@ -18,7 +18,8 @@ const KEY: &str = "The spare key is under the blue flowerpot by the back door";
 /// Bob's, erased with him.
 const PASSPORT: &str = "Bob's passport number is XK-558-1209 and it expires in June";
 
-const CONFIG: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n\
+const CONFIG: &str =
+    "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
     context_messages = 5\n\
     [extensions.markdown_memory]\nmemory_window = 4\nkeep_messages = 2\n";
 

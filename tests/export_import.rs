@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn mnemo(dir: &Path, data: &str, args: &[&str]) -> String {
     let config = dir.join("config.toml");

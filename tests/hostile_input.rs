@@ -17,7 +17,7 @@ fn check(dir: &std::path::Path) -> Value {
 }
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
     [extensions.markdown_memory]\nper_user = false\n";
 
 fn event(id: &str, text: &str) -> Value {

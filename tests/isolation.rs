@@ -71,7 +71,7 @@ async fn no_read_path_returns_another_scope() {
 
 async fn check_seed(seed: u64) {
     let config = Config::parse(
-        "[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
+        "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
          [extensions.markdown_memory]\n",
         "test.toml",
     )

@@ -9,7 +9,7 @@ use serde_json::json;
 #[tokio::test]
 async fn maintenance_degrades_without_a_model() {
     let config = Config::parse(
-        "[extensions.ner]\n[extensions.memory]\n[extensions.memory_maintenance]\n[extensions.memory_reflection]\n",
+        "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n[extensions.memory_maintenance]\n[extensions.memory_reflection]\n",
         "test.toml",
     )
     .unwrap();
