@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
 use mnemo_devtools::progress::Progress;
-use mnemo_kernel::{ChatMessage, Config, Kernel, ToolScope, TurnInput};
+use mnemo_kernel::host::{Config, Kernel, TurnInput};
+use mnemo_kernel::{ChatMessage, ToolScope};
 use mnemo_memory::MemoryService;
 use serde_json::{json, Value};
 
@@ -14,6 +15,15 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
     Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .start()
         .await?)
+}
+
+/// Starts a kernel for `remember` and `search`, which run memory's own tools: every one of
+/// them, whichever profile the model is offered (`[extensions.memory] tools`).
+async fn start_with_every_memory_tool(mut config: Config) -> anyhow::Result<Kernel> {
+    if config.extension("memory").is_some() {
+        config.set_extension_key("memory", "tools", toml::Value::String("all".to_owned()));
+    }
+    start(config).await
 }
 
 /// Starts a kernel for a command that only reads or deletes what is stored (`stats`, `check`,
@@ -56,7 +66,7 @@ pub(crate) async fn chat(
     user: &str,
     chat_id: Option<&str>,
 ) -> anyhow::Result<bool> {
-    if config.llm.provider == mnemo_kernel::LlmProvider::None {
+    if config.llm.provider == mnemo_kernel::host::LlmProvider::None {
         bail!(
             "no LLM is configured: set [llm] provider = \"openai\" with base_url and model in config.toml, \
              or MNEMO_LLM_BASE_URL and MNEMO_LLM_MODEL (and MNEMO_LLM_API_KEY if the server needs one)"
@@ -177,7 +187,7 @@ pub(crate) async fn remember(
     shared: bool,
     json_output: bool,
 ) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_with_every_memory_tool(config).await?;
     let result = kernel
         .call_tool(
             &scope(&kernel, user, chat, None),
@@ -208,7 +218,7 @@ pub(crate) async fn search(
     limit: Option<usize>,
     json_output: bool,
 ) -> anyhow::Result<bool> {
-    let kernel = start(config).await?;
+    let kernel = start_with_every_memory_tool(config).await?;
     let mut arguments = json!({"query": query});
     if let Some(kind) = kind {
         arguments["kind"] = json!(kind);

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use mnemo_devtools::bench::BenchOptions;
-use mnemo_kernel::{Config, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
 
 /// Long-term memory for LLM agents.
 #[derive(Debug, Parser)]

@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use mnemo_kernel::{Kernel, ToolError, ToolScope, TurnInput};
+use mnemo_kernel::host::{Kernel, TurnInput};
+use mnemo_kernel::{ToolError, ToolScope};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,

@@ -5,14 +5,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use chrono::Utc;
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
-use mnemo_kernel::{Config, Kernel, ToolScope};
+use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
 mod common;
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn run(dir: &Path, config: &str, args: &[&str]) -> Output {
     common::mnemo(dir, config).args(args).output().unwrap()
@@ -77,7 +78,7 @@ async fn jobs_run_fails_when_the_job_reports_failures() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let config = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+    let config = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
         [extensions.memory_maintenance]\nenabled = true\n";
     let base_url = server.base_url.clone();
     let path = dir.path().to_path_buf();

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 mod common;
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn mnemo(dir: &std::path::Path) -> Command {
     common::mnemo(dir, CONFIG)
@@ -302,4 +302,39 @@ async fn chat_at_a_terminal_prompts_and_shows_it_is_thinking() {
         .find("thinking…")
         .expect("a sign of activity is shown");
     assert!(prompt < thinking && thinking < reply, "{shown}");
+}
+
+/// The command line's `remember` and `search` work whatever tools the model is offered: with
+/// seed 000's profile there is no `search_memory` tool, with the reference one no `remember`.
+#[test]
+fn remember_and_search_do_not_depend_on_the_model_s_tool_profile() {
+    for profile in ["people", "reference", "typed"] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = CONFIG.replace("tools = \"all\"", &format!("tools = \"{profile}\""));
+        assert!(config.contains(profile));
+        let run = |args: &[&str]| {
+            let output = common::mnemo(dir.path(), &config)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{profile} {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).to_string()
+        };
+        run(&[
+            "remember",
+            "Ana's bike is a green Brompton",
+            "--user",
+            "ana",
+        ]);
+        let hits: Value =
+            serde_json::from_str(&run(&["search", "Brompton", "--user", "ana", "--json"])).unwrap();
+        assert_eq!(
+            hits[0]["content"], "Ana's bike is a green Brompton",
+            "{profile}: {hits}"
+        );
+    }
 }

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
-use mnemo_kernel::{Config, ConversationEvent, Kernel};
+use mnemo_kernel::ConversationEvent;
 use mnemo_memory::{MemoryService, SearchRequest};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use mnemo_kernel::{Config, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
 
 /// A kernel on `text` with the registry the tests replay on: the built-in extensions and the
 /// example `notes`, whose options these tests get wrong.
@@ -11,7 +11,7 @@ async fn start(text: &str) -> Result<Kernel, String> {
 }
 
 async fn start_with(
-    registry: mnemo_kernel::ExtensionRegistry,
+    registry: mnemo_kernel::host::ExtensionRegistry,
     text: &str,
 ) -> Result<Kernel, String> {
     let config = Config::parse(text, "test.toml").map_err(|err| err.to_string())?;

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
-use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use mnemo_memory::{MemoryApi, MemoryService, SessionKey};
 use serde_json::{json, Value};
 
@@ -94,7 +95,7 @@ async fn an_embedding_server_that_is_down_delays_vectors_and_loses_nothing() {
     .await;
     let config = format!(
         "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 1\nretry_base_ms = 10\n[extensions.ner]\n[extensions.memory]\n",
+         dimensions = 3\ntimeout_secs = 1\nretry_base_ms = 10\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n",
         server.base_url
     );
     let dir = tempfile::tempdir().unwrap();
@@ -186,7 +187,7 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
     .await;
     let config = format!(
         "[llm]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\ntimeout_secs = 1\n\
-         [extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+         [extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
          [extensions.memory_maintenance]\n",
         server.base_url
     );
@@ -253,7 +254,7 @@ async fn a_model_that_is_down_or_slow_leaves_the_session_pending_until_it_answer
 }
 
 const NO_MODEL: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn event_line(index: usize) -> String {
     json!({"type": "user_message", "id": format!("e{index}"), "at": "2026-04-06T09:00:00Z",

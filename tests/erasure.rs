@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
 use mnemo_memory::MemoryService;
 use serde_json::json;
 
@@ -17,7 +18,8 @@ const KEY: &str = "The spare key is under the blue flowerpot by the back door";
 /// Bob's, erased with him.
 const PASSPORT: &str = "Bob's passport number is XK-558-1209 and it expires in June";
 
-const CONFIG: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n\
+const CONFIG: &str =
+    "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
     context_messages = 5\n\
     [extensions.markdown_memory]\nmemory_window = 4\nkeep_messages = 2\n";
 

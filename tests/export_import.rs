@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn mnemo(dir: &Path, data: &str, args: &[&str]) -> String {
     let config = dir.join("config.toml");
@@ -151,7 +151,8 @@ fn metadata(bytes: usize, depth: usize) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_largest_metadata_store_memory_accepts_exports_and_imports_back() {
-    use mnemo_kernel::{Config, Kernel, ToolScope};
+    use mnemo_kernel::host::{Config, Kernel};
+    use mnemo_kernel::ToolScope;
     use serde_json::json;
 
     let dir = tempfile::tempdir().unwrap();

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::{
-    BoxError, Config, ContextRequest, Event, EventHandler, EventPayload, Extension,
-    ExtensionFactory, ExtensionSection, Kernel, KernelContext, KernelError, Registrar, ToolError,
-    ToolProvider, ToolScope, ToolSpec,
+    BoxError, ContextRequest, Event, EventHandler, EventPayload, Extension, ExtensionFactory,
+    ExtensionSection, KernelContext, KernelError, Registrar, ToolError, ToolProvider, ToolScope,
+    ToolSpec,
 };
 use serde_json::{json, Value};
 
@@ -19,7 +20,7 @@ fn t(day: u32, hour: u32) -> DateTime<Utc> {
 }
 
 async fn kernel_with(
-    registry: mnemo_kernel::ExtensionRegistry,
+    registry: mnemo_kernel::host::ExtensionRegistry,
     text: &str,
 ) -> (Kernel, tempfile::TempDir) {
     let config = Config::parse(text, "test.toml").unwrap();
@@ -231,7 +232,7 @@ thread_local! {
     static CONSUMER: std::cell::RefCell<Option<Arc<ConsumerExtension>>> = const { std::cell::RefCell::new(None) };
 }
 
-fn registry() -> mnemo_kernel::ExtensionRegistry {
+fn registry() -> mnemo_kernel::host::ExtensionRegistry {
     mnemo_devtools::dev_extensions()
         .with(ExtensionFactory {
             name: "counter",
@@ -328,7 +329,7 @@ async fn shutdown_drains_every_queued_event() {
 #[tokio::test]
 async fn an_agent_turn_without_a_model_says_how_to_configure_one() {
     let (kernel, _dir_kernel) = kernel_with(mnemo_devtools::dev_extensions(), "").await;
-    let input = mnemo_kernel::TurnInput {
+    let input = mnemo_kernel::host::TurnInput {
         user_id: "ana".into(),
         session_id: "s1".into(),
         chat_id: None,
@@ -411,9 +412,12 @@ async fn a_long_running_kernel_keeps_the_last_job_runs_and_counts_them_all() {
         .unwrap();
     assert_eq!(runs.len(), 1_440);
     let kept = kernel.job_runs();
-    assert_eq!(kept.len(), mnemo_kernel::KEPT_JOB_RUNS);
+    assert_eq!(kept.len(), mnemo_kernel::host::KEPT_JOB_RUNS);
     assert_eq!(kept.last(), runs.last(), "the newest run is kept");
-    assert_eq!(kept.first(), runs.get(1_440 - mnemo_kernel::KEPT_JOB_RUNS));
+    assert_eq!(
+        kept.first(),
+        runs.get(1_440 - mnemo_kernel::host::KEPT_JOB_RUNS)
+    );
     let totals = kernel.job_totals("notes_digest").unwrap();
     assert_eq!((totals.runs, totals.failures), (1_440, 0));
     assert_eq!(kernel.job_totals("no_such_job"), None);

@@ -6,7 +6,8 @@
 mod common;
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
 use common::mnemo;
@@ -16,7 +17,7 @@ fn check(dir: &std::path::Path) -> Value {
 }
 
 const CONFIG: &str =
-    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n\
+    "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n\
     [extensions.markdown_memory]\nper_user = false\n";
 
 fn event(id: &str, text: &str) -> Value {

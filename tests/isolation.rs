@@ -7,7 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, ContextRequest, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
 use serde_json::json;
 
 const USERS: [&str; 3] = ["ana", "ben", "cleo"];
@@ -70,7 +71,7 @@ async fn no_read_path_returns_another_scope() {
 
 async fn check_seed(seed: u64) {
     let config = Config::parse(
-        "[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
+        "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
          [extensions.markdown_memory]\n",
         "test.toml",
     )

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
+use mnemo_kernel::host::{Config, Kernel, TurnInput};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
-use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope, TurnInput};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use serde_json::{json, Value};
 
 fn message(content: &str) -> CannedAnswer {

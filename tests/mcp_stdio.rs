@@ -44,7 +44,7 @@ fn start_server() -> (tempfile::TempDir, Child) {
     let config = dir.path().join("config.toml");
     std::fs::write(
         &config,
-        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n",
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n",
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_mnemo"))

@@ -2,7 +2,8 @@
 //! results or a clean empty answer, never an error.
 
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, ConversationEvent, Kernel, ToolScope};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use serde_json::{json, Value};
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 mod common;
 
 /// Memory and the fast NER only: no model to load, so the processes spend their time writing.
-const CONFIG: &str = "[extensions.ner]\n[extensions.memory]\n";
+const CONFIG: &str = "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -3,11 +3,9 @@
 
 use std::time::Duration;
 
+use mnemo_kernel::host::{Config, Kernel, LlmConfig, LlmProvider, OpenAiClient, TurnInput};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
-use mnemo_kernel::{
-    ChatMessage, ChatRequest, Config, Kernel, LlmClient, LlmConfig, LlmError, LlmProvider,
-    OpenAiClient, ToolSpec, TurnInput,
-};
+use mnemo_kernel::{ChatMessage, ChatRequest, LlmClient, LlmError, ToolSpec};
 use serde_json::{json, Value};
 
 async fn serve(answers: Vec<CannedAnswer>) -> HttpTestServer {

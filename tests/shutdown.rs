@@ -4,8 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
-use mnemo_kernel::{Config, ConversationEvent, Kernel};
+use mnemo_kernel::ConversationEvent;
 use serde_json::{json, Value};
 
 /// Log lines, collected from a subscriber on this thread.

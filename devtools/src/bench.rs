@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use chrono::{TimeZone, Utc};
-use mnemo_kernel::{Config, Event, EventPayload, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{Event, EventPayload};
 use mnemo_memory::{MemoryService, SearchMode, SearchRequest, VectorStatus};
 use serde_json::json;
 

@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use chrono::{NaiveDateTime, TimeZone, Utc};
-use mnemo_kernel::{Config, Event, EventPayload, Kernel};
+use mnemo_kernel::host::{Config, Kernel};
+use mnemo_kernel::{Event, EventPayload};
 use mnemo_memory::{MemoryKind, MemoryService, SearchMode, SearchRequest};
 use serde_json::{json, Map, Value};
 

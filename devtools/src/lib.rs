@@ -10,7 +10,7 @@ pub mod eval;
 pub mod progress;
 pub mod replay;
 
-use mnemo_kernel::ExtensionRegistry;
+use mnemo_kernel::host::ExtensionRegistry;
 
 /// The built-in extensions plus the example `notes` extension (`examples/notes`), which the
 /// demo, sample scenarios and tests switch on; the product's own registry does not know it.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use mnemo_kernel::{Config, LlmConfig, LlmProvider};
+use mnemo_kernel::host::{Config, LlmConfig, LlmProvider};
 use mnemo_replay::{Replayer, ScenarioReport, Summary};
 
 /// The scenario `mnemo demo` replays.

@@ -1,7 +1,7 @@
 //! The registry of built-in extensions and the embedded default configuration: what the `mnemo`
 //! binary hosts.
 //!
-//! A host of one's own builds a [`mnemo_kernel::KernelBuilder`] from [`builtin_extensions`] plus
+//! A host of one's own builds a [`mnemo_kernel::host::KernelBuilder`] from [`builtin_extensions`] plus
 //! its own factories. [`store_only_extensions`] is the same registry for commands that only read
 //! or delete what is stored (`stats`, `check`, `export`, `forget`): it leaves the embedding
 //! model unloaded.
@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_embedding::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
+use mnemo_kernel::host::ExtensionRegistry;
 use mnemo_kernel::{
-    BoxError, ConfigError, Extension, ExtensionFactory, ExtensionRegistry, ExtensionSection,
-    Registrar,
+    BoxError, ConfigError, Extension, ExtensionFactory, ExtensionSection, Registrar,
 };
 
 /// The default `config.toml`, used when no config file is given or found.

@@ -26,7 +26,7 @@ impl Clock for SystemClock {
 /// A clock that only moves when told to; used by the replay harness and tests.
 ///
 /// It never moves backwards: [`VirtualClock::set`] to an earlier time is ignored. The kernel moves
-/// it through [`crate::Kernel::advance_to`], which also fires the cron jobs that came due.
+/// it through [`crate::host::Kernel::advance_to`], which also fires the cron jobs that came due.
 #[derive(Debug)]
 pub struct VirtualClock {
     now: Mutex<DateTime<Utc>>,

@@ -166,6 +166,15 @@ impl Default for LlmConfig {
     }
 }
 
+/// The values of an extension's config that parse but are not usable (a limit of 0, two
+/// options that exclude each other). Every extension's config implements it and its factory
+/// reads the config with [`ExtensionSection::parse_checked`].
+pub trait ValidateConfig {
+    /// Every problem with the values, each naming its key: ``key `batch_size`: must be at least
+    /// 1``. The kernel adds the file and the section. Empty when the config is usable.
+    fn problems(&self) -> Vec<String>;
+}
+
 /// One `[extensions.<name>]` table, handed to the extension's factory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExtensionSection {
@@ -215,6 +224,35 @@ impl ExtensionSection {
         }
     }
 
+    /// Deserialises the section like [`ExtensionSection::parse`], then checks its values with
+    /// [`ValidateConfig::problems`]: the one way an extension's factory reads its config.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] listing every problem: the keys [`ExtensionSection::parse`] refuses, or
+    /// else every value [`ValidateConfig::problems`] refuses, each under `[extensions.<name>]`.
+    pub fn parse_checked<C: DeserializeOwned + ValidateConfig>(&self) -> Result<C, ConfigError> {
+        self.check(self.parse()?)
+    }
+
+    /// Checks `config`, parsed from this section and perhaps adjusted since (from the
+    /// environment, say), with [`ValidateConfig::problems`].
+    ///
+    /// # Errors
+    /// A [`ConfigError`] listing every problem, each under `[extensions.<name>]`.
+    pub fn check<C: ValidateConfig>(&self, config: C) -> Result<C, ConfigError> {
+        let problems = config.problems();
+        if problems.is_empty() {
+            return Ok(config);
+        }
+        Err(ConfigError {
+            file: self.file.clone(),
+            problems: problems
+                .into_iter()
+                .map(|problem| format!("[extensions.{}] {problem}", self.name))
+                .collect(),
+        })
+    }
+
     /// The raw keys of the section (without `enabled`).
     pub fn table(&self) -> &toml::Table {
         &self.table
@@ -228,7 +266,7 @@ impl Config {
     ///
     /// # Errors
     /// The file cannot be read, is not TOML, or a kernel key is unknown or has a bad value.
-    /// Extension sections are checked by [`crate::KernelBuilder::start`], which knows the factories.
+    /// Extension sections are checked by [`crate::host::KernelBuilder::start`], which knows the factories.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -490,6 +528,61 @@ fn named_in(reason: &str, prefix: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Sample {
+        low: u32,
+        high: u32,
+    }
+
+    impl ValidateConfig for Sample {
+        fn problems(&self) -> Vec<String> {
+            let mut problems = Vec::new();
+            if self.low == 0 {
+                problems.push("key `low`: must be at least 1".to_owned());
+            }
+            if self.high > 100 {
+                problems.push("key `high`: must be at most 100".to_owned());
+            }
+            problems
+        }
+    }
+
+    fn section(text: &str) -> ExtensionSection {
+        let mut section = ExtensionSection::new("sample", toml::from_str(text).unwrap());
+        section.file = "mnemo.toml".to_owned();
+        section
+    }
+
+    #[test]
+    fn parse_checked_lists_every_problem_under_the_section() {
+        let sample: Sample = section("low = 1\nhigh = 2").parse_checked().unwrap();
+        assert_eq!((sample.low, sample.high), (1, 2));
+        let error = section("low = 0\nhigh = 200")
+            .parse_checked::<Sample>()
+            .unwrap_err();
+        assert_eq!(error.file, "mnemo.toml");
+        assert_eq!(
+            error.problems,
+            [
+                "[extensions.sample] key `low`: must be at least 1",
+                "[extensions.sample] key `high`: must be at most 100",
+            ]
+        );
+        // Keys that do not parse are reported before any value is checked.
+        let error = section("low = \"x\"\nhigh = 0\nextra = 1")
+            .parse_checked::<Sample>()
+            .unwrap_err();
+        assert!(
+            error
+                .problems
+                .iter()
+                .all(|problem| !problem.contains("at least")),
+            "{error}"
+        );
+        assert!(error.to_string().contains("extra"), "{error}");
+    }
 
     #[test]
     fn defaults_round_trip() {

@@ -57,7 +57,7 @@ pub trait Extension: Send + Sync + 'static {
 
     /// Waits until the background work queued so far is done (an indexer catching up, say).
     ///
-    /// [`crate::Kernel::settle`] calls it, so that replays and tests see a quiet system between
+    /// [`crate::host::Kernel::settle`] calls it, so that replays and tests see a quiet system between
     /// steps. Production paths never wait on it.
     async fn idle(&self, ctx: &KernelContext) {
         let _ = ctx;
@@ -202,6 +202,10 @@ impl ToolError {
 }
 
 /// Offers tools to the agent.
+///
+/// An extension usually returns a [`crate::ToolSet`] of typed [`crate::Tool`]s, which implements
+/// this trait and generates every [`ToolSpec`] from the tool's argument struct; writing it by
+/// hand is for tools whose schema is not known at compile time.
 #[async_trait]
 pub trait ToolProvider: Send + Sync {
     /// The tools this extension offers; asked once at start.

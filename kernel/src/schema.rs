@@ -1,7 +1,7 @@
 //! The subset of JSON Schema the kernel checks tool arguments against before a call.
 //!
 //! Checked: `type` (one or a list), `required`, `properties`, `additionalProperties: false`,
-//! `enum`, `items`, `minimum`/`maximum`, `minLength`/`maxLength`, `maxItems`, and nesting at most
+//! `enum`, `items`, `minimum`/`maximum`, `minLength`/`maxLength`, `minItems`/`maxItems`, and nesting at most
 //! 32 deep everywhere, free-form values included. Anything else in a
 //! schema is documentation for the model and is not enforced here.
 
@@ -139,6 +139,14 @@ fn check_at(schema: &Value, value: &Value, path: &str, depth: usize) -> Result<(
             }
         }
         Value::Array(items) => {
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+                if (items.len() as u64) < min {
+                    return Err(format!(
+                        "{}: must have at least {min} items",
+                        describe(path)
+                    ));
+                }
+            }
             if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
                 if items.len() as u64 > max {
                     return Err(format!(
@@ -206,7 +214,7 @@ mod tests {
                 "query": {"type": "string", "minLength": 1, "maxLength": 10},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50},
                 "kind": {"type": "string", "enum": ["fact", "episode"]},
-                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}
             },
             "required": ["query"],
             "additionalProperties": false
@@ -257,6 +265,10 @@ mod tests {
             (
                 json!({"query": "01234567890"}),
                 "11 characters, the limit is 10",
+            ),
+            (
+                json!({"query": "x", "tags": []}),
+                "must have at least 1 items",
             ),
             (json!("coffee"), "arguments: expected object, found string"),
         ];

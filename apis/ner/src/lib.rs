@@ -6,8 +6,9 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-/// Kinds of entity, as stored in the memory extension's `entities.type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Kinds of entity, as stored in the memory extension's `entities.type` (and as tool arguments
+/// name them, hence its schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntityType {
     /// A person (also @mentions).

@@ -1,19 +1,15 @@
 //! An example third-party extension, written against `mnemo-kernel`'s public API alone.
 //!
 //! It keeps short per-user notes in memory and shows every role an extension can take:
-//! an [`EventHandler`] (a user message starting with `note:` is saved), a [`ToolProvider`]
-//! (`add_note`, `search_notes`), a [`ContextProvider`] (notes sharing a word with the prompt) and a
+//! an [`EventHandler`] (a user message starting with `note:` is saved), typed [`Tool`]s in a
+//! [`ToolSet`] (`add_note`, `search_notes`), a [`ContextProvider`] (notes sharing a word with the prompt) and a
 //! [`SchedulerProvider`] (a `notes_digest` job that publishes a `notes.digest` event). Enable it
 //! with `[extensions.notes]` in `config.toml`; a host registers it with [`factory`].
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use mnemo_kernel::{
-    BoxError, ContextProvider, ContextRequest, Event, EventHandler, Extension, ExtensionFactory,
-    ExtensionSection, JobSpec, KernelContext, SchedulerProvider, ToolError, ToolProvider,
-    ToolScope, ToolSpec, TypedEvent, TOPIC_USER_MESSAGE,
-};
+use mnemo_kernel::prelude::*;
+use mnemo_kernel::TOPIC_USER_MESSAGE;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -25,6 +21,15 @@ pub struct NotesConfig {
     pub digest_cron: String,
     /// Most notes kept per user; the oldest go first.
     pub max_notes_per_user: usize,
+}
+
+impl ValidateConfig for NotesConfig {
+    fn problems(&self) -> Vec<String> {
+        if self.max_notes_per_user == 0 {
+            return vec!["key `max_notes_per_user`: must be at least 1".to_owned()];
+        }
+        Vec::new()
+    }
 }
 
 impl Default for NotesConfig {
@@ -58,6 +63,14 @@ struct Note {
 #[derive(Debug)]
 pub struct NotesExtension {
     config: NotesConfig,
+    notebook: Arc<Notebook>,
+    tools: ToolSet,
+}
+
+/// Every user's notes, shared by the extension and its tools.
+#[derive(Debug)]
+struct Notebook {
+    max_notes_per_user: usize,
     notes: Mutex<Vec<Note>>,
     next_id: Mutex<u64>,
 }
@@ -68,22 +81,37 @@ pub fn factory() -> ExtensionFactory {
         name: "notes",
         description: "example third-party extension: per-user notes",
         build: |section: &ExtensionSection| {
-            let config: NotesConfig = section.parse()?;
-            Ok(Arc::new(NotesExtension::new(config)) as Arc<dyn Extension>)
+            let config: NotesConfig = section.parse_checked()?;
+            let extension = NotesExtension::new(config)
+                .map_err(|error| ConfigError::new(section.file.clone(), error.to_string()))?;
+            Ok(Arc::new(extension) as Arc<dyn Extension>)
         },
     }
 }
 
 impl NotesExtension {
     /// A notes extension with `config`.
-    pub fn new(config: NotesConfig) -> Self {
-        Self {
-            config,
+    ///
+    /// # Errors
+    /// A tool whose limits do not fit its arguments (a bug, reported at start-up).
+    pub fn new(config: NotesConfig) -> Result<Self, ToolError> {
+        let notebook = Arc::new(Notebook {
+            max_notes_per_user: config.max_notes_per_user,
             notes: Mutex::new(Vec::new()),
             next_id: Mutex::new(1),
-        }
+        });
+        let tools = ToolSet::new()
+            .with(AddNote(notebook.clone()))?
+            .with(SearchNotes(notebook.clone()))?;
+        Ok(Self {
+            config,
+            notebook,
+            tools,
+        })
     }
+}
 
+impl Notebook {
     fn add(&self, user_id: &str, text: &str) -> u64 {
         let mut next_id = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
         let id = *next_id;
@@ -95,7 +123,7 @@ impl NotesExtension {
             text: text.trim().to_owned(),
         });
         let held = notes.iter().filter(|note| note.user_id == user_id).count();
-        if held > self.config.max_notes_per_user {
+        if held > self.max_notes_per_user {
             if let Some(oldest) = notes.iter().position(|note| note.user_id == user_id) {
                 notes.remove(oldest);
             }
@@ -125,6 +153,87 @@ impl NotesExtension {
     }
 }
 
+/// `add_note`: saves a note for the caller.
+struct AddNote(Arc<Notebook>);
+
+/// Arguments of `add_note`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AddNoteArgs {
+    /// The note.
+    #[schemars(length(min = 1, max = 2000))]
+    text: String,
+}
+
+#[async_trait]
+impl Tool for AddNote {
+    type Args = AddNoteArgs;
+
+    fn name(&self) -> &str {
+        "add_note"
+    }
+
+    fn description(&self) -> String {
+        "Save a short note for the current user.".to_owned()
+    }
+
+    async fn call(
+        &self,
+        _ctx: &KernelContext,
+        scope: &ToolScope,
+        args: AddNoteArgs,
+    ) -> Result<Value, ToolError> {
+        if args.text.trim().is_empty() {
+            return Err(ToolError::invalid(self.name(), "argument `text` is blank"));
+        }
+        Ok(json!({"id": self.0.add(&scope.user_id, &args.text)}))
+    }
+}
+
+/// `search_notes`: the caller's notes sharing words with a query.
+struct SearchNotes(Arc<Notebook>);
+
+/// Arguments of `search_notes`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchNotesArgs {
+    /// Words to look for.
+    #[schemars(length(min = 1))]
+    query: String,
+    /// Most notes returned (10 when left out).
+    #[schemars(range(min = 1, max = 50))]
+    limit: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for SearchNotes {
+    type Args = SearchNotesArgs;
+
+    fn name(&self) -> &str {
+        "search_notes"
+    }
+
+    fn description(&self) -> String {
+        "Find the current user's notes sharing words with the query.".to_owned()
+    }
+
+    async fn call(
+        &self,
+        _ctx: &KernelContext,
+        scope: &ToolScope,
+        args: SearchNotesArgs,
+    ) -> Result<Value, ToolError> {
+        let hits = self
+            .0
+            .search(&scope.user_id, &args.query, args.limit.unwrap_or(10));
+        Ok(Value::Array(
+            hits.into_iter()
+                .map(|(id, content, score)| json!({"id": id, "content": content, "score": score}))
+                .collect(),
+        ))
+    }
+}
+
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| word.chars().count() >= 3)
@@ -143,7 +252,7 @@ impl Extension for NotesExtension {
     }
 
     fn tool_provider(&self) -> Option<&dyn ToolProvider> {
-        Some(self)
+        Some(&self.tools)
     }
 
     fn scheduler_provider(&self) -> Option<&dyn SchedulerProvider> {
@@ -169,70 +278,9 @@ impl EventHandler for NotesExtension {
             return Ok(());
         };
         if prefix.eq_ignore_ascii_case("note:") && !text[5..].trim().is_empty() {
-            self.add(user_id, &text[5..]);
+            self.notebook.add(user_id, &text[5..]);
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl ToolProvider for NotesExtension {
-    fn tools(&self) -> Vec<ToolSpec> {
-        vec![
-            ToolSpec {
-                name: "add_note".to_owned(),
-                description: "Save a short note for the current user.".to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 2000}},
-                    "required": ["text"],
-                    "additionalProperties": false
-                }),
-            },
-            ToolSpec {
-                name: "search_notes".to_owned(),
-                description: "Find the current user's notes sharing words with the query."
-                    .to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "minLength": 1},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 50}
-                    },
-                    "required": ["query"],
-                    "additionalProperties": false
-                }),
-            },
-        ]
-    }
-
-    async fn call_tool(
-        &self,
-        _ctx: &KernelContext,
-        scope: &ToolScope,
-        name: &str,
-        arguments: Value,
-    ) -> Result<Value, ToolError> {
-        match name {
-            "add_note" => {
-                let text = arguments["text"].as_str().unwrap_or_default();
-                if text.trim().is_empty() {
-                    return Err(ToolError::invalid(name, "argument `text` is blank"));
-                }
-                Ok(json!({"id": self.add(&scope.user_id, text)}))
-            }
-            "search_notes" => {
-                let query = arguments["query"].as_str().unwrap_or_default();
-                let limit = arguments["limit"].as_u64().unwrap_or(10) as usize;
-                let hits = self.search(&scope.user_id, query, limit);
-                Ok(Value::Array(
-                    hits.into_iter()
-                        .map(|(id, content, score)| json!({"id": id, "content": content, "score": score}))
-                        .collect(),
-                ))
-            }
-            other => Err(ToolError::UnknownTool(other.to_owned())),
-        }
     }
 }
 
@@ -243,7 +291,7 @@ impl ContextProvider for NotesExtension {
         _ctx: &KernelContext,
         request: &ContextRequest,
     ) -> Result<Option<String>, BoxError> {
-        let hits = self.search(&request.user_id, &request.prompt, 5);
+        let hits = self.notebook.search(&request.user_id, &request.prompt, 5);
         if hits.is_empty() {
             return Ok(None);
         }
@@ -271,7 +319,12 @@ impl SchedulerProvider for NotesExtension {
         if name != "notes_digest" {
             return Err(format!("unknown job `{name}`").into());
         }
-        let notes = self.notes.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let notes = self
+            .notebook
+            .notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
         ctx.publish(Event::new(ctx.now(), NotesDigested { notes }.to_payload()?))
             .await?;
         Ok(format!("{notes} notes"))

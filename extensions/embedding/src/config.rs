@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use mnemo_kernel::ValidateConfig;
 use serde::{Deserialize, Serialize};
 
 /// Where the local model lives unless `model_dir` says otherwise (`~` is the home directory).
@@ -127,12 +128,12 @@ impl EmbeddingConfig {
             None => known_dimensions(&self.model),
         }
     }
+}
 
-    /// Checks values serde cannot: every problem at once, each naming its key.
-    ///
-    /// # Errors
-    /// One message per problem, such as ``key `batch_size`: must be at least 1``.
-    pub fn check(&self) -> Result<(), Vec<String>> {
+impl ValidateConfig for EmbeddingConfig {
+    /// Checks values serde cannot: every problem at once, each naming its key, such as
+    /// ``key `batch_size`: must be at least 1``.
+    fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.batch_size == 0 {
             problems.push("key `batch_size`: must be at least 1".to_owned());
@@ -179,11 +180,7 @@ impl EmbeddingConfig {
                 }
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        problems
     }
 }
 
@@ -225,7 +222,7 @@ mod tests {
         let text = toml::to_string(&defaults).expect("defaults serialise");
         assert_eq!(parse(&text).expect("defaults parse"), defaults);
         assert_eq!(parse("").expect("empty section parses"), defaults);
-        assert!(defaults.check().is_ok());
+        assert!(defaults.problems().is_empty());
     }
 
     #[test]
@@ -261,7 +258,7 @@ mod tests {
         assert_eq!(config.provider, EmbeddingProvider::Remote);
         assert_eq!(config.model_dir, Path::new("/models/bge"));
         assert_eq!(config.remote_dimensions(), Some(256));
-        assert!(config.check().is_ok());
+        assert!(config.problems().is_empty());
         assert!(
             !format!("{config:?}").contains("sk-test"),
             "Debug hides the key"
@@ -282,14 +279,14 @@ mod tests {
             "provider = \"remote\"\nmodel = \"nomic-embed-text\"\nbatch_size = 0\ntimeout_secs = 0",
         )
         .expect("valid TOML");
-        let problems = config.check().expect_err("three problems");
+        let problems = config.problems();
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert!(problems
             .iter()
             .any(|problem| problem.contains("`dimensions`")));
 
         let local = parse("dimensions = 256").expect("valid TOML");
-        assert!(local.check().is_err(), "dimensions is remote-only");
+        assert!(!local.problems().is_empty(), "dimensions is remote-only");
     }
 
     #[test]

@@ -145,13 +145,7 @@ impl Extension for EmbeddingExtension {
 pub fn build(section: &ExtensionSection) -> Result<EmbeddingExtension, ConfigError> {
     let mut config: EmbeddingConfig = section.parse()?;
     config.apply_env(|key| std::env::var(key).ok());
-    config.check().map_err(|problems| ConfigError {
-        file: section.file.clone(),
-        problems: problems
-            .into_iter()
-            .map(|problem| format!("[extensions.{}] {problem}", section.name))
-            .collect(),
-    })?;
+    let config = section.check(config)?;
     Ok(EmbeddingExtension::new(config))
 }
 
@@ -193,7 +187,8 @@ mod tests {
     #[test]
     fn the_shipped_config_file_documents_the_defaults() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config.toml");
-        let config = mnemo_kernel::Config::load(std::path::Path::new(path)).expect("config.toml");
+        let config =
+            mnemo_kernel::host::Config::load(std::path::Path::new(path)).expect("config.toml");
         let parsed: EmbeddingConfig = config
             .extension(NAME)
             .expect("config.toml has [extensions.embedding]")

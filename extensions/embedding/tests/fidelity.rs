@@ -11,7 +11,7 @@ use mnemo_embedding::{
     EmbeddingApi, EmbeddingConfig, EmbeddingError, EmbeddingHealth, EmbeddingProvider,
     LocalEmbedder,
 };
-use mnemo_kernel::{Config, ExtensionRegistry, Kernel};
+use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel};
 use serde::Deserialize;
 
 #[derive(Deserialize)]

@@ -1,5 +1,6 @@
 //! `[extensions.markdown_memory]`.
 
+use mnemo_kernel::ValidateConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::names;
@@ -73,14 +74,12 @@ const MAX_TIMEOUT_SECS: u64 = 3_600;
 /// Longest tool prefix, in characters.
 const MAX_PREFIX_CHARS: usize = 32;
 
-impl MarkdownMemoryConfig {
+impl ValidateConfig for MarkdownMemoryConfig {
     /// Every problem with the values, each naming its key; empty when the config is usable.
-    pub fn problems(&self) -> Vec<String> {
+    fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let mut problem = |key: &str, reason: String| {
-            problems.push(format!(
-                "[extensions.markdown_memory] key `{key}`: {reason}"
-            ));
+            problems.push(format!("key `{key}`: {reason}"));
         };
         if self.workspace.trim().is_empty() {
             problem(

@@ -108,14 +108,14 @@ impl ContextProvider for MarkdownMemoryExtension {
         _ctx: &KernelContext,
         request: &ContextRequest,
     ) -> Result<Option<String>, BoxError> {
-        let workspace = self.open_workspace(Some(&request.user_id))?;
+        let workspace = self.files.open_workspace(Some(&request.user_id))?;
         let session = SessionKey::new(
             Some(&request.user_id),
             request.chat_id.as_deref(),
             &request.session_id,
         );
-        let agent_id = self.config.agent_id.clone();
-        let inject = self.config.inject;
+        let agent_id = self.files.config.agent_id.clone();
+        let inject = self.files.config.inject;
         let (memory, agent_memory_file, agent_memory, recap) =
             crate::blocking(&workspace, move |workspace| {
                 let recap = workspace.session_recap(&session)?;
@@ -131,13 +131,13 @@ impl ContextProvider for MarkdownMemoryExtension {
             })
             .await?;
         Ok(Some(render(&Parts {
-            tools: &self.tools,
+            tools: &self.names,
             inject,
             memory: &memory,
             agent_memory_file: &agent_memory_file,
             agent_memory: &agent_memory,
             recap: recap.as_deref(),
-            limit: self.config.max_memory_size.saturating_mul(2),
+            limit: self.files.config.max_memory_size.saturating_mul(2),
         })))
     }
 }

@@ -57,7 +57,9 @@ impl MarkdownMemoryExtension {
         session: &SessionKey,
         messages: Vec<BufferedMessage>,
     ) -> Result<()> {
-        let cut = messages.len().saturating_sub(self.config.keep_messages);
+        let cut = messages
+            .len()
+            .saturating_sub(self.files.config.keep_messages);
         let (older, kept) = messages.split_at(cut);
         let outcome = self
             .consolidator
@@ -75,7 +77,7 @@ impl MarkdownMemoryExtension {
             workspace.write_session_recap(&key, &recap)
         })
         .await?;
-        tracing::info!(%session, consolidated = older.len(), kept = self.config.keep_messages, "session window consolidated");
+        tracing::info!(%session, consolidated = older.len(), kept = self.files.config.keep_messages, "session window consolidated");
         Ok(())
     }
 }
@@ -86,9 +88,13 @@ impl MarkdownMemoryExtension {
         let Some(needle) = Needle::new(&forgotten.content) else {
             return Ok(());
         };
-        let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
+        let base = self
+            .files
+            .workspace
+            .get()
+            .ok_or(MarkdownError::NotStarted)?;
         let workspace = match forgotten.user_id.as_deref() {
-            Some(user) if self.config.per_user => match base.existing_user(user) {
+            Some(user) if self.files.config.per_user => match base.existing_user(user) {
                 Some(workspace) => workspace,
                 None => return Ok(()),
             },
@@ -114,7 +120,11 @@ impl MarkdownMemoryExtension {
     /// `memory.user_erased`: removes the user's workspace, and the buffers of their sessions in
     /// the shared workspace (all of them, whatever the chat or session).
     async fn erase_user(&self, erased: UserErased) -> Result<()> {
-        let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
+        let base = self
+            .files
+            .workspace
+            .get()
+            .ok_or(MarkdownError::NotStarted)?;
         let user = erased.user_id.clone();
         let (workspace, sessions) = crate::blocking(base, move |workspace| {
             Ok((
@@ -123,7 +133,7 @@ impl MarkdownMemoryExtension {
             ))
         })
         .await?;
-        if self.config.per_user {
+        if self.files.config.per_user {
             tracing::info!(user_id = %erased.user_id, workspace, sessions, "user's markdown files erased");
             return Ok(());
         }
@@ -173,7 +183,7 @@ impl EventHandler for MarkdownMemoryExtension {
             tracing::debug!(event_id = %event.id, "conversation event without a session; not buffered");
             return Ok(());
         };
-        let workspace = self.open_workspace(event.user_id.as_deref())?;
+        let workspace = self.files.open_workspace(event.user_id.as_deref())?;
         let workspace = &workspace;
         let session = SessionKey::new(
             event.user_id.as_deref(),
@@ -200,7 +210,7 @@ impl EventHandler for MarkdownMemoryExtension {
             workspace.session_messages(&key)
         })
         .await?;
-        if messages.len() > self.config.memory_window {
+        if messages.len() > self.files.config.memory_window {
             self.consolidate_window(ctx, workspace, &session, messages)
                 .await?;
         }

@@ -39,7 +39,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mnemo_kernel::{
     BoxError, ConfigError, ContextProvider, EventHandler, Extension, ExtensionFactory,
-    ExtensionSection, KernelContext, ToolProvider,
+    ExtensionSection, KernelContext, ToolError, ToolProvider, ToolSet,
 };
 
 pub use atomic::{is_temp_file, write_atomic, StagedWrite};
@@ -68,15 +68,10 @@ pub fn factory() -> ExtensionFactory {
         description:
             "long-term memory in markdown files: MEMORY.md, history, world and agent memory",
         build: |section: &ExtensionSection| {
-            let config: MarkdownMemoryConfig = section.parse()?;
-            let problems = config.problems();
-            if !problems.is_empty() {
-                return Err(ConfigError {
-                    file: section.file.clone(),
-                    problems,
-                });
-            }
-            Ok(Arc::new(MarkdownMemoryExtension::new(config)) as Arc<dyn Extension>)
+            let config: MarkdownMemoryConfig = section.parse_checked()?;
+            let extension = MarkdownMemoryExtension::new(config)
+                .map_err(|error| ConfigError::new(section.file.clone(), error.to_string()))?;
+            Ok(Arc::new(extension) as Arc<dyn Extension>)
         },
     }
 }
@@ -84,45 +79,65 @@ pub fn factory() -> ExtensionFactory {
 /// The extension: tools, context, and consolidation of the conversations it hears.
 #[derive(Debug)]
 pub struct MarkdownMemoryExtension {
-    config: MarkdownMemoryConfig,
-    tools: ToolNames,
-    workspace: OnceLock<Workspace>,
+    files: Arc<Files>,
+    names: ToolNames,
+    tools: ToolSet,
     consolidator: Consolidator,
 }
 
-impl MarkdownMemoryExtension {
-    /// An extension with `config`, whose values should pass [`MarkdownMemoryConfig::problems`]
-    /// ([`factory`] checks). The workspace opens at [`Extension::start`].
-    pub fn new(config: MarkdownMemoryConfig) -> Self {
-        Self {
-            tools: ToolNames::new(&config.tool_prefix),
-            consolidator: Consolidator::new(
-                Duration::from_secs(config.llm_timeout_secs),
-                config.max_memory_size,
-            ),
-            workspace: OnceLock::new(),
-            config,
-        }
-    }
+/// The config and the workspace, shared by the extension and its tools.
+#[derive(Debug)]
+pub(crate) struct Files {
+    pub(crate) config: MarkdownMemoryConfig,
+    pub(crate) workspace: OnceLock<Workspace>,
+}
 
-    /// The configuration.
-    pub fn config(&self) -> &MarkdownMemoryConfig {
-        &self.config
-    }
-
-    /// The workspace, once started.
-    pub fn workspace(&self) -> Option<&Workspace> {
-        self.workspace.get()
-    }
-
+impl Files {
     /// The workspace `user_id` works in: their own `users/{user}/` when `per_user` is on (world
     /// files stay shared), else the one shared workspace.
-    fn open_workspace(&self, user_id: Option<&str>) -> Result<Workspace> {
+    pub(crate) fn open_workspace(&self, user_id: Option<&str>) -> Result<Workspace> {
         let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
         match user_id {
             Some(user) if self.config.per_user => Ok(base.for_user(user)),
             _ => Ok(base.clone()),
         }
+    }
+}
+
+impl MarkdownMemoryExtension {
+    /// An extension with `config`, whose values should pass
+    /// [`mnemo_kernel::ValidateConfig::problems`] ([`factory`] checks). The workspace opens at
+    /// [`Extension::start`].
+    ///
+    /// # Errors
+    /// A tool's config limits do not fit its arguments (a bug, reported at start-up).
+    pub fn new(config: MarkdownMemoryConfig) -> std::result::Result<Self, ToolError> {
+        let names = ToolNames::new(&config.tool_prefix);
+        let consolidator = Consolidator::new(
+            Duration::from_secs(config.llm_timeout_secs),
+            config.max_memory_size,
+        );
+        let files = Arc::new(Files {
+            config,
+            workspace: OnceLock::new(),
+        });
+        let tools = tools::tool_set(&files, &names)?;
+        Ok(Self {
+            files,
+            names,
+            tools,
+            consolidator,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MarkdownMemoryConfig {
+        &self.files.config
+    }
+
+    /// The workspace, once started.
+    pub fn workspace(&self) -> Option<&Workspace> {
+        self.files.workspace.get()
     }
 }
 
@@ -145,13 +160,13 @@ impl Extension for MarkdownMemoryExtension {
     }
 
     async fn start(&self, ctx: &KernelContext) -> Result<(), BoxError> {
-        let configured = Path::new(&self.config.workspace);
+        let configured = Path::new(&self.files.config.workspace);
         let root = if configured.is_absolute() {
             configured.to_path_buf()
         } else {
             ctx.data_dir().join(configured)
         };
-        let versions = self.config.memory_versions;
+        let versions = self.files.config.memory_versions;
         let workspace = tokio::task::spawn_blocking(move || {
             Workspace::open(root).map(|workspace| workspace.with_versions(versions))
         })
@@ -159,11 +174,11 @@ impl Extension for MarkdownMemoryExtension {
         .map_err(|err| MarkdownError::Task(err.to_string()))??;
         tracing::info!(
             workspace = %workspace.root().display(),
-            agent_id = %self.config.agent_id,
-            inject = self.config.inject,
+            agent_id = %self.files.config.agent_id,
+            inject = self.files.config.inject,
             "markdown memory open"
         );
-        if self.workspace.set(workspace).is_err() {
+        if self.files.workspace.set(workspace).is_err() {
             tracing::warn!("started twice; keeping the first workspace");
         }
         Ok(())
@@ -174,7 +189,7 @@ impl Extension for MarkdownMemoryExtension {
     }
 
     fn tool_provider(&self) -> Option<&dyn ToolProvider> {
-        Some(self)
+        Some(&self.tools)
     }
 
     fn event_handler(&self) -> Option<&dyn EventHandler> {

@@ -1,8 +1,11 @@
-//! The tools (seed 004's four, plus `search_history`), each name prefixed by `tool_prefix`.
+//! The tools (seed 004's four, plus `search_history`), each name prefixed by `tool_prefix`;
+//! each is a typed [`Tool`] over the shared [`Files`].
 
-use async_trait::async_trait;
+use std::sync::Arc;
+
 use chrono::{Duration, SecondsFormat};
-use mnemo_kernel::{KernelContext, ToolError, ToolProvider, ToolScope, ToolSpec};
+use mnemo_kernel::prelude::*;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::bm25::{tokenize, Bm25Index};
@@ -10,7 +13,7 @@ use crate::config::{MAX_RECALL_DAYS, MAX_SEARCH_LIMIT};
 use crate::error::MarkdownError;
 use crate::names::MAX_NAME_CHARS;
 use crate::workspace::{Entry, MEMORY_FILE};
-use crate::MarkdownMemoryExtension;
+use crate::Files;
 
 /// Longest search query, in characters.
 const MAX_QUERY_CHARS: usize = 500;
@@ -39,6 +42,36 @@ impl ToolNames {
     }
 }
 
+/// The five tools under `names`, over `files`.
+///
+/// # Errors
+/// A tool's config limits do not fit its arguments (a bug, reported at start-up).
+pub(crate) fn tool_set(files: &Arc<Files>, names: &ToolNames) -> Result<ToolSet, ToolError> {
+    let tool = |name: &String| FileTool {
+        name: name.clone(),
+        files: files.clone(),
+    };
+    ToolSet::new()
+        .with(Recall(tool(&names.recall)))?
+        .with(Remember(tool(&names.remember)))?
+        .with(Reflect(tool(&names.reflect)))?
+        .with(LearnFact(tool(&names.learn_fact)))?
+        .with(SearchHistory(tool(&names.search_history)))
+}
+
+/// What every tool holds: its (prefixed) name and the files.
+struct FileTool {
+    name: String,
+    files: Arc<Files>,
+}
+
+impl FileTool {
+    /// The limit of every `content` argument, from config.
+    fn content_limit(&self) -> Limits {
+        Limits::default().max_chars("content", self.files.config.max_content_chars)
+    }
+}
+
 /// A file error as the model should see it: a bad name or content is the caller's to fix.
 fn tool_error(tool: &str, error: MarkdownError) -> ToolError {
     match error {
@@ -49,18 +82,9 @@ fn tool_error(tool: &str, error: MarkdownError) -> ToolError {
     }
 }
 
-/// A required string argument, trimmed; blank is refused with `why`, a NUL character always.
-fn text_argument<'a>(
-    tool: &str,
-    arguments: &'a Value,
-    key: &str,
-    why: &str,
-) -> Result<&'a str, ToolError> {
-    let text = arguments
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim();
+/// A required text argument, trimmed; blank is refused with `why`, a NUL character always.
+fn checked_text<'a>(tool: &str, key: &str, text: &'a str, why: &str) -> Result<&'a str, ToolError> {
+    let text = text.trim();
     if text.is_empty() {
         return Err(ToolError::invalid(
             tool,
@@ -81,25 +105,54 @@ fn section(title: &str, text: &str) -> String {
     format!("# {title}\n\n{}", text.trim())
 }
 
-impl MarkdownMemoryExtension {
-    async fn recall(
+/// `recall`: the memory files as markdown sections.
+struct Recall(FileTool);
+
+/// Arguments of `recall`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    /// Days of daily log to include, today counted; 0 for none.
+    #[schemars(range(min = 0, max = MAX_RECALL_DAYS))]
+    days: Option<u32>,
+}
+
+#[async_trait]
+impl Tool for Recall {
+    type Args = RecallArgs;
+
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Load your memory: the shared world files, the long-term memory, your own \
+             MEMORY.md and the last `days` days of your daily log (default {}), as markdown \
+             sections separated by `---`. Use it at the start of a conversation or when \
+             earlier context would help.",
+            self.0.files.config.recall_days
+        )
+    }
+
+    async fn call(
         &self,
         ctx: &KernelContext,
-        user: &str,
-        tool: &str,
-        arguments: &Value,
+        scope: &ToolScope,
+        args: RecallArgs,
     ) -> Result<Value, ToolError> {
-        let days = arguments
-            .get("days")
-            .and_then(Value::as_u64)
-            .map_or(self.config.recall_days, |days| {
-                days.min(u64::from(MAX_RECALL_DAYS)) as u32
-            });
+        let tool = self.name();
+        let config = &self.0.files.config;
+        let days = args
+            .days
+            .map_or(config.recall_days, |days| days.min(MAX_RECALL_DAYS));
         let today = ctx.now().date_naive();
         let from = today - Duration::days(i64::from(days.max(1)) - 1);
-        let agent_id = self.config.agent_id.clone();
+        let agent_id = config.agent_id.clone();
         let workspace = self
-            .open_workspace(Some(user))
+            .0
+            .files
+            .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
         let (sections, files) = crate::blocking(&workspace, move |workspace| {
             let mut sections = Vec::new();
@@ -143,19 +196,53 @@ impl MarkdownMemoryExtension {
         };
         Ok(json!({"content": content, "files": files, "days": days}))
     }
+}
 
-    async fn remember(
+/// `remember`: appends to today's daily log.
+struct Remember(FileTool);
+
+/// Arguments of `remember`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    /// What to remember, in a few sentences.
+    #[schemars(length(min = 1))]
+    content: String,
+}
+
+#[async_trait]
+impl Tool for Remember {
+    type Args = RememberArgs;
+
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> String {
+        "Append an experience or something learned to today's daily log, timestamped. Earlier \
+         entries are never changed."
+            .to_owned()
+    }
+
+    fn limits(&self) -> Limits {
+        self.0.content_limit()
+    }
+
+    async fn call(
         &self,
         ctx: &KernelContext,
-        user: &str,
-        tool: &str,
-        arguments: &Value,
+        scope: &ToolScope,
+        args: RememberArgs,
     ) -> Result<Value, ToolError> {
-        let content = text_argument(tool, arguments, "content", "say what to remember")?.to_owned();
+        let tool = self.name();
+        let content =
+            checked_text(tool, "content", &args.content, "say what to remember")?.to_owned();
         let at = ctx.now();
-        let agent_id = self.config.agent_id.clone();
+        let agent_id = self.0.files.config.agent_id.clone();
         let workspace = self
-            .open_workspace(Some(user))
+            .0
+            .files
+            .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
         let path = crate::blocking(&workspace, move |workspace| {
             workspace.append_daily(&agent_id, at, &content)
@@ -165,26 +252,60 @@ impl MarkdownMemoryExtension {
         tracing::debug!(%path, "remembered");
         Ok(json!({"saved": path, "at": at.to_rfc3339_opts(SecondsFormat::Millis, true)}))
     }
+}
 
-    async fn reflect(
+/// `reflect`: rewrites the agent's MEMORY.md.
+struct Reflect(FileTool);
+
+/// Arguments of `reflect`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReflectArgs {
+    /// The complete new memory, as markdown.
+    #[schemars(length(min = 1))]
+    content: String,
+}
+
+#[async_trait]
+impl Tool for Reflect {
+    type Args = ReflectArgs;
+
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> String {
+        "Rewrite your long-term memory (your MEMORY.md) with curated learnings. Replaces the \
+         whole file: pass the complete new memory (the previous version is kept in \
+         MEMORY.history/)."
+            .to_owned()
+    }
+
+    fn limits(&self) -> Limits {
+        self.0.content_limit()
+    }
+
+    async fn call(
         &self,
         ctx: &KernelContext,
-        user: &str,
-        tool: &str,
-        arguments: &Value,
+        scope: &ToolScope,
+        args: ReflectArgs,
     ) -> Result<Value, ToolError> {
-        let content = text_argument(
+        let tool = self.name();
+        let content = checked_text(
             tool,
-            arguments,
             "content",
+            &args.content,
             "reflect replaces the whole memory file, so pass the complete new memory",
         )?
         .to_owned();
         let bytes = content.len();
         let at = ctx.now();
-        let agent_id = self.config.agent_id.clone();
+        let agent_id = self.0.files.config.agent_id.clone();
         let workspace = self
-            .open_workspace(Some(user))
+            .0
+            .files
+            .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
         let path = crate::blocking(&workspace, move |workspace| {
             workspace.write_agent_memory(&agent_id, at, &content)
@@ -194,27 +315,60 @@ impl MarkdownMemoryExtension {
         tracing::info!(%path, bytes, "agent memory rewritten");
         Ok(json!({"saved": path, "bytes": bytes}))
     }
+}
 
-    async fn learn_fact(
+/// `learn_fact`: writes a shared world topic.
+struct LearnFact(FileTool);
+
+/// Arguments of `learn_fact`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LearnFactArgs {
+    /// A plain topic name; it becomes lowercase letters, digits and dashes.
+    #[schemars(length(min = 1, max = MAX_NAME_CHARS))]
+    topic: String,
+    /// Everything known about the topic, as markdown.
+    #[schemars(length(min = 1))]
+    content: String,
+}
+
+#[async_trait]
+impl Tool for LearnFact {
+    type Args = LearnFactArgs;
+
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> String {
+        "Write shared knowledge about the world under a topic (such as `people` or \
+         `home-network`), replacing what the topic held. Every agent sees the world files."
+            .to_owned()
+    }
+
+    fn limits(&self) -> Limits {
+        self.0.content_limit()
+    }
+
+    async fn call(
         &self,
-        user: &str,
-        tool: &str,
-        arguments: &Value,
+        _ctx: &KernelContext,
+        scope: &ToolScope,
+        args: LearnFactArgs,
     ) -> Result<Value, ToolError> {
-        let topic = arguments
-            .get("topic")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let content = text_argument(
+        let tool = self.name();
+        let topic = args.topic;
+        let content = checked_text(
             tool,
-            arguments,
             "content",
+            &args.content,
             "learn_fact replaces the whole topic file, so pass everything known about the topic",
         )?
         .to_owned();
         let workspace = self
-            .open_workspace(Some(user))
+            .0
+            .files
+            .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
         let written = crate::blocking(&workspace, move |workspace| {
             workspace.write_world(&topic, &content)
@@ -224,29 +378,59 @@ impl MarkdownMemoryExtension {
         tracing::info!(path = %written.path, replaced = written.replaced, "world topic written");
         Ok(json!({"saved": written.path, "topic": written.topic, "replaced": written.replaced}))
     }
+}
 
-    async fn search_history(
+/// `search_history`: BM25 over past conversations and daily logs.
+struct SearchHistory(FileTool);
+
+/// Arguments of `search_history`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchHistoryArgs {
+    #[schemars(length(min = 1, max = MAX_QUERY_CHARS))]
+    query: String,
+    #[schemars(range(min = 1, max = MAX_SEARCH_LIMIT))]
+    limit: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for SearchHistory {
+    type Args = SearchHistoryArgs;
+
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> String {
+        "Search the history of past conversations and your daily logs by keywords; best matches \
+         first (BM25 ranking)."
+            .to_owned()
+    }
+
+    async fn call(
         &self,
-        user: &str,
-        tool: &str,
-        arguments: &Value,
+        _ctx: &KernelContext,
+        scope: &ToolScope,
+        args: SearchHistoryArgs,
     ) -> Result<Value, ToolError> {
-        let query = text_argument(tool, arguments, "query", "give words to search for")?.to_owned();
+        let tool = self.name();
+        let config = &self.0.files.config;
+        let query =
+            checked_text(tool, "query", &args.query, "give words to search for")?.to_owned();
         if tokenize(&query).is_empty() {
             return Err(ToolError::invalid(
                 tool,
                 "argument `query` has no searchable words (very common words and single letters are ignored)",
             ));
         }
-        let limit = arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(self.config.search_limit, |limit| {
-                (limit as usize).clamp(1, MAX_SEARCH_LIMIT)
-            });
-        let agent_id = self.config.agent_id.clone();
+        let limit = args.limit.map_or(config.search_limit, |limit| {
+            limit.clamp(1, MAX_SEARCH_LIMIT)
+        });
+        let agent_id = config.agent_id.clone();
         let workspace = self
-            .open_workspace(Some(user))
+            .0
+            .files
+            .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
         let results = crate::blocking(&workspace, move |workspace| {
             let mut entries: Vec<Entry> = workspace.history_entries()?;
@@ -280,121 +464,5 @@ fn cut_text(text: &str) -> String {
     match text.char_indices().nth(MAX_RESULT_CHARS) {
         Some((cut, _)) => format!("{}… (cut; the whole entry is in the file)", &text[..cut]),
         None => text.to_owned(),
-    }
-}
-
-#[async_trait]
-impl ToolProvider for MarkdownMemoryExtension {
-    fn tools(&self) -> Vec<ToolSpec> {
-        let names = &self.tools;
-        let max_content = self.config.max_content_chars;
-        vec![
-            ToolSpec {
-                name: names.recall.clone(),
-                description: format!(
-                    "Load your memory: the shared world files, the long-term memory, your own \
-                     MEMORY.md and the last `days` days of your daily log (default {}), as markdown \
-                     sections separated by `---`. Use it at the start of a conversation or when \
-                     earlier context would help.",
-                    self.config.recall_days
-                ),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "days": {"type": "integer", "minimum": 0, "maximum": MAX_RECALL_DAYS,
-                                 "description": "Days of daily log to include, today counted; 0 for none."}
-                    },
-                    "additionalProperties": false
-                }),
-            },
-            ToolSpec {
-                name: names.remember.clone(),
-                description: "Append an experience or something learned to today's daily log, \
-                              timestamped. Earlier entries are never changed."
-                    .to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string", "minLength": 1, "maxLength": max_content,
-                                    "description": "What to remember, in a few sentences."}
-                    },
-                    "required": ["content"],
-                    "additionalProperties": false
-                }),
-            },
-            ToolSpec {
-                name: names.reflect.clone(),
-                description: "Rewrite your long-term memory (your MEMORY.md) with curated \
-                              learnings. Replaces the whole file: pass the complete new memory (the \
-                              previous version is kept in MEMORY.history/)."
-                    .to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string", "minLength": 1, "maxLength": max_content,
-                                    "description": "The complete new memory, as markdown."}
-                    },
-                    "required": ["content"],
-                    "additionalProperties": false
-                }),
-            },
-            ToolSpec {
-                name: names.learn_fact.clone(),
-                description: "Write shared knowledge about the world under a topic (such as \
-                              `people` or `home-network`), replacing what the topic held. Every \
-                              agent sees the world files."
-                    .to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "topic": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS,
-                                  "description": "A plain topic name; it becomes lowercase letters, digits and dashes."},
-                        "content": {"type": "string", "minLength": 1, "maxLength": max_content,
-                                    "description": "Everything known about the topic, as markdown."}
-                    },
-                    "required": ["topic", "content"],
-                    "additionalProperties": false
-                }),
-            },
-            ToolSpec {
-                name: names.search_history.clone(),
-                description: "Search the history of past conversations and your daily logs by \
-                              keywords; best matches first (BM25 ranking)."
-                    .to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}
-                    },
-                    "required": ["query"],
-                    "additionalProperties": false
-                }),
-            },
-        ]
-    }
-
-    async fn call_tool(
-        &self,
-        ctx: &KernelContext,
-        scope: &ToolScope,
-        name: &str,
-        arguments: Value,
-    ) -> Result<Value, ToolError> {
-        let names = &self.tools;
-        let user = scope.user_id.as_str();
-        if name == names.recall {
-            self.recall(ctx, user, name, &arguments).await
-        } else if name == names.remember {
-            self.remember(ctx, user, name, &arguments).await
-        } else if name == names.reflect {
-            self.reflect(ctx, user, name, &arguments).await
-        } else if name == names.learn_fact {
-            self.learn_fact(user, name, &arguments).await
-        } else if name == names.search_history {
-            self.search_history(user, name, &arguments).await
-        } else {
-            Err(ToolError::UnknownTool(name.to_owned()))
-        }
     }
 }

@@ -6,10 +6,8 @@ mod common;
 use std::fs;
 use std::sync::Arc;
 
-use mnemo_kernel::{
-    Config, Event, EventPayload, ExtensionRegistry, Kernel, ScriptedLlm, ScriptedReply, ToolError,
-    ToolScope,
-};
+use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm, ScriptedReply};
+use mnemo_kernel::{Event, EventPayload, ToolError, ToolScope};
 use serde_json::{json, Value};
 
 use common::{announce, at, start};

@@ -9,7 +9,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use mnemo_kernel::{ContextRequest, Event, EventPayload, Kernel, ScriptedLlm, ScriptedReply};
+use mnemo_kernel::host::{Kernel, ScriptedLlm, ScriptedReply};
+use mnemo_kernel::{ContextRequest, Event, EventPayload};
 use mnemo_markdown_memory::{SessionKey, Workspace};
 use serde_json::json;
 

@@ -1,5 +1,6 @@
 //! `[extensions.memory]`.
 
+use mnemo_kernel::ValidateConfig;
 use serde::{Deserialize, Serialize};
 
 /// The memory extension's options; every key is listed in `config.toml`.
@@ -70,6 +71,31 @@ pub struct MemoryConfig {
     pub consolidation_page_size: usize,
     /// Memories listed by `get_entity_info`.
     pub entity_memory_limit: usize,
+    /// Which memory tools the model is offered.
+    pub tools: ToolProfile,
+}
+
+/// A set of memory tools offered to the model (`[extensions.memory] tools`).
+///
+/// The seeds this system grew from each had their own tools; each set stays available, and the
+/// default offers one tool per job so that a small model never has to pick between look-alikes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolProfile {
+    /// `search_memory`, `remember`, `correct_fact`, `forget_memory`: one search, one way to
+    /// store, one to fix, one to erase.
+    #[default]
+    Default,
+    /// Seed 000's people-aware pair: `remember`, `recall`.
+    People,
+    /// Seed 001's typed memories: `search_memories`, `store_memory`, `forget_memory`,
+    /// `set_context`, `get_context`.
+    Typed,
+    /// The reference design's orchestrator tools (seed 003): `search_memory`, `remember_fact`,
+    /// `correct_fact`, `confirm_fact`, `memory_stats`, `get_entity_info`.
+    Reference,
+    /// All thirteen.
+    All,
 }
 
 impl Default for MemoryConfig {
@@ -103,17 +129,18 @@ impl Default for MemoryConfig {
             index_batch_size: 32,
             consolidation_page_size: 30,
             entity_memory_limit: 20,
+            tools: ToolProfile::Default,
         }
     }
 }
 
-impl MemoryConfig {
+impl ValidateConfig for MemoryConfig {
     /// Checks value ranges; every problem names its key.
-    pub(crate) fn problems(&self) -> Vec<String> {
+    fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let mut need = |ok: bool, key: &str, rule: &str| {
             if !ok {
-                problems.push(format!("[extensions.memory] key `{key}`: {rule}"));
+                problems.push(format!("key `{key}`: {rule}"));
             }
         };
         need(

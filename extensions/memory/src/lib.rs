@@ -33,11 +33,10 @@ use async_trait::async_trait;
 use mnemo_kernel::{
     BoxError, ConfigError, ContextProvider, ContextRequest, Event, EventHandler, Extension,
     ExtensionFactory, ExtensionSection, JobSpec, KernelContext, Registrar, SchedulerProvider,
-    ToolError, ToolProvider, ToolScope, ToolSpec, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+    ToolError, ToolProvider, ToolSet, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
-use serde_json::Value;
 
-pub use config::MemoryConfig;
+pub use config::{MemoryConfig, ToolProfile};
 pub use error::{MemoryError, Result};
 pub use mnemo_memory_api::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryApi, MemoryApiError,
@@ -61,15 +60,20 @@ pub const JOB_EXPIRE: &str = "expire_memories";
 #[derive(Debug)]
 pub struct MemoryExtension {
     service: Arc<MemoryService>,
-    tools: Vec<ToolSpec>,
+    tools: ToolSet,
 }
 
 impl MemoryExtension {
-    /// The extension with `config`; the database opens at start.
-    pub fn new(config: MemoryConfig) -> Self {
+    /// The extension with `config`, offering the tools of its `tools` profile; the database
+    /// opens at start.
+    ///
+    /// # Errors
+    /// A tool's config limits do not fit its arguments (a bug, reported at start-up).
+    pub fn new(config: MemoryConfig) -> Result<Self, ToolError> {
+        let profile = config.tools;
         let service = Arc::new(MemoryService::new(config));
-        let tools = tools::specs(&service);
-        Self { service, tools }
+        let tools = tools::tool_set(&service, profile)?;
+        Ok(Self { service, tools })
     }
 
     /// The service behind the extension (store, search, API).
@@ -84,15 +88,10 @@ pub fn factory() -> ExtensionFactory {
         name: NAME,
         description: "long-term memory store, hybrid search, context and memory tools",
         build: |section: &ExtensionSection| {
-            let config: MemoryConfig = section.parse()?;
-            let problems = config.problems();
-            if !problems.is_empty() {
-                return Err(ConfigError {
-                    file: section.file.clone(),
-                    problems,
-                });
-            }
-            Ok(Arc::new(MemoryExtension::new(config)) as Arc<dyn Extension>)
+            let config: MemoryConfig = section.parse_checked()?;
+            let extension = MemoryExtension::new(config)
+                .map_err(|error| ConfigError::new(section.file.clone(), error.to_string()))?;
+            Ok(Arc::new(extension) as Arc<dyn Extension>)
         },
     }
 }
@@ -134,7 +133,7 @@ impl Extension for MemoryExtension {
     }
 
     fn tool_provider(&self) -> Option<&dyn ToolProvider> {
-        Some(self)
+        Some(&self.tools)
     }
 
     fn event_handler(&self) -> Option<&dyn EventHandler> {
@@ -289,22 +288,5 @@ impl SchedulerProvider for MemoryExtension {
         }
         let expired = self.service.expire_now().await?;
         Ok(format!("{expired} expired memories removed"))
-    }
-}
-
-#[async_trait]
-impl ToolProvider for MemoryExtension {
-    fn tools(&self) -> Vec<ToolSpec> {
-        self.tools.clone()
-    }
-
-    async fn call_tool(
-        &self,
-        _ctx: &KernelContext,
-        scope: &ToolScope,
-        name: &str,
-        arguments: Value,
-    ) -> Result<Value, ToolError> {
-        tools::call(&self.service, scope, name, arguments).await
     }
 }

@@ -11,11 +11,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use mnemo_kernel::{
-    extract_json, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient, ToolChoice,
-    ToolSpec,
+    extract_json, schema_for, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient,
+    ToolChoice, ToolSpec,
 };
 use mnemo_memory_api::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde_json::Value;
 
 const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers], \"confidence\": 0.0 to 1.0}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
 
@@ -76,27 +77,27 @@ impl InFlight {
     }
 }
 
+/// The arguments the `save_facts` tool asks the model for. Only its schema is used: the reply is
+/// read field by field by [`parse_facts`], so that one malformed fact does not lose the others.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct SaveFacts {
+    facts: Vec<ExtractedFact>,
+}
+
+/// One fact in [`SaveFacts`].
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ExtractedFact {
+    content: String,
+    sources: Option<Vec<i64>>,
+}
+
 fn save_facts_tool() -> ToolSpec {
     ToolSpec {
         name: "save_facts".to_owned(),
         description: "Save the durable facts extracted from the conversation.".to_owned(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "facts": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string"},
-                            "sources": {"type": "array", "items": {"type": "integer"}}
-                        },
-                        "required": ["content"]
-                    }
-                }
-            },
-            "required": ["facts"]
-        }),
+        parameters: schema_for::<SaveFacts>(),
     }
 }
 

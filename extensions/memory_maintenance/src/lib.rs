@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, ConfigError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection,
-    JobSpec, KernelContext, SchedulerProvider, TypedEvent,
+    BoxError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection, JobSpec,
+    KernelContext, SchedulerProvider, TypedEvent, ValidateConfig,
 };
 use mnemo_memory_api::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
 
@@ -69,6 +69,15 @@ impl Default for MemoryMaintenanceConfig {
             max_enrichment_attempts: 3,
             enrichment_batch: 50,
         }
+    }
+}
+
+impl ValidateConfig for MemoryMaintenanceConfig {
+    fn problems(&self) -> Vec<String> {
+        if (0.0..1.0).contains(&self.decay_threshold) {
+            return Vec::new();
+        }
+        vec!["key `decay_threshold`: must be at least 0 and below 1".to_owned()]
     }
 }
 
@@ -196,13 +205,7 @@ pub fn factory() -> ExtensionFactory {
         name: NAME,
         description: "consolidation, decay and enrichment jobs",
         build: |section: &ExtensionSection| {
-            let config: MemoryMaintenanceConfig = section.parse()?;
-            if !(0.0..1.0).contains(&config.decay_threshold) {
-                return Err(ConfigError::new(
-                    section.file.clone(),
-                    "[extensions.memory_maintenance] key `decay_threshold`: must be at least 0 and below 1",
-                ));
-            }
+            let config: MemoryMaintenanceConfig = section.parse_checked()?;
             Ok(Arc::new(MemoryMaintenanceExtension::new(config)) as Arc<dyn Extension>)
         },
     }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, ChatRequest, ConfigError, Extension, ExtensionFactory, ExtensionSection, JobSpec,
-    KernelContext, SchedulerProvider,
+    BoxError, ChatRequest, Extension, ExtensionFactory, ExtensionSection, JobSpec, KernelContext,
+    SchedulerProvider, ValidateConfig,
 };
 use mnemo_memory_api::{Memory, MemoryApi, MemoryKind};
 use serde::{Deserialize, Serialize};
@@ -51,6 +51,19 @@ impl Default for MemoryReflectionConfig {
             min_facts: 3,
             min_days_between: 6,
         }
+    }
+}
+
+impl ValidateConfig for MemoryReflectionConfig {
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.window_days < 1 {
+            problems.push("key `window_days`: must be at least 1".to_owned());
+        }
+        if self.min_days_between < 0 {
+            problems.push("key `min_days_between`: must be at least 0".to_owned());
+        }
+        problems
     }
 }
 
@@ -173,13 +186,7 @@ pub fn factory() -> ExtensionFactory {
         name: NAME,
         description: "weekly reflection job",
         build: |section: &ExtensionSection| {
-            let config: MemoryReflectionConfig = section.parse()?;
-            if config.window_days < 1 || config.min_days_between < 0 {
-                return Err(ConfigError::new(
-                    section.file.clone(),
-                    "[extensions.memory_reflection] keys `window_days` (at least 1) and `min_days_between` (at least 0)",
-                ));
-            }
+            let config: MemoryReflectionConfig = section.parse_checked()?;
             Ok(Arc::new(MemoryReflectionExtension::new(config)) as Arc<dyn Extension>)
         },
     }

@@ -1,8 +1,7 @@
 //! `[extensions.ner]`: which providers each strategy runs, and the confidence floor.
 
+use mnemo_kernel::ValidateConfig;
 use serde::{Deserialize, Serialize};
-
-use crate::NAME;
 
 /// A provider a strategy can list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,15 +64,15 @@ impl Default for NerConfig {
     }
 }
 
-impl NerConfig {
+impl ValidateConfig for NerConfig {
     /// Every problem with the values, each naming its key; empty when the config is usable.
-    pub fn problems(&self) -> Vec<String> {
+    fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         for (key, providers) in [("fast", &self.fast), ("accurate", &self.accurate)] {
             for (index, provider) in providers.iter().enumerate() {
                 if providers[..index].contains(provider) {
                     problems.push(format!(
-                        "[extensions.{NAME}] key `{key}`: provider `{}` is listed twice",
+                        "key `{key}`: provider `{}` is listed twice",
                         provider.as_str()
                     ));
                 }
@@ -81,20 +80,22 @@ impl NerConfig {
         }
         for provider in self.fast.iter().filter(|provider| !provider.is_fast()) {
             problems.push(format!(
-                "[extensions.{NAME}] key `fast`: provider `{}` needs I/O, so it cannot run in \
+                "key `fast`: provider `{}` needs I/O, so it cannot run in \
                  `fast`; list it in `accurate`",
                 provider.as_str()
             ));
         }
         if !(0.0..=1.0).contains(&self.min_confidence) {
             problems.push(format!(
-                "[extensions.{NAME}] key `min_confidence`: must be between 0.0 and 1.0, not {}",
+                "key `min_confidence`: must be between 0.0 and 1.0, not {}",
                 self.min_confidence
             ));
         }
         problems
     }
+}
 
+impl NerConfig {
     /// Whether the accurate strategy lists a provider beyond the fast ones.
     pub fn accurate_has_slow_provider(&self) -> bool {
         self.accurate.iter().any(|provider| !provider.is_fast())
@@ -104,6 +105,7 @@ impl NerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NAME;
     use mnemo_kernel::ExtensionSection;
 
     fn parse(toml_text: &str) -> Result<NerConfig, String> {

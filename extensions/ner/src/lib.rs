@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, ConfigError, Extension, ExtensionFactory, ExtensionSection, KernelContext, Registrar,
+    BoxError, Extension, ExtensionFactory, ExtensionSection, KernelContext, Registrar,
 };
 
 /// The config key, folder and extension name.
@@ -98,14 +98,7 @@ pub fn factory() -> ExtensionFactory {
         name: NAME,
         description: "named-entity extraction: regex, pattern and LLM providers",
         build: |section: &ExtensionSection| {
-            let config: NerConfig = section.parse()?;
-            let problems = config.problems();
-            if !problems.is_empty() {
-                return Err(ConfigError {
-                    file: section.file.clone(),
-                    problems,
-                });
-            }
+            let config: NerConfig = section.parse_checked()?;
             Ok(Arc::new(NerExtension::new(config)) as Arc<dyn Extension>)
         },
     }

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use mnemo_kernel::{Config, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm, ScriptedReply};
+use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm, ScriptedReply};
+use mnemo_kernel::LlmClient;
 use mnemo_ner::{EntityType, ExtractedEntity, NerApi, NerConfig, NerError, NerService, Strategy};
 
 fn summary(entities: &[ExtractedEntity]) -> Vec<(String, EntityType, Option<String>, String)> {

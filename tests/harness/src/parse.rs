@@ -1,7 +1,8 @@
 //! Reading scenario files.
 
 use chrono::{DateTime, Duration, Utc};
-use mnemo_kernel::{ConversationEvent, ScriptedReply};
+use mnemo_kernel::host::ScriptedReply;
+use mnemo_kernel::ConversationEvent;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

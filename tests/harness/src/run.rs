@@ -5,9 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use mnemo_kernel::{
-    Config, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm, ToolScope, TurnInput,
-};
+use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm, TurnInput};
+use mnemo_kernel::{LlmClient, ToolScope};
 use serde_json::Value;
 
 use crate::parse::{parse_scenario, CountOf, Expect, Scenario, Step, Who};
@@ -80,7 +79,7 @@ pub struct Replayer {
     registry: ExtensionRegistry,
     base_text: String,
     base_file: String,
-    real_llm: Option<mnemo_kernel::LlmConfig>,
+    real_llm: Option<mnemo_kernel::host::LlmConfig>,
 }
 
 struct Run<'a> {
@@ -175,7 +174,7 @@ impl Replayer {
 
     /// Uses this real model instead of the scripted one: `llm_reply` lines are then skipped,
     /// and expectations about the model's words may not hold (the demo with a configured LLM).
-    pub fn with_real_llm(mut self, llm: mnemo_kernel::LlmConfig) -> Self {
+    pub fn with_real_llm(mut self, llm: mnemo_kernel::host::LlmConfig) -> Self {
         self.real_llm = Some(llm);
         self
     }
@@ -263,7 +262,7 @@ impl Replayer {
             .virtual_clock(scenario.start)
             .data_dir(data_dir.path());
         builder = match &self.real_llm {
-            Some(real) => match mnemo_kernel::OpenAiClient::new(real) {
+            Some(real) => match mnemo_kernel::host::OpenAiClient::new(real) {
                 Ok(client) => builder.llm(Arc::new(client) as Arc<dyn LlmClient>),
                 Err(err) => return fail_whole(report, "real model", err.to_string()),
             },

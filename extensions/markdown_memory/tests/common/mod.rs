@@ -5,9 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use mnemo_kernel::{
-    Config, Event, EventPayload, ExtensionRegistry, Kernel, LlmClient, ScriptedLlm,
-};
+use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm};
+use mnemo_kernel::{Event, EventPayload, LlmClient};
 use serde_json::Value;
 
 pub(crate) fn at(text: &str) -> DateTime<Utc> {
