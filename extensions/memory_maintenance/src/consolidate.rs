@@ -417,3 +417,149 @@ async fn find_contradictions(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_kernel::LlmToolCall;
+    use mnemo_memory_api::MemoryKind;
+    use serde_json::json;
+
+    fn episode(id: &str, text: &str) -> Memory {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-04-06T09:00:00Z")
+            .map(|at| at.to_utc())
+            .unwrap_or_default();
+        Memory {
+            id: id.to_owned(),
+            kind: MemoryKind::Episode,
+            content: text.to_owned(),
+            session_id: Some("s1".to_owned()),
+            user_id: Some("ana".to_owned()),
+            chat_id: None,
+            event_time: at,
+            created_at: at,
+            valid_until: None,
+            confidence: 1.0,
+            access_count: 0,
+            last_accessed: None,
+            decay_rate: 0.1,
+            source_ids: Vec::new(),
+            source_role: Some("user".to_owned()),
+            entity_ids: Vec::new(),
+            tags: Vec::new(),
+            attributes: serde_json::Map::new(),
+            memory_type: None,
+            expires_at: None,
+            shared: false,
+            superseded_at: None,
+            superseded_by_id: None,
+            subject_ids: Vec::new(),
+        }
+    }
+
+    fn page() -> Vec<Memory> {
+        vec![
+            episode("ep_1", "My sister Dana moved to Lisbon last spring"),
+            episode("ep_2", "I love hiking in the Alps every August"),
+        ]
+    }
+
+    #[test]
+    fn facts_keep_their_cited_turns_and_the_model_s_confidence_within_bounds() {
+        let reply = json!({"facts": [
+            {"content": "The user's sister Dana moved to Lisbon", "sources": [1], "confidence": 0.9},
+            {"content": "The user loves hiking in the Alps", "sources": [2], "confidence": 7.0},
+            {"content": "The user hikes in the Alps every August", "sources": [2]},
+        ]});
+        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
+        assert_eq!(ungrounded, 0);
+        assert_eq!(facts.len(), 3);
+        assert_eq!(facts[0].source_ids, vec!["ep_1".to_owned()]);
+        assert_eq!(facts[0].confidence, Some(0.9));
+        // Out of range or missing: the default for extracted facts, below a remembered 1.0.
+        assert_eq!(facts[1].confidence, Some(DEFAULT_EXTRACTED_CONFIDENCE));
+        assert_eq!(facts[2].confidence, Some(DEFAULT_EXTRACTED_CONFIDENCE));
+        assert_eq!(facts[2].source_ids, vec!["ep_2".to_owned()]);
+    }
+
+    #[test]
+    fn a_fact_mostly_absent_from_its_turns_is_dropped_and_counted() {
+        let reply = json!({"facts": [
+            {"content": "The user works as a surgeon at the city hospital", "sources": [1]},
+            {"content": "Dana lives in Lisbon", "sources": [1]},
+        ]});
+        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
+        assert_eq!(ungrounded, 1);
+        assert_eq!(facts.len(), 1);
+        assert_eq!(facts[0].content, "Dana lives in Lisbon");
+    }
+
+    #[test]
+    fn citing_no_turn_checks_against_the_whole_page_and_malformed_items_are_skipped() {
+        let reply = json!([
+            "Dana moved to Lisbon",
+            {"content": "   "},
+            {"text": "no content key"},
+            42,
+            {"content": "The user hikes in the Alps", "sources": [9]},
+        ]);
+        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
+        assert_eq!((facts.len(), ungrounded), (2, 0));
+        assert_eq!(
+            facts[0].source_ids,
+            vec!["ep_1".to_owned(), "ep_2".to_owned()]
+        );
+        // A turn number past the page cites nothing, so the whole page is the evidence.
+        assert_eq!(facts[1].source_ids.len(), 2);
+        assert_eq!(parse_facts(&json!({"notes": []}), &page()), None);
+        assert_eq!(parse_facts(&json!("facts"), &page()), None);
+    }
+
+    #[test]
+    fn the_reply_is_read_from_a_tool_call_or_from_json_in_prose() {
+        let from_text = ChatResponse {
+            content: Some("Sure!\n```json\n{\"facts\": [\"Dana moved to Lisbon\"]}\n```".into()),
+            ..ChatResponse::default()
+        };
+        assert_eq!(
+            reply_json(&from_text),
+            Some(json!({"facts": ["Dana moved to Lisbon"]}))
+        );
+        let from_call = ChatResponse {
+            content: None,
+            tool_calls: vec![LlmToolCall {
+                id: "call_1".into(),
+                name: "save_facts".into(),
+                arguments: json!("{\"facts\": []}"),
+            }],
+            ..ChatResponse::default()
+        };
+        assert_eq!(reply_json(&from_call), Some(json!({"facts": []})));
+        let nothing = ChatResponse {
+            content: Some("I found no facts.".into()),
+            ..ChatResponse::default()
+        };
+        assert_eq!(reply_json(&nothing), None);
+    }
+
+    #[test]
+    fn the_save_facts_schema_is_generated_and_lists_facts() {
+        let tool = save_facts_tool();
+        assert_eq!(tool.name, "save_facts");
+        assert_eq!(tool.parameters["type"], "object");
+        assert_eq!(tool.parameters["properties"]["facts"]["type"], "array");
+    }
+
+    #[test]
+    fn the_transcript_numbers_turns_as_the_sources_cite_them() {
+        let text = transcript(&page());
+        assert!(
+            text.starts_with("1. [2026-04-06 09:00] user: My sister Dana"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n2. [2026-04-06 09:00] user: I love hiking"),
+            "{text}"
+        );
+    }
+}

@@ -274,3 +274,60 @@ impl SchedulerProvider for MemoryReflectionExtension {
         Ok(summary)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_kernel::{ExtensionSection, ValidateConfig};
+
+    #[test]
+    fn a_reflection_that_repeats_its_listing_is_a_copy_and_an_insight_is_not() {
+        let listing = "- [2026-04-06 fact] The user's sister Dana moved to Lisbon\n\
+                       - [2026-04-07 fact] The user loves hiking in the Alps every August\n";
+        let echo = "The user's sister Dana moved to Lisbon. The user loves hiking in the Alps.";
+        assert!(
+            copied_share(echo, listing) > MAX_COPIED_SHARE,
+            "{}",
+            copied_share(echo, listing)
+        );
+        let insight = "Family and the outdoors keep coming up: Ana plans her summers around \
+                       mountains, and her sister's move abroad is on her mind.";
+        assert_eq!(copied_share(insight, listing), 0.0);
+        // Too short for a four-word run: nothing to compare, not a copy.
+        assert_eq!(copied_share("Dana, Lisbon.", listing), 0.0);
+        // Case and punctuation do not hide a copy.
+        assert_eq!(
+            copied_share("THE USER LOVES HIKING!", "the user, loves hiking"),
+            1.0
+        );
+    }
+
+    #[test]
+    fn scopes_are_named_as_the_report_says_them() {
+        assert_eq!(scope_label(Some("ana"), None), "ana");
+        assert_eq!(scope_label(Some("ana"), Some("teamA")), "ana in teamA");
+        assert_eq!(scope_label(None, None), "(no user)");
+    }
+
+    #[test]
+    fn the_config_check_names_each_bad_key() {
+        let config = MemoryReflectionConfig {
+            window_days: 0,
+            min_days_between: -1,
+            ..MemoryReflectionConfig::default()
+        };
+        let problems = config.problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("`window_days`"), "{problems:?}");
+        assert!(problems[1].contains("`min_days_between`"), "{problems:?}");
+        assert!(MemoryReflectionConfig::default().problems().is_empty());
+        let mut table = toml::Table::new();
+        table.insert("window_days".into(), toml::Value::Integer(0));
+        let section = ExtensionSection::new(NAME, table);
+        let error = section
+            .parse_checked::<MemoryReflectionConfig>()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("window_days"), "{error}");
+    }
+}
