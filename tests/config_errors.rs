@@ -36,6 +36,28 @@ async fn unknown_extension_is_named_with_the_known_ones() {
     );
 }
 
+/// Configs copied from earlier releases switch off `[extensions.notes]`, an example that is no
+/// longer built in: switched off, an extension the host lacks is ignored; switched on, it is
+/// an error.
+#[tokio::test]
+async fn a_switched_off_extension_the_host_lacks_is_ignored() {
+    let kernel = start_with(
+        mnemo_host::builtin_extensions(),
+        "[extensions.notes]\nenabled = false\n[extensions.memory]\n",
+    )
+    .await
+    .unwrap();
+    assert_eq!(kernel.extension_names(), vec!["memory"]);
+    kernel.shutdown().await;
+    let err = start_with(
+        mnemo_host::builtin_extensions(),
+        "[extensions.notes]\nenabled = true\n",
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("unknown extension `notes`"), "{err}");
+}
+
 #[tokio::test]
 async fn unknown_key_in_an_extension_section_is_named() {
     let err = start("[extensions.notes]\ndigest_cronn = \"0 3 * * *\"\n")

@@ -37,14 +37,22 @@ impl Client {
     }
 }
 
-/// `mnemo mcp --user ana` on a fresh data directory (memory without a model), with a watchdog
-/// that kills it after two minutes, so a hung server fails its test instead of hanging it.
+/// `mnemo mcp --user ana` on a fresh data directory (memory without a model) offering every
+/// memory tool, with a watchdog that kills it after two minutes, so a hung server fails its
+/// test instead of hanging it.
 fn start_server() -> (tempfile::TempDir, Child) {
+    start_server_with("tools = \"all\"\n")
+}
+
+/// As [`start_server`], with `memory_keys` in `[extensions.memory]`.
+fn start_server_with(memory_keys: &str) -> (tempfile::TempDir, Child) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
     std::fs::write(
         &config,
-        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n",
+        format!(
+            "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n{memory_keys}"
+        ),
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
@@ -325,6 +333,67 @@ fn an_mcp_client_gets_the_memory_context_as_a_prompt_and_a_resource() {
     let unknown = client.request(8, "resources/read", json!({"uri": "mnemo://nothing"}));
     assert!(unknown["error"]["code"].is_number(), "{unknown}");
 
+    drop(client.stdin);
+    assert!(client.child.wait().unwrap().success());
+}
+
+/// The shipped default offers a client four memory tools, one per job, and they work.
+#[test]
+fn by_default_a_client_sees_one_memory_tool_per_job() {
+    let (_dir, mut child) = start_server_with("");
+    let mut client = Client {
+        stdin: child.stdin.take().unwrap(),
+        stdout: BufReader::new(child.stdout.take().unwrap()),
+        child,
+    };
+    client.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = client.request(2, "tools/list", json!({}));
+    let mut tools: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    tools.sort_unstable();
+    assert_eq!(
+        tools,
+        ["correct_fact", "forget_memory", "remember", "search_memory"]
+    );
+    let saved = client.request(
+        3,
+        "tools/call",
+        json!({"name": "remember", "arguments": {"content": "Ana's locker code is 4471"}}),
+    );
+    let saved: Value =
+        serde_json::from_str(saved["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let id = saved["saved"][0]["id"].as_str().unwrap().to_owned();
+    let corrected = client.request(
+        4,
+        "tools/call",
+        json!({"name": "correct_fact", "arguments": {"id": id, "content": "Ana's locker code is 4472"}}),
+    );
+    assert_eq!(corrected["result"]["isError"], false, "{corrected}");
+    let found = client.request(
+        5,
+        "tools/call",
+        json!({"name": "search_memory", "arguments": {"query": "locker code"}}),
+    );
+    let text = found["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("4472") && !text.contains("4471"), "{text}");
+    let unknown = client.request(
+        6,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"query": "locker"}}),
+    );
+    assert_eq!(
+        unknown["error"]["message"], "unknown tool `recall`",
+        "{unknown}"
+    );
     drop(client.stdin);
     assert!(client.child.wait().unwrap().success());
 }

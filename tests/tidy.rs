@@ -328,3 +328,19 @@ fn memory_source_files_stay_short() {
         );
     }
 }
+
+#[test]
+fn only_memory_compiles_a_database_driver() {
+    for dir in crate_dirs() {
+        if dir.ends_with("extensions/memory") {
+            continue;
+        }
+        for name in dependencies(&dir) {
+            assert!(
+                !["sqlx", "sqlite-vec", "libsqlite3-sys"].contains(&name.as_str()),
+                "{} depends on `{name}`: only the memory extension touches SQLite",
+                dir.display()
+            );
+        }
+    }
+}

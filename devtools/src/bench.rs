@@ -11,7 +11,7 @@
 //!    100k texts would take about 25 minutes here). This keeps the embeddings' distribution,
 //!    which matters for the quantised vector stage.
 //! 3. Hybrid search with distinct queries (query embedding by the real model, FTS5, vector
-//!    stage, entities, RRF), several rounds; then the last round again, when every query's
+//!    stage, entities, score fusion), several rounds; then the last round again, when every query's
 //!    vector is cached, for search without the model; then each list alone.
 //! 4. The vector stage against exact search: recall@10 and @50 of the quantised mirror's
 //!    neighbours against `vec_memories` brute force, with the time of each.

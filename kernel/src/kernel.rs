@@ -138,11 +138,15 @@ async fn run_on_schedule(
     index: usize,
     shutdown: CancellationToken,
 ) {
+    // The due time last run: a run that ends before the wall clock reaches it (the clock is
+    // slewed, or the timer woke early) must not be given the same due time again.
+    let mut last_due: Option<DateTime<Utc>> = None;
     loop {
         let Some(inner) = weak.upgrade() else { return };
         let job = &inner.jobs[index];
         let now = inner.ctx.now();
-        let Some(due) = job.schedule.next_after(now) else {
+        let after = last_due.map_or(now, |last| last.max(now));
+        let Some(due) = job.schedule.next_after(after) else {
             tracing::warn!(job = %job.spec.name, "the cron expression is never due again");
             return;
         };
@@ -157,6 +161,7 @@ async fn run_on_schedule(
         if inner.stopped.load(Ordering::Acquire) {
             return;
         }
+        last_due = Some(due);
         let kernel = Kernel { inner };
         if let Err(error) = kernel.run_job(&name).await {
             tracing::warn!(job = %name, %error, "scheduled job could not run");
@@ -254,6 +259,16 @@ impl KernelBuilder {
         let mut extensions: Vec<Arc<dyn Extension>> = Vec::new();
         for section in &config.extensions {
             let Some(factory) = registry.get(&section.name) else {
+                if !section.enabled {
+                    // A switched-off extension this host does not have (an example that is no
+                    // longer built in, one of another host's) changes nothing: say so, go on.
+                    tracing::warn!(
+                        extension = %section.name,
+                        "[extensions.{}] is switched off and this host has no such extension; ignored",
+                        section.name
+                    );
+                    continue;
+                }
                 problems.push(format!(
                     "unknown extension `{}` in [extensions.{}]; known extensions: {}",
                     section.name,
@@ -833,13 +848,16 @@ impl Kernel {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
         );
-        // A job that is running finishes (within the grace period); none starts after this.
+        // A job that is running finishes within the grace period, or is stopped, so that none
+        // works on while the extensions stop; none starts after this.
         let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+        let aborts: Vec<_> = cron_tasks.iter().map(JoinHandle::abort_handle).collect();
         if tokio::time::timeout(grace, futures::future::join_all(cron_tasks))
             .await
             .is_err()
         {
-            tracing::warn!("a scheduled job did not finish within the grace period");
+            tracing::warn!("a scheduled job did not finish within the grace period; stopped");
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
         self.inner.ctx.router().close();
         let tasks = std::mem::take(

@@ -103,7 +103,8 @@ pub struct Memory {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
-    /// FTS5, vector and entity lists fused by Reciprocal Rank Fusion.
+    /// FTS5, vector and entity lists fused by their normalised scores (or by Reciprocal Rank
+    /// Fusion with `fusion = "rrf"`).
     #[default]
     Hybrid,
     /// BM25 over FTS5 alone.

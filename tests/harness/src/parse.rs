@@ -634,6 +634,14 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 not_contains,
                 count,
             } => {
+                if contains.is_empty() && not_contains.is_empty() && count.is_none() {
+                    fail(
+                        "malformed line: `expect_memories` needs `contains`, `not_contains` or \
+                         `count`, or it checks nothing"
+                            .to_owned(),
+                    );
+                    continue;
+                }
                 let kind = match kind.as_deref().map(mnemo_memory_api::MemoryKind::parse) {
                     None => None,
                     Some(Some(kind)) => Some(kind),

@@ -289,9 +289,9 @@ impl MemoryRecords for MemoryStore {
         }
         builder
             .push(" ORDER BY m.event_time DESC, m.rowid DESC LIMIT ")
-            .push_bind(request.limit as i64)
+            .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .push(" OFFSET ")
-            .push_bind(request.offset as i64);
+            .push_bind(i64::try_from(request.offset).unwrap_or(i64::MAX));
         builder
             .build()
             .fetch_all(&self.pool)
