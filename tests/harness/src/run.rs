@@ -716,22 +716,9 @@ impl Run<'_> {
                         self.report.log.push(format!(
                             "search {query:?} → {} results{}",
                             texts.len(),
-                            texts
-                                .iter()
-                                .map(|text| format!("\n  - {}", shorten(text)))
-                                .collect::<String>()
+                            listing(&texts)
                         ));
-                        let mut problems = Vec::new();
-                        for needle in contains {
-                            if !texts.iter().any(|text| lower_contains(text, needle)) {
-                                problems.push(format!("no result contains {needle:?}"));
-                            }
-                        }
-                        for needle in not_contains {
-                            if texts.iter().any(|text| lower_contains(text, needle)) {
-                                problems.push(format!("a result contains {needle:?}"));
-                            }
-                        }
+                        let mut problems = text_problems(&texts, contains, not_contains, "result");
                         if let Some(needle) = top {
                             if !texts
                                 .first()
@@ -790,22 +777,9 @@ impl Run<'_> {
                         self.report.log.push(format!(
                             "{owner} has {} memories{}",
                             texts.len(),
-                            texts
-                                .iter()
-                                .map(|text| format!("\n  - {}", shorten(text)))
-                                .collect::<String>()
+                            listing(&texts)
                         ));
-                        let mut problems = Vec::new();
-                        for needle in contains {
-                            if !texts.iter().any(|text| lower_contains(text, needle)) {
-                                problems.push(format!("no memory contains {needle:?}"));
-                            }
-                        }
-                        for needle in not_contains {
-                            if texts.iter().any(|text| lower_contains(text, needle)) {
-                                problems.push(format!("a memory contains {needle:?}"));
-                            }
-                        }
+                        let mut problems = text_problems(&texts, contains, not_contains, "memory");
                         if let Some(count) = count {
                             if texts.len() != *count {
                                 problems.push(format!(
@@ -933,4 +907,40 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// One indented line per text, shortened, for the scenario's log.
+fn listing(texts: &[impl AsRef<str>]) -> String {
+    texts
+        .iter()
+        .map(|text| format!("\n  - {}", shorten(text.as_ref())))
+        .collect()
+}
+
+/// What is wrong with `texts` (search results, stored memories, each a `what`): a text of
+/// `contains` that none holds, or one of `not_contains` that some holds (case-insensitive).
+fn text_problems(
+    texts: &[impl AsRef<str>],
+    contains: &[String],
+    not_contains: &[String],
+    what: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for needle in contains {
+        if !texts
+            .iter()
+            .any(|text| lower_contains(text.as_ref(), needle))
+        {
+            problems.push(format!("no {what} contains {needle:?}"));
+        }
+    }
+    for needle in not_contains {
+        if texts
+            .iter()
+            .any(|text| lower_contains(text.as_ref(), needle))
+        {
+            problems.push(format!("a {what} contains {needle:?}"));
+        }
+    }
+    problems
 }
