@@ -330,7 +330,7 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
                 Ok(run) => match run.outcome {
                     Ok(report) => {
                         println!("{name}: {report}");
-                        let failures = reported_failures(&report);
+                        let failures = run.failed_items;
                         if failures > 0 {
                             eprintln!("mnemo: job {name} ran, but {failures} of its items failed");
                         }
@@ -350,23 +350,6 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
     };
     kernel.shutdown().await;
     Ok(ok)
-}
-
-/// How many failures a job's one-line report counts: its first "N failed" (as in "3 sessions
-/// consolidated (5 facts), 2 failed (first: ...), 0 skipped"; the first, because the reason
-/// quoted after it may hold any words). Jobs report in words
-/// (`SchedulerProvider::run_job` returns a summary line), and a job whose every item failed
-/// still returns a report, not an error; so the report is what says whether it did its work.
-fn reported_failures(report: &str) -> u64 {
-    let words: Vec<&str> = report
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .collect();
-    words
-        .windows(2)
-        .find(|pair| pair[1] == "failed" && pair[0].parse::<u64>().is_ok())
-        .and_then(|pair| pair[0].parse::<u64>().ok())
-        .unwrap_or(0)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<bool> {

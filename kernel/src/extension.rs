@@ -235,17 +235,57 @@ pub struct JobSpec {
     pub description: String,
 }
 
+/// What one run of a job did: a one-line summary, and how many of its items failed. A job
+/// whose every item failed still ran (its error is for a run that could not work at all), so
+/// the count, not the wording of the summary, says whether it did its work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobReport {
+    /// What the run did, in a line ("3 sessions consolidated (5 facts), 1 failed, 0 skipped").
+    pub summary: String,
+    /// Items the run tried and failed on (sessions, memories, users).
+    pub failed: u64,
+}
+
+impl JobReport {
+    /// A report of a run with no failed items.
+    pub fn new(summary: impl Into<String>) -> Self {
+        Self {
+            summary: summary.into(),
+            failed: 0,
+        }
+    }
+
+    /// The report, with `failed` items that failed.
+    #[must_use]
+    pub fn with_failed(mut self, failed: u64) -> Self {
+        self.failed = failed;
+        self
+    }
+}
+
+impl From<String> for JobReport {
+    fn from(summary: String) -> Self {
+        Self::new(summary)
+    }
+}
+
+impl std::fmt::Display for JobReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.summary)
+    }
+}
+
 /// Owns named cron jobs.
 #[async_trait]
 pub trait SchedulerProvider: Send + Sync {
     /// The jobs; asked once at start.
     fn jobs(&self) -> Vec<JobSpec>;
 
-    /// Runs the job `name` once; returns a one-line report of what it did.
+    /// Runs the job `name` once; returns what it did and how many of its items failed.
     ///
     /// # Errors
     /// Logged and recorded by the kernel; the schedule goes on.
-    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<String, BoxError>;
+    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError>;
 }
 
 /// Subscribes to events on the bus.

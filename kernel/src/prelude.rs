@@ -9,7 +9,7 @@ pub use schemars::JsonSchema;
 
 pub use crate::{
     BoxError, ConfigError, ContextProvider, ContextRequest, Event, EventHandler, EventPayload,
-    Extension, ExtensionFactory, ExtensionSection, JobSpec, KernelContext, Limits, Registrar,
-    SchedulerProvider, Tool, ToolError, ToolProvider, ToolScope, ToolSet, ToolSpec, TypedEvent,
-    ValidateConfig,
+    Extension, ExtensionFactory, ExtensionSection, JobReport, JobSpec, KernelContext, Limits,
+    Registrar, SchedulerProvider, Tool, ToolError, ToolProvider, ToolScope, ToolSet, ToolSpec,
+    TypedEvent, ValidateConfig,
 };

@@ -315,7 +315,7 @@ impl SchedulerProvider for NotesExtension {
         }]
     }
 
-    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<String, BoxError> {
+    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError> {
         if name != "notes_digest" {
             return Err(format!("unknown job `{name}`").into());
         }
@@ -327,6 +327,6 @@ impl SchedulerProvider for NotesExtension {
             .len();
         ctx.publish(Event::new(ctx.now(), NotesDigested { notes }.to_payload()?))
             .await?;
-        Ok(format!("{notes} notes"))
+        Ok(JobReport::new(format!("{notes} notes")))
     }
 }

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mnemo_kernel::{
     BoxError, ConfigError, ContextProvider, ContextRequest, Event, EventHandler, Extension,
-    ExtensionFactory, ExtensionSection, JobSpec, KernelContext, Registrar, SchedulerProvider,
-    ToolError, ToolProvider, ToolSet, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
+    ExtensionFactory, ExtensionSection, JobReport, JobSpec, KernelContext, Registrar,
+    SchedulerProvider, ToolError, ToolProvider, ToolSet, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 
 pub use config::{MemoryConfig, ToolProfile};
@@ -282,11 +282,13 @@ impl SchedulerProvider for MemoryExtension {
         }]
     }
 
-    async fn run_job(&self, _ctx: &KernelContext, name: &str) -> Result<String, BoxError> {
+    async fn run_job(&self, _ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError> {
         if name != JOB_EXPIRE {
             return Err(format!("unknown job `{name}`").into());
         }
         let expired = self.service.expire_now().await?;
-        Ok(format!("{expired} expired memories removed"))
+        Ok(JobReport::new(format!(
+            "{expired} expired memories removed"
+        )))
     }
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection, JobSpec,
-    KernelContext, SchedulerProvider, TypedEvent, ValidateConfig,
+    BoxError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection, JobReport,
+    JobSpec, KernelContext, SchedulerProvider, TypedEvent, ValidateConfig,
 };
 use mnemo_memory_api::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
 
@@ -136,13 +136,13 @@ impl MemoryMaintenanceExtension {
         &self,
         ctx: &KernelContext,
         memory: &dyn MemoryApi,
-    ) -> Result<String, BoxError> {
+    ) -> Result<JobReport, BoxError> {
         if ctx.llm().is_none() {
             tracing::info!("consolidation skipped: no LLM is configured ([llm] in config.toml)");
-            return Ok("skipped: no LLM is configured".to_owned());
+            return Ok(JobReport::new("skipped: no LLM is configured"));
         }
         let pending = memory.get_pending_consolidations().await?;
-        let (mut done, mut failed, mut skipped, mut facts) = (0, 0, 0, 0);
+        let (mut done, mut failed, mut skipped, mut facts) = (0, 0u64, 0, 0);
         let mut first_failure = None;
         for session in pending {
             match self.consolidate_one(ctx, memory, &session.session).await? {
@@ -159,9 +159,10 @@ impl MemoryMaintenanceExtension {
         }
         // The first failure's reason, so that the run's summary says what to fix.
         let why = first_failure.map_or(String::new(), |first| format!(" (first: {first})"));
-        Ok(format!(
+        Ok(JobReport::new(format!(
             "{done} sessions consolidated ({facts} facts), {failed} failed{why}, {skipped} skipped"
         ))
+        .with_failed(failed))
     }
 
     fn memory(ctx: &KernelContext) -> Result<Arc<dyn MemoryApi>, BoxError> {
@@ -170,12 +171,12 @@ impl MemoryMaintenanceExtension {
             .ok_or_else(|| "the memory extension is not enabled".into())
     }
 
-    async fn enrich(&self, memory: &dyn MemoryApi) -> Result<String, BoxError> {
+    async fn enrich(&self, memory: &dyn MemoryApi) -> Result<JobReport, BoxError> {
         if !memory.accurate_ner_available() {
             tracing::info!(
                 "entity enrichment skipped: no accurate NER provider (an LLM) is available"
             );
-            return Ok("skipped: no accurate NER provider".to_owned());
+            return Ok(JobReport::new("skipped: no accurate NER provider"));
         }
         let candidates = memory
             .get_memories_for_entity_enrichment(
@@ -185,7 +186,7 @@ impl MemoryMaintenanceExtension {
                 self.config.enrichment_batch,
             )
             .await?;
-        let (mut enriched, mut failed) = (0, 0);
+        let (mut enriched, mut failed) = (0, 0u64);
         for candidate in &candidates {
             match memory.enrich_memory_entities(&candidate.id).await {
                 Ok(_) => enriched += 1,
@@ -195,7 +196,10 @@ impl MemoryMaintenanceExtension {
                 }
             }
         }
-        Ok(format!("{enriched} memories enriched, {failed} failed"))
+        Ok(
+            JobReport::new(format!("{enriched} memories enriched, {failed} failed"))
+                .with_failed(failed),
+        )
     }
 }
 
@@ -277,17 +281,17 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
         ]
     }
 
-    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<String, BoxError> {
+    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError> {
         let memory = Self::memory(ctx)?;
         match name {
             JOB_DECAY => {
                 let report = memory
                     .run_decay_and_prune(self.config.decay_threshold)
                     .await?;
-                Ok(format!(
+                Ok(JobReport::new(format!(
                     "{} facts decayed, {} pruned",
                     report.decayed, report.pruned
-                ))
+                )))
             }
             JOB_ENRICHMENT => self.enrich(memory.as_ref()).await,
             JOB_CONSOLIDATION => self.consolidate_pending(ctx, memory.as_ref()).await,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_kernel::{
-    BoxError, ChatRequest, Extension, ExtensionFactory, ExtensionSection, JobSpec, KernelContext,
-    SchedulerProvider, ValidateConfig,
+    BoxError, ChatRequest, Extension, ExtensionFactory, ExtensionSection, JobReport, JobSpec,
+    KernelContext, SchedulerProvider, ValidateConfig,
 };
 use mnemo_memory_api::{Memory, MemoryApi, MemoryKind};
 use serde::{Deserialize, Serialize};
@@ -220,7 +220,7 @@ impl SchedulerProvider for MemoryReflectionExtension {
         }]
     }
 
-    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<String, BoxError> {
+    async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError> {
         if name != JOB_REFLECTION {
             return Err(format!("unknown job `{name}`").into());
         }
@@ -230,7 +230,7 @@ impl SchedulerProvider for MemoryReflectionExtension {
             .ok_or("the memory extension is not enabled")?;
         if ctx.llm().is_none() {
             tracing::info!("reflection skipped: no LLM is configured ([llm] in config.toml)");
-            return Ok("skipped: no LLM is configured".to_owned());
+            return Ok(JobReport::new("skipped: no LLM is configured"));
         }
         let recent = memory
             .get_recent_memories_for_reflection(
@@ -246,7 +246,7 @@ impl SchedulerProvider for MemoryReflectionExtension {
                 .or_default()
                 .push(item);
         }
-        let (mut written, mut skipped, mut failed) = (0, 0, 0);
+        let (mut written, mut skipped, mut failed) = (0, 0, 0u64);
         let mut first_failure = None;
         for ((user_id, chat_id), mut memories) in by_scope {
             memories.truncate(self.config.max_memories);
@@ -271,7 +271,7 @@ impl SchedulerProvider for MemoryReflectionExtension {
         if failed > 0 && written == 0 {
             return Err(summary.into());
         }
-        Ok(summary)
+        Ok(JobReport::new(summary).with_failed(failed))
     }
 }
 

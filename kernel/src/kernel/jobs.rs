@@ -25,6 +25,9 @@ pub struct JobRun {
     pub at: DateTime<Utc>,
     /// The job's one-line report, or why it failed.
     pub outcome: Result<String, String>,
+    /// How many of its items the run failed on, as the job counted them (0 when the whole run
+    /// failed: see `outcome`).
+    pub failed_items: u64,
 }
 
 /// How many runs [`Kernel::job_runs`] keeps, over all jobs.
@@ -153,13 +156,17 @@ impl Kernel {
             }
         };
         match &outcome {
-            Ok(report) => tracing::info!(job = %name, %report, "job done"),
+            Ok(report) => {
+                tracing::info!(job = %name, report = %report.summary, failed = report.failed, "job done");
+            }
             Err(error) => tracing::warn!(job = %name, %error, "job failed"),
         }
+        let failed_items = outcome.as_ref().map_or(0, |report| report.failed);
         let run = JobRun {
             job: name.to_owned(),
             at,
-            outcome,
+            outcome: outcome.map(|report| report.summary),
+            failed_items,
         };
         job.runs.fetch_add(1, Ordering::Relaxed);
         if run.outcome.is_err() {
