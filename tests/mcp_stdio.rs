@@ -14,6 +14,23 @@ struct Client {
 }
 
 impl Client {
+    /// A client of the server `child` after the MCP handshake, with the server's answer to
+    /// `initialize`.
+    fn connect(mut child: Child) -> (Self, Value) {
+        let mut client = Client {
+            stdin: child.stdin.take().unwrap(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+        };
+        let init = client.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        (client, init)
+    }
+
     fn send(&mut self, message: Value) {
         writeln!(self.stdin, "{message}").unwrap();
         self.stdin.flush().unwrap();
@@ -77,24 +94,13 @@ fn start_server_with(memory_keys: &str) -> (tempfile::TempDir, Child) {
 
 #[test]
 fn an_mcp_client_lists_and_calls_the_memory_tools() {
-    let (_dir, mut child) = start_server();
-    let mut client = Client {
-        stdin: child.stdin.take().unwrap(),
-        stdout: BufReader::new(child.stdout.take().unwrap()),
-        child,
-    };
-
-    let init = client.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-    );
+    let (_dir, child) = start_server();
+    let (mut client, init) = Client::connect(child);
     assert_eq!(init["result"]["serverInfo"]["name"], "mnemo");
     assert!(
         init["result"]["capabilities"]["tools"].is_object(),
         "{init}"
     );
-    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
 
     let list = client.request(2, "tools/list", json!({}));
     let tools: Vec<&str> = list["result"]["tools"]
@@ -261,21 +267,11 @@ fn bad_request_lines_get_a_json_rpc_error_and_the_server_goes_on() {
 /// as the prompt `memory_context` (for a query) and the resource `mnemo://memory/context`.
 #[test]
 fn an_mcp_client_gets_the_memory_context_as_a_prompt_and_a_resource() {
-    let (_dir, mut child) = start_server();
-    let mut client = Client {
-        stdin: child.stdin.take().unwrap(),
-        stdout: BufReader::new(child.stdout.take().unwrap()),
-        child,
-    };
-    let init = client.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-    );
+    let (_dir, child) = start_server();
+    let (mut client, init) = Client::connect(child);
     let capabilities = &init["result"]["capabilities"];
     assert!(capabilities["prompts"].is_object(), "{init}");
     assert!(capabilities["resources"].is_object(), "{init}");
-    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let saved = client.request(
         2,
         "tools/call",
@@ -340,18 +336,8 @@ fn an_mcp_client_gets_the_memory_context_as_a_prompt_and_a_resource() {
 /// The shipped default offers a client four memory tools, one per job, and they work.
 #[test]
 fn by_default_a_client_sees_one_memory_tool_per_job() {
-    let (_dir, mut child) = start_server_with("");
-    let mut client = Client {
-        stdin: child.stdin.take().unwrap(),
-        stdout: BufReader::new(child.stdout.take().unwrap()),
-        child,
-    };
-    client.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (_dir, child) = start_server_with("");
+    let (mut client, _) = Client::connect(child);
     let list = client.request(2, "tools/list", json!({}));
     let mut tools: Vec<&str> = list["result"]["tools"]
         .as_array()

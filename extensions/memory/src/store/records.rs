@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row};
+use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::backend::MemoryRecords;
 use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
@@ -206,13 +206,7 @@ impl MemoryRecords for MemoryStore {
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
-        builder
-            .build()
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(memory_from_row)
-            .collect()
+        self.fetch_memories(builder).await
     }
 
     async fn latest_reflection(
@@ -251,13 +245,7 @@ impl MemoryRecords for MemoryStore {
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
             .push_bind(limit as i64);
-        builder
-            .build()
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(memory_from_row)
-            .collect()
+        self.fetch_memories(builder).await
     }
 
     async fn list_memories(
@@ -292,13 +280,7 @@ impl MemoryRecords for MemoryStore {
             .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .push(" OFFSET ")
             .push_bind(i64::try_from(request.offset).unwrap_or(i64::MAX));
-        builder
-            .build()
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(memory_from_row)
-            .collect()
+        self.fetch_memories(builder).await
     }
 
     async fn context_value(
@@ -324,5 +306,18 @@ impl MemoryRecords for MemoryStore {
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(memory_from_row).transpose()
+    }
+}
+
+impl MemoryStore {
+    /// The memories a built query (selecting `MEMORY_COLUMNS`) returns, in its order.
+    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Sqlite>) -> Result<Vec<Memory>> {
+        builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect()
     }
 }
