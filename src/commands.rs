@@ -590,7 +590,7 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
                     }
                     Some(_) => event.into_event(),
                     None => {
-                        let id = content_event_id(&event);
+                        let id = mnemo_memory::content_event_id(&event);
                         let mut event = event.into_event();
                         event.id = id;
                         event
@@ -670,29 +670,6 @@ impl std::fmt::Display for ImportCounts {
             self.events, self.events_present, self.rows, self.rows_present, self.problems
         )
     }
-}
-
-/// The id of an event that came without one: `imp_` and the SHA-256 of what it says (type,
-/// time, user, chat, session, text), so that importing the same file again finds it stored,
-/// and the memory extension's own handler skips it when it is published.
-fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
-    use sha2::Digest as _;
-    // A JSON array: each part is delimited, so no two different events give the same bytes.
-    let parts = json!([
-        event.kind,
-        event.at.to_rfc3339(),
-        event.user_id,
-        event.chat_id,
-        event.session_id,
-        event.text
-    ]);
-    let digest = sha2::Sha256::digest(parts.to_string().as_bytes());
-    let mut id = String::with_capacity(4 + 2 * digest.len());
-    id.push_str("imp_");
-    for byte in digest {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    id
 }
 
 /// `mnemo ingest`: stores the conversation events read from standard input (JSONL in the wire

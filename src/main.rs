@@ -2,6 +2,7 @@
 
 mod commands;
 mod input;
+mod keys;
 mod mcp;
 
 use std::io::IsTerminal as _;
@@ -106,6 +107,28 @@ enum Command {
         /// The chat the tools act in, if any.
         #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
+    },
+    /// Serve memory over HTTP: the JSON API under /v1 (OpenAPI at /openapi.json) and MCP at
+    /// /mcp, for many users at once, behind API keys (`mnemo keys create`).
+    Serve {
+        /// Address and port to listen on; port 0 picks a free one.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// Seconds a /v1 request may take before it is answered with `timeout`.
+        #[arg(long, default_value_t = 30)]
+        request_timeout_secs: u64,
+        /// The largest request body, in bytes.
+        #[arg(long, default_value_t = 16 << 20)]
+        max_body_bytes: usize,
+        /// A host name clients reach the server by (for MCP's Host check), beside loopback and
+        /// the listen address; repeatable.
+        #[arg(long = "allowed-host")]
+        allowed_hosts: Vec<String>,
+    },
+    /// API keys for `mnemo serve`: stored hashed in the data directory.
+    Keys {
+        #[command(subcommand)]
+        command: keys::KeysCommand,
     },
     /// Store a fact for a user.
     Remember {
@@ -421,6 +444,22 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             mcp::serve(kernel, user, chat.clone()).await?;
             Ok(true)
         }
+        Command::Serve {
+            listen,
+            request_timeout_secs,
+            max_body_bytes,
+            allowed_hosts,
+        } => {
+            let options = mnemo_server::ServeOptions {
+                listen: *listen,
+                request_timeout: std::time::Duration::from_secs(*request_timeout_secs),
+                max_body_bytes: *max_body_bytes,
+                allowed_hosts: allowed_hosts.clone(),
+            };
+            keys::serve(load_config(&cli)?, &options).await?;
+            Ok(true)
+        }
+        Command::Keys { command } => keys::run(&load_config(&cli)?, command),
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
         Command::Check { json } => commands::check(load_config(&cli)?, *json).await,
         Command::Import { file } => commands::import(load_config(&cli)?, file).await,

@@ -1,225 +1,18 @@
-//! `mnemo mcp`: a Model Context Protocol server on stdio (the official Rust SDK, rmcp) offering
-//! every tool of the enabled extensions, so any MCP client gets memory.
-//!
-//! Tools are known only at run time (they come from extensions), so the handler implements
-//! `list_tools` and `call_tool` itself rather than with rmcp's macros. Every call acts for the
-//! configured user (`--user`), in one session per server run.
-//!
-//! The memory context block that mnemo puts in its own system prompt is offered too: as the
-//! prompt `memory_context` (for a `query`) and as the resource `mnemo://memory/context` (with no
-//! particular query), for clients that add context themselves.
+//! `mnemo mcp`: the Model Context Protocol on stdio (the official Rust SDK, rmcp), with the
+//! handler of `mnemo_server::mcp`: every tool of the enabled extensions and the memory context,
+//! acting for the configured user (`--user`), in one session per server run.
 //!
 //! A request line that is not JSON, not UTF-8 or longer than [`MAX_REQUEST_BYTES`] is answered
 //! with a JSON-RPC error here, before rmcp (which would drop it silently) sees it.
 
-use std::sync::Arc;
-
-use mnemo_kernel::host::{Kernel, TurnInput};
-use mnemo_kernel::{ToolError, ToolScope};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use mnemo_kernel::host::Kernel;
+use mnemo_server::mcp::McpHandler;
+use rmcp::ServiceExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
 use crate::input::InputLine;
-
-/// The MCP face of a running kernel.
-struct MnemoServer {
-    kernel: Kernel,
-    user: String,
-    chat: Option<String>,
-    session: String,
-}
-
-/// The prompt that hands a client the memory context for a query.
-const CONTEXT_PROMPT: &str = "memory_context";
-/// The resource that holds the memory context with no particular query.
-const CONTEXT_RESOURCE: &str = "mnemo://memory/context";
-
-impl MnemoServer {
-    /// The context blocks the kernel would put in the system prompt for `query`, for this
-    /// server's user and chat; a line saying so when memory holds nothing for it.
-    async fn context_block(&self, query: &str) -> String {
-        // Not the tools' session: memory leaves a session's own memories out of its context
-        // (they are the conversation so far), but an MCP client's conversation is not stored
-        // here, so what it saved through the tools in this run belongs in the context too.
-        let input = TurnInput {
-            user_id: self.user.clone(),
-            session_id: format!("{}-context", self.session),
-            chat_id: self.chat.clone(),
-            text: query.to_owned(),
-        };
-        let prepared = self.kernel.prepare_turn(&input, 0).await;
-        let blocks: Vec<&str> = prepared
-            .blocks
-            .iter()
-            .map(|(_, block)| block.trim_end())
-            .filter(|block| !block.is_empty())
-            .collect();
-        if blocks.is_empty() {
-            "Memory holds nothing about this yet.".to_owned()
-        } else {
-            blocks.join("\n\n")
-        }
-    }
-}
-
-impl ServerHandler for MnemoServer {
-    fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_resources()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Long-term memory. Use the memory tools to remember what the user tells you \
-                 and to search what you know before answering.",
-        )
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self
-            .kernel
-            .tools()
-            .into_iter()
-            .map(|spec| {
-                let schema = spec.parameters.as_object().cloned().unwrap_or_default();
-                Tool::new(spec.name, spec.description, Arc::new(schema))
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
-            CONTEXT_PROMPT,
-            Some(
-                "What memory holds that bears on a query (people, facts, reflections, the \
-                 conversation so far), as the context block mnemo puts in its own system prompt.",
-            ),
-            Some(vec![PromptArgument::new("query")
-                .with_description("what the conversation is about, e.g. the user's message")
-                .with_required(true)]),
-        )]))
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        if request.name != CONTEXT_PROMPT {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown prompt `{}`; this server has `{CONTEXT_PROMPT}`",
-                    request.name
-                ),
-                None,
-            ));
-        }
-        let Some(query) = request
-            .arguments
-            .as_ref()
-            .and_then(|arguments| arguments.get("query"))
-            .and_then(Value::as_str)
-        else {
-            return Err(ErrorData::invalid_params(
-                format!("`{CONTEXT_PROMPT}` needs a `query` argument (a string)"),
-                None,
-            ));
-        };
-        let block = self.context_block(query).await;
-        Ok(
-            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, block)])
-                .with_description(format!("Memory context for {}", self.user))
-                .into(),
-        )
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let mut resource = Resource::new(CONTEXT_RESOURCE, "memory context").with_description(
-            "What memory holds for this user and chat before any particular question: \
-                 people, reflections and recent memories, as mnemo's system-prompt block.",
-        );
-        resource.mime_type = Some("text/markdown".to_owned());
-        Ok(ListResourcesResult::with_all_items(vec![resource]))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        if request.uri != CONTEXT_RESOURCE {
-            return Err(ErrorData::resource_not_found(
-                format!(
-                    "no resource `{}`; this server has `{CONTEXT_RESOURCE}`",
-                    request.uri
-                ),
-                None,
-            ));
-        }
-        let block = self.context_block("").await;
-        Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(block, CONTEXT_RESOURCE).with_mime_type("text/markdown")
-        ])
-        .into())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let scope = ToolScope {
-            user_id: self.user.clone(),
-            session_id: Some(self.session.clone()),
-            chat_id: self.chat.clone(),
-            at: self.kernel.context().now(),
-        };
-        let result = self
-            .kernel
-            .call_tool(&scope, &request.name, arguments)
-            .await;
-        match result {
-            Ok(value) => {
-                Ok(CallToolResult::success(vec![ContentBlock::text(value.to_string())]).into())
-            }
-            Err(ToolError::UnknownTool(name)) => Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
-                None,
-            )),
-            // A tool that ran and failed, or bad arguments: the client shows the message.
-            Err(error) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into())
-            }
-        }
-    }
-}
 
 /// The longest request line the server reads, in bytes; a longer one is answered with an error
 /// naming this limit and never held in memory whole. MCP requests are small; the memory tools'
@@ -237,13 +30,7 @@ pub(crate) async fn serve(
     user: String,
     chat: Option<String>,
 ) -> anyhow::Result<()> {
-    let session = format!("mcp-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%6f"));
-    let server = MnemoServer {
-        kernel: kernel.clone(),
-        user,
-        chat,
-        session,
-    };
+    let server = McpHandler::for_user(kernel.clone(), user, chat);
     let (requests, server_input) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, responses) = tokio::io::duplex(PIPE_BYTES);
     let (lines, outbox) = mpsc::channel::<Vec<u8>>(64);

@@ -178,8 +178,35 @@ pub struct SearchHit {
     pub memory: Memory,
     /// Fused score (weighted normalised scores, or RRF), or the single list's rank score.
     pub score: f64,
-    /// Rank (1-based) in each list that returned it: `fts`, `vector`, `entity`.
-    pub ranks: Vec<(String, usize)>,
+    /// Why it ranked where it did: [`SearchHit::score`] is `(fused + neighbours) ×
+    /// confidence_weight`.
+    pub why: ScoreBreakdown,
+}
+
+/// How a search hit's score came about.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ScoreBreakdown {
+    /// Each candidate list that returned the memory, in the order the lists were searched.
+    pub lists: Vec<ListMatch>,
+    /// The lists' fused relevance (weighted normalised scores, or RRF).
+    pub fused: f64,
+    /// What the neighbouring turns of its session added (hybrid search over episodes); may be
+    /// negative when its own relevance was shared out.
+    pub neighbours: f64,
+    /// The factor its confidence contributed: `min(1, 0.5 + confidence)`.
+    pub confidence_weight: f64,
+}
+
+/// One candidate list's verdict on a memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListMatch {
+    /// `fts`, `vector` or `entity`.
+    pub list: String,
+    /// 1-based rank in that list.
+    pub rank: usize,
+    /// The list's own score: BM25 relevance (fts), cosine similarity (vector), or how many of
+    /// the query's entities it is linked to (entity).
+    pub score: f64,
 }
 
 /// One ranked list that hybrid search fuses, as the memory service's

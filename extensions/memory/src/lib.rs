@@ -39,11 +39,12 @@ use mnemo_kernel::{
 pub use config::{MemoryConfig, ToolProfile};
 pub use error::{MemoryError, Result};
 pub use mnemo_memory_api::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, Memory, MemoryApi, MemoryApiError,
-    MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, SearchHit,
-    SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, ListMatch, ListRequest, Memory, MemoryApi,
+    MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts,
+    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
+    SkippedFact, UserErased,
 };
-pub use service::{FactInput, MemoryService};
+pub use service::{content_event_id, FactInput, MemoryService};
 pub use store::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
 
 /// The API crate's data types, under the path this crate's modules name them by.

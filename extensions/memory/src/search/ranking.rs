@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use super::fusion::{fuse, spread_to_neighbours, Fusion};
 use crate::error::Result;
 use crate::service::MemoryService;
-use crate::types::{SearchHit, SearchMode, SearchRequest};
+use crate::types::{
+    CandidateList, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+};
 
 /// Hybrid search re-ranks by neighbouring turns only the best `limit × NEIGHBOUR_POOL`
 /// candidates.
@@ -107,11 +109,10 @@ impl MemoryService {
         let hits: Vec<SearchHit> = ranked
             .into_iter()
             .filter_map(|(id, score, _, ranks)| {
-                memories.remove(&id).map(|memory| SearchHit {
-                    score,
-                    memory,
-                    ranks,
-                })
+                let why = breakdown(&lists, &id, &ranks, fused.get(&id)?.0, score, weight(&id)?);
+                memories
+                    .remove(&id)
+                    .map(|memory| SearchHit { score, memory, why })
             })
             .collect();
         if request.touch && !hits.is_empty() {
@@ -119,5 +120,41 @@ impl MemoryService {
             store.touch(&ids, self.now()?).await?;
         }
         Ok(hits)
+    }
+}
+
+/// Why the memory `id` got `score`: each list's rank and own score, the fused relevance, what its
+/// neighbours added, and its confidence's factor (`score = (fused + neighbours) × weight`).
+fn breakdown(
+    lists: &[CandidateList],
+    id: &str,
+    ranks: &[(String, usize)],
+    fused: f64,
+    score: f64,
+    confidence_weight: f64,
+) -> ScoreBreakdown {
+    let matches = ranks
+        .iter()
+        .map(|(list, rank)| ListMatch {
+            list: list.clone(),
+            rank: *rank,
+            score: lists
+                .iter()
+                .find(|candidates| candidates.name == list)
+                .and_then(|candidates| candidates.hits.get(rank.saturating_sub(1)))
+                .filter(|(hit, _)| hit == id)
+                .map_or(0.0, |(_, score)| *score),
+        })
+        .collect();
+    let neighbours = if confidence_weight > 0.0 {
+        score / confidence_weight - fused
+    } else {
+        0.0
+    };
+    ScoreBreakdown {
+        lists: matches,
+        fused,
+        neighbours,
+        confidence_weight,
     }
 }

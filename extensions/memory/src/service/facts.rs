@@ -223,7 +223,7 @@ impl MemoryService {
         scope: &ToolScope,
         content: &str,
         subjects: &[String],
-        expires_in_days: Option<i64>,
+        expires_at: Option<DateTime<Utc>>,
         shared: bool,
     ) -> Result<(String, Vec<String>)> {
         self.check_content("content", content)?;
@@ -246,7 +246,14 @@ impl MemoryService {
                 }
             }
         }
-        let now = self.now()?;
+        if let Some(expires_at) = expires_at {
+            if expires_at <= self.now()? {
+                return Err(MemoryError::Invalid(format!(
+                    "`expires_at` {} is not in the future",
+                    expires_at.to_rfc3339()
+                )));
+            }
+        }
         let shared = shared && scope.chat_id.is_some();
         let id = self
             .save_fact(FactInput {
@@ -257,7 +264,7 @@ impl MemoryService {
                 content: content.to_owned(),
                 confidence: 1.0,
                 subject_ids,
-                expires_at: expires_in_days.map(|days| now + chrono::Duration::days(days)),
+                expires_at,
                 shared,
                 memory_type: Some("fact".to_owned()),
                 supersede: true,
@@ -372,6 +379,14 @@ impl MemoryService {
         self.store()?
             .context_value(owner, chat_id, key, self.now()?)
             .await
+    }
+
+    /// Confirms one of the owner's active facts: full confidence, and it never fades.
+    ///
+    /// # Errors
+    /// It is not an active fact of the owner, or the store fails.
+    pub async fn confirm(&self, owner: &str, id: &str) -> Result<()> {
+        self.store()?.confirm(id, Some(owner)).await
     }
 
     /// Replaces a fact of `user_id`; the new one keeps the old id in its provenance.

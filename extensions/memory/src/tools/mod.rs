@@ -215,7 +215,7 @@ pub(crate) fn hit_json(hit: &SearchHit) -> Value {
         "session_id": memory.session_id,
         "tags": memory.tags,
         "confidence": memory.confidence,
-        "matched_by": hit.ranks.iter().map(|(list, _)| list.clone()).collect::<Vec<_>>(),
+        "matched_by": hit.why.lists.iter().map(|list| list.list.clone()).collect::<Vec<_>>(),
         "supersedes": memory.attributes.get("supersedes"),
     })
 }

@@ -96,11 +96,14 @@ impl Tool for Remember {
                 .or(args.subjects.as_ref())
                 .cloned()
                 .unwrap_or_default();
-            let days = item.expires_in_days.or(args.expires_in_days);
+            let expires_at = item
+                .expires_in_days
+                .or(args.expires_in_days)
+                .map(|days| scope.at + chrono::Duration::days(days));
             let shared = item.shared.or(args.shared).unwrap_or(false);
             let (id, people) = self
                 .0
-                .remember(scope, &item.content, &subjects, days, shared)
+                .remember(scope, &item.content, &subjects, expires_at, shared)
                 .await
                 .map_err(|error| tool_error(tool, error))?;
             saved.push(json!({"id": id, "subjects": people}));

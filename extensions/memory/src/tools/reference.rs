@@ -229,9 +229,7 @@ impl Tool for ConfirmFact {
         args: IdArgs,
     ) -> Result<Value, ToolError> {
         self.0
-            .store()
-            .map_err(|error| tool_error(self.name(), error))?
-            .confirm(&args.id, Some(&scope.user_id))
+            .confirm(&scope.user_id, &args.id)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
         Ok(json!({"id": args.id, "confirmed": true}))

@@ -1,0 +1,166 @@
+//! Who is calling: the API key in `Authorization: Bearer KEY`, and for an admin key the user it
+//! acts for, named in the `X-Mnemo-User` header. No key, no access; a user key acts for its own
+//! user only, in its own chats if it is bound to some.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::keys::KeyStore;
+use crate::AppState;
+
+/// The header with which an admin key names the user it acts for.
+pub const ACT_FOR_HEADER: &str = "x-mnemo-user";
+
+/// The caller of a request, as its key allows.
+#[derive(Debug, Clone)]
+pub(crate) struct Principal {
+    /// The key's id, for logs.
+    pub(crate) key_id: String,
+    /// Whether it is an admin key.
+    pub(crate) admin: bool,
+    /// The user it acts for: the key's own, or the one an admin key names.
+    user: Option<String>,
+    /// The chats it may act in; `None` for any.
+    chats: Option<Vec<String>>,
+}
+
+impl Principal {
+    /// The user this request acts for.
+    ///
+    /// # Errors
+    /// 400 `user_required` for an admin key without `X-Mnemo-User`.
+    pub(crate) fn user(&self) -> Result<&str, ApiError> {
+        self.user.as_deref().ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "user_required",
+                "an admin key acts for the user named in the `X-Mnemo-User` header; name one",
+            )
+        })
+    }
+
+    /// The user this request acts for, if any (an admin key may act for nobody in particular).
+    pub(crate) fn user_if_any(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// The chat a request may act in: `requested`, if the key allows it.
+    ///
+    /// # Errors
+    /// 400 for an invalid chat id; 403 when the key is bound to other chats, or to chats and
+    /// none was named.
+    pub(crate) fn chat(&self, requested: Option<&str>) -> Result<Option<String>, ApiError> {
+        if let Some(chat) = requested {
+            mnemo_kernel::check_id("chat_id", chat)?;
+        }
+        match (&self.chats, requested) {
+            (None, requested) => Ok(requested.map(str::to_owned)),
+            (Some(chats), Some(chat)) if chats.iter().any(|allowed| allowed == chat) => {
+                Ok(Some(chat.to_owned()))
+            }
+            (Some(_), Some(chat)) => Err(ApiError::forbidden(format!(
+                "this key may not act in chat `{chat}`"
+            ))),
+            (Some(_), None) => Err(ApiError::forbidden(
+                "this key is bound to chats: name one with `chat_id`",
+            )),
+        }
+    }
+
+    /// # Errors
+    /// 403 unless it is an admin key.
+    pub(crate) fn require_admin(&self) -> Result<(), ApiError> {
+        if self.admin {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("this needs an admin key"))
+        }
+    }
+}
+
+/// Checks the request's key and names its caller.
+pub(crate) fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Err(ApiError::unauthorized(
+            "no API key: send `Authorization: Bearer KEY` (`mnemo keys create` makes one)",
+        ));
+    };
+    let presented = value
+        .to_str()
+        .ok()
+        .and_then(|text| text.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| {
+            ApiError::unauthorized("the `Authorization` header must read `Bearer KEY`")
+        })?;
+    let record = keys
+        .verify(presented)
+        .map_err(|error| ApiError::internal(&error))?
+        .ok_or_else(|| ApiError::unauthorized("the API key is not valid, or it was revoked"))?;
+    let act_for = match headers.get(ACT_FOR_HEADER) {
+        None => None,
+        Some(value) => {
+            let user = value.to_str().map_err(|_| {
+                ApiError::invalid(format!("the `{ACT_FOR_HEADER}` header is not text"))
+            })?;
+            mnemo_kernel::check_id("X-Mnemo-User", user)?;
+            Some(user.to_owned())
+        }
+    };
+    let user = if record.admin {
+        act_for
+    } else {
+        match act_for {
+            Some(other) if Some(&other) != record.user_id.as_ref() => {
+                return Err(ApiError::forbidden(format!(
+                    "this key acts for its own user only, not `{other}`"
+                )))
+            }
+            _ => record.user_id.clone(),
+        }
+    };
+    Ok(Principal {
+        key_id: record.id,
+        admin: record.admin,
+        user,
+        chats: (!record.chats.is_empty()).then_some(record.chats),
+    })
+}
+
+impl FromRequestParts<Arc<AppState>> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            return Ok(principal.clone());
+        }
+        let principal = authenticate(&state.keys, &parts.headers)?;
+        tracing::debug!(key = %principal.key_id, admin = principal.admin, "authenticated");
+        Ok(principal)
+    }
+}
+
+/// Middleware for the routes that are not axum handlers (MCP): authenticates, then passes the
+/// [`Principal`] on in the request's extensions.
+pub(crate) async fn require_key(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match authenticate(&state.keys, request.headers()) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => error.into_response(),
+    }
+}

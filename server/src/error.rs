@@ -1,0 +1,185 @@
+//! The server's one error type: a status, a stable code and a message that names the problem,
+//! sent as `{"error": {"code": ..., "message": ...}}`.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mnemo_memory::MemoryError;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorBody {
+    pub(crate) error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// Stable, for programs: `invalid_json`, `invalid_request`, `unauthorized`, `forbidden`,
+    /// `user_required`, `not_found`, `method_not_allowed`, `payload_too_large`,
+    /// `unsupported_media_type`, `timeout`, `unavailable`, `internal`.
+    pub(crate) code: String,
+    /// For people: what was wrong, naming the field or header.
+    pub(crate) message: String,
+}
+
+/// A request that failed, and why.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400 `invalid_request`: the input was understood but not acceptable.
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 404 `not_found`.
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 403 `forbidden`: the key is valid but may not do this.
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 401 `unauthorized`: no key, or not a valid one.
+    pub(crate) fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// 500 `internal`; the cause is logged, and the client hears only that it happened.
+    pub(crate) fn internal(error: &dyn std::fmt::Display) -> Self {
+        tracing::error!(%error, "request failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the server failed: {error}"),
+        )
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The message for people.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The same error, about item `index` of a batch.
+    pub(crate) fn prefixed(self, index: usize) -> Self {
+        Self {
+            message: format!("events[{index}]: {}", self.message),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.status, self.code, self.message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"mnemo\""),
+            );
+        }
+        response
+    }
+}
+
+impl From<MemoryError> for ApiError {
+    fn from(error: MemoryError) -> Self {
+        match error {
+            MemoryError::Invalid(message) => Self::invalid(message),
+            MemoryError::NotFound(message) => Self::not_found(message),
+            MemoryError::NotOpen => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the memory store is not open",
+            ),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<mnemo_memory::MemoryApiError> for ApiError {
+    fn from(error: mnemo_memory::MemoryApiError) -> Self {
+        use mnemo_memory::MemoryApiError as E;
+        match error {
+            E::Invalid(message) => Self::invalid(message),
+            E::NotFound(message) => Self::not_found(message),
+            E::NotOpen => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the memory store is not open",
+            ),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<mnemo_kernel::EventError> for ApiError {
+    fn from(error: mnemo_kernel::EventError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
+/// A rejected body: bad JSON, the wrong shape, too large, or not JSON at all.
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = rejection.status();
+        let code = match (&rejection, status) {
+            (_, StatusCode::PAYLOAD_TOO_LARGE) => "payload_too_large",
+            (_, StatusCode::UNSUPPORTED_MEDIA_TYPE) => "unsupported_media_type",
+            (JsonRejection::JsonSyntaxError(_), _) => "invalid_json",
+            _ => "invalid_request",
+        };
+        let status = if status.is_server_error() || code == "invalid_request" {
+            StatusCode::BAD_REQUEST
+        } else {
+            status
+        };
+        Self::new(status, code, rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        Self::invalid(rejection.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        Self::invalid(rejection.body_text())
+    }
+}

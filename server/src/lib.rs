@@ -1,0 +1,182 @@
+//! `mnemo serve`: memory as an HTTP service for agents in any language. One long-lived kernel
+//! (scheduled jobs, indexer, consolidation) serves many users and chats at once through:
+//!
+//! - a JSON API under `/v1` ([`routes`]), described by the OpenAPI document at `/openapi.json`;
+//! - the Model Context Protocol over streamable HTTP at `/mcp` ([`mcp`]);
+//! - `/healthz` and `/readyz` for probes.
+//!
+//! Every `/v1` and `/mcp` request needs an API key ([`keys`], checked by [`auth`]); the user is
+//! the key's, never a request field's. Requests have a body limit and a timeout; shutdown stops
+//! taking connections, lets the requests in flight finish, then drains the kernel's queues.
+
+mod auth;
+mod error;
+pub mod keys;
+pub mod mcp;
+mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use mnemo_kernel::host::Kernel;
+use mnemo_memory::MemoryService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+pub use auth::ACT_FOR_HEADER;
+pub use error::ApiError;
+pub use keys::{KeyError, KeyRecord, KeyStore, NewKey};
+
+/// How the server listens and what it accepts.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address and port; port 0 picks a free one (the bound address is printed).
+    pub listen: SocketAddr,
+    /// The longest a `/v1` request may take before it is answered with `timeout`.
+    pub request_timeout: Duration,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Host names MCP requests may name in `Host`, beside loopback and the listen address.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            request_timeout: Duration::from_secs(30),
+            max_body_bytes: 16 << 20,
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub(crate) kernel: Kernel,
+    pub(crate) memory: Arc<MemoryService>,
+    pub(crate) keys: KeyStore,
+    pub(crate) timeout: Duration,
+}
+
+/// A server bound to its address, not yet serving.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Router,
+    kernel: Kernel,
+    mcp_stop: CancellationToken,
+}
+
+impl Server {
+    /// Binds the address and builds the routes over a started kernel.
+    ///
+    /// # Errors
+    /// The memory extension is not enabled, or the address cannot be bound.
+    pub async fn bind(
+        kernel: Kernel,
+        keys: KeyStore,
+        options: &ServeOptions,
+    ) -> anyhow::Result<Self> {
+        let memory = kernel
+            .context()
+            .services()
+            .get::<MemoryService>()
+            .context("`mnemo serve` needs the memory extension; enable [extensions.memory]")?;
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", options.listen))?;
+        let state = Arc::new(AppState {
+            kernel: kernel.clone(),
+            memory,
+            keys,
+            timeout: options.request_timeout,
+        });
+        let mcp_stop = CancellationToken::new();
+        let mut hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+            options.listen.ip().to_string(),
+        ];
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        let handler = mcp::McpHandler::over_http(kernel.clone());
+        let mcp_service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default()
+                .with_allowed_hosts(hosts)
+                .with_cancellation_token(mcp_stop.clone())
+                .with_max_request_body_bytes(options.max_body_bytes),
+        );
+        let mcp_routes = Router::new().nest_service("/mcp", mcp_service).layer(
+            axum::middleware::from_fn_with_state(state.clone(), auth::require_key),
+        );
+        let api = routes::router(state.clone())
+            .layer(axum::middleware::from_fn_with_state(state, time_limit));
+        let app = api
+            .merge(mcp_routes)
+            .layer(DefaultBodyLimit::max(options.max_body_bytes))
+            .layer(tower_http::trace::TraceLayer::new_for_http());
+        Ok(Self {
+            listener,
+            app,
+            kernel,
+            mcp_stop,
+        })
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Errors
+    /// The socket cannot say.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `stop` resolves; then stops taking connections, lets requests in flight
+    /// finish, ends MCP sessions, drains the kernel's event queue and shuts the kernel down.
+    ///
+    /// # Errors
+    /// Serving fails.
+    pub async fn run(
+        self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let mcp_stop = self.mcp_stop.clone();
+        let served = axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(async move {
+                stop.await;
+                // Open MCP streams would hold the graceful shutdown for ever.
+                mcp_stop.cancel();
+            })
+            .await
+            .context("the HTTP server failed");
+        self.kernel.context().router().settle().await;
+        self.kernel.shutdown().await;
+        served
+    }
+}
+
+/// Answers a request that takes longer than the configured timeout with 503 `timeout`.
+async fn time_limit(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(state.timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request took longer than {} s; what it had done stands",
+                state.timeout.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}

@@ -1,0 +1,240 @@
+//! `/v1/stats`, `/v1/users/{user_id}`, `/v1/jobs`, and the probes `/healthz` and `/readyz`.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::ApiPath;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::AppState;
+
+/// Counts of what is stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StatsView {
+    /// Whose: the caller's, or null for everyone's (an admin key without `X-Mnemo-User`).
+    user_id: Option<String>,
+    episodes: i64,
+    facts: i64,
+    reflections: i64,
+    entities: i64,
+    /// Memories waiting for their vector.
+    pending_index: i64,
+    /// When the newest memory was said or learnt.
+    latest: Option<DateTime<Utc>>,
+}
+
+/// Counts of the caller's memories (or everyone's, for an admin key without `X-Mnemo-User`).
+#[utoipa::path(
+    get, path = "/v1/stats", tag = "admin",
+    responses(
+        (status = 200, description = "Counts", body = StatsView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn stats(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<axum::Json<StatsView>, ApiError> {
+    let user = if principal.admin {
+        principal.user_if_any()
+    } else {
+        Some(principal.user()?)
+    };
+    let stats = state.memory.stats(user).await?;
+    Ok(axum::Json(StatsView {
+        user_id: user.map(str::to_owned),
+        episodes: stats.episodes,
+        facts: stats.facts,
+        reflections: stats.reflections,
+        entities: stats.entities,
+        pending_index: stats.pending_index,
+        latest: stats.latest,
+    }))
+}
+
+/// What an erasure removed.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Erased {
+    user_id: String,
+    /// Memories removed, with their entities, people, sessions and recorded events.
+    memories_removed: u64,
+}
+
+/// Erase everything stored about a user. A user key may erase its own user only.
+#[utoipa::path(
+    delete, path = "/v1/users/{user_id}", tag = "admin",
+    params(("user_id" = String, Path, description = "The user to erase")),
+    responses(
+        (status = 200, description = "Erased", body = Erased),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn erase_user(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(user_id): ApiPath<String>,
+) -> Result<axum::Json<Erased>, ApiError> {
+    mnemo_kernel::check_id("user_id", &user_id)?;
+    if !principal.admin && principal.user()? != user_id {
+        return Err(ApiError::forbidden(format!(
+            "this key may erase its own user only, not `{user_id}`"
+        )));
+    }
+    let memories_removed = state.memory.erase_user(&user_id).await?;
+    Ok(axum::Json(Erased {
+        user_id,
+        memories_removed,
+    }))
+}
+
+/// The scheduled jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobsView {
+    jobs: Vec<JobView>,
+}
+
+/// A scheduled job.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobView {
+    name: String,
+    /// The extension it belongs to.
+    extension: String,
+    /// When it runs (cron, with seconds).
+    cron: String,
+    description: String,
+    /// Runs since the server started.
+    runs: u64,
+    /// Failed runs since the server started.
+    failures: u64,
+}
+
+/// Every scheduled job, with its counts since start (admin key).
+#[utoipa::path(
+    get, path = "/v1/jobs", tag = "admin",
+    responses(
+        (status = 200, description = "Jobs", body = JobsView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn jobs(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<axum::Json<JobsView>, ApiError> {
+    principal.require_admin()?;
+    let jobs = state
+        .kernel
+        .jobs()
+        .into_iter()
+        .map(|(extension, spec)| {
+            let totals = state.kernel.job_totals(&spec.name);
+            JobView {
+                runs: totals.as_ref().map_or(0, |totals| totals.runs),
+                failures: totals.as_ref().map_or(0, |totals| totals.failures),
+                name: spec.name,
+                extension,
+                cron: spec.cron,
+                description: spec.description,
+            }
+        })
+        .collect();
+    Ok(axum::Json(JobsView { jobs }))
+}
+
+/// One run of a job.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobRunView {
+    name: String,
+    at: DateTime<Utc>,
+    /// Whether it ran to the end.
+    ok: bool,
+    /// Its report, or why it failed.
+    report: String,
+    /// Items it failed on.
+    failed_items: u64,
+}
+
+/// Run a job now and wait for it (admin key). Two runs of one job never overlap.
+#[utoipa::path(
+    post, path = "/v1/jobs/{name}/run", tag = "admin",
+    params(("name" = String, Path, description = "The job's name")),
+    responses(
+        (status = 200, description = "It ran", body = JobRunView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn run_job(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(name): ApiPath<String>,
+) -> Result<axum::Json<JobRunView>, ApiError> {
+    principal.require_admin()?;
+    let run = state
+        .kernel
+        .run_job(&name)
+        .await
+        .map_err(|error| match error {
+            mnemo_kernel::KernelError::UnknownJob(name) => {
+                ApiError::not_found(format!("no job `{name}`; GET /v1/jobs lists them"))
+            }
+            other => ApiError::internal(&other),
+        })?;
+    let (ok, report) = match run.outcome {
+        Ok(report) => (true, report),
+        Err(error) => (false, error),
+    };
+    Ok(axum::Json(JobRunView {
+        name: run.job,
+        at: run.at,
+        ok,
+        report,
+        failed_items: run.failed_items,
+    }))
+}
+
+/// A probe's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Health {
+    /// `ok`, `ready` or why not.
+    status: String,
+}
+
+/// Liveness: the process serves requests.
+#[utoipa::path(
+    get, path = "/healthz", tag = "probes", security(()),
+    responses((status = 200, description = "Alive", body = Health)),
+)]
+pub(crate) async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok".to_owned(),
+    })
+}
+
+/// Readiness: the memory store answers.
+#[utoipa::path(
+    get, path = "/readyz", tag = "probes", security(()),
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "Not ready", body = Health),
+    ),
+)]
+pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, axum::Json<Health>) {
+    match state.memory.pending_index().await {
+        Ok(_) => (
+            StatusCode::OK,
+            axum::Json(Health {
+                status: "ready".to_owned(),
+            }),
+        ),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(Health {
+                status: format!("the memory store does not answer: {error}"),
+            }),
+        ),
+    }
+}

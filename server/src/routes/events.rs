@@ -1,0 +1,327 @@
+//! `/v1/events`, `/v1/import` and `/v1/export`: conversations in, everything out and back.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use mnemo_kernel::{ConversationEvent, ConversationKind, Event};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::views::{id_text, IdText};
+use super::ApiJson;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::AppState;
+
+/// The most events one request carries.
+pub(crate) const MAX_EVENTS: usize = 1_000;
+
+/// A conversation turn.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventBody {
+    /// Unique per event: sending it again stores nothing new.
+    id: IdText,
+    /// Who spoke.
+    #[serde(rename = "type")]
+    kind: TurnKind,
+    /// When it was said.
+    at: DateTime<Utc>,
+    /// The conversation; users may share session ids, their turns stay apart.
+    session_id: IdText,
+    /// Whose turn; defaults to the key's user (an admin key must name one here or in
+    /// `X-Mnemo-User`).
+    user_id: Option<IdText>,
+    /// The chat it happens in.
+    chat_id: Option<IdText>,
+    /// What was said.
+    #[schema(max_length = 100000)]
+    text: String,
+}
+
+/// Who spoke.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TurnKind {
+    /// The user.
+    UserMessage,
+    /// The agent.
+    AgentResponse,
+}
+
+/// One event, or a batch.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum EventsBody {
+    /// A batch of up to 1,000 events, stored in order.
+    Batch(EventBatch),
+    /// One event.
+    One(EventBody),
+}
+
+/// A batch of events.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventBatch {
+    #[schema(min_items = 1, max_items = 1000)]
+    events: Vec<EventBody>,
+}
+
+/// What happened to each event, in the order sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EventsStored {
+    results: Vec<EventStored>,
+}
+
+/// One event's acknowledgement: it is on disk.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EventStored {
+    /// The event's id.
+    id: String,
+    /// The memory it became; null when it was stored before (or stored and forgotten since).
+    memory_id: Option<String>,
+    /// Whether this request stored it.
+    stored: bool,
+}
+
+impl Principal {
+    /// A wire event turned into a bus event for this caller: the user is the key's, and a chat
+    /// must be one the key may act in.
+    fn event(&self, body: EventBody) -> Result<Event, ApiError> {
+        let user = match (id_text(&body.user_id), self.user_if_any()) {
+            (Some(named), Some(own)) if named != own => {
+                return Err(ApiError::forbidden(format!(
+                    "event `{}` is `{named}`'s, and this request acts for `{own}`",
+                    body.id.0
+                )))
+            }
+            (Some(named), None) if self.admin => named.to_owned(),
+            (None, Some(own)) => own.to_owned(),
+            (Some(named), Some(_)) => named.to_owned(),
+            _ => self.user()?.to_owned(),
+        };
+        let chat = self.chat(id_text(&body.chat_id))?;
+        let event = ConversationEvent {
+            id: Some(body.id.0),
+            kind: match body.kind {
+                TurnKind::UserMessage => ConversationKind::UserMessage,
+                TurnKind::AgentResponse => ConversationKind::AgentResponse,
+            },
+            at: body.at,
+            session_id: body.session_id.0,
+            user_id: user,
+            chat_id: chat,
+            text: body.text,
+        };
+        event.validate()?;
+        Ok(event.into_event())
+    }
+}
+
+/// Store conversation turns. Acknowledged once on disk; idempotent by event id. A batch is
+/// checked whole before anything is stored: one bad event and nothing is.
+#[utoipa::path(
+    post, path = "/v1/events", tag = "events",
+    request_body = EventsBody,
+    responses(
+        (status = 200, description = "Stored", body = EventsStored),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn post_events(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<EventsBody>,
+) -> Result<axum::Json<EventsStored>, ApiError> {
+    let bodies = match body {
+        EventsBody::Batch(batch) => batch.events,
+        EventsBody::One(event) => vec![event],
+    };
+    if bodies.is_empty() || bodies.len() > MAX_EVENTS {
+        return Err(ApiError::invalid(format!(
+            "`events` must hold 1 to {MAX_EVENTS} events, not {}",
+            bodies.len()
+        )));
+    }
+    let limit = state.memory.config().max_content_chars;
+    let mut events = Vec::with_capacity(bodies.len());
+    for (index, body) in bodies.into_iter().enumerate() {
+        let chars = body.text.chars().count();
+        if chars > limit {
+            return Err(ApiError::invalid(format!(
+                "events[{index}]: `text` is {chars} characters; the limit is {limit}"
+            )));
+        }
+        let event = principal
+            .event(body)
+            .map_err(|error| error.prefixed(index))?;
+        events.push(event);
+    }
+    let mut results = Vec::with_capacity(events.len());
+    for event in events {
+        let memory_id = state.memory.ingest(&event).await?;
+        let id = event.id.clone();
+        if memory_id.is_some() {
+            if let Err(error) = state.kernel.publish(event).await {
+                tracing::warn!(%error, "a stored event was not passed on to the other extensions");
+            }
+        }
+        results.push(EventStored {
+            id,
+            stored: memory_id.is_some(),
+            memory_id,
+        });
+    }
+    Ok(axum::Json(EventsStored { results }))
+}
+
+/// What an import did.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub(crate) struct ImportReport {
+    /// Conversation events stored now.
+    events: u64,
+    /// Conversation events stored before.
+    events_present: u64,
+    /// Export rows stored now.
+    rows: u64,
+    /// Export rows already in the store.
+    rows_present: u64,
+}
+
+/// Import JSONL: conversation events (as `/v1/events` takes them; an event without `id` gets one
+/// from its content), and, with an admin key, the rows of an export. Idempotent. Every line is
+/// checked before any is stored: a bad line is named, and nothing is stored.
+#[utoipa::path(
+    post, path = "/v1/import", tag = "events",
+    request_body(content = String, content_type = "application/x-ndjson",
+        description = "One JSON object per line"),
+    responses(
+        (status = 200, description = "Imported", body = ImportReport),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn import(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    body: String,
+) -> Result<axum::Json<ImportReport>, ApiError> {
+    enum Line {
+        Event(Event),
+        Row(String, Value),
+    }
+    let mut lines = Vec::new();
+    for (index, text) in body.lines().enumerate() {
+        let number = index + 1;
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let at = |message: String| ApiError::invalid(format!("line {number}: {message}"));
+        let value: Value =
+            serde_json::from_str(trimmed).map_err(|error| at(format!("not JSON: {error}")))?;
+        match value.get("type").and_then(Value::as_str) {
+            Some("user_message" | "agent_response") => {
+                let mut event = ConversationEvent::from_value(value.clone())
+                    .or_else(|_| {
+                        // The user may be left to the key.
+                        let mut value = value;
+                        if let (Some(object), Some(user)) =
+                            (value.as_object_mut(), principal.user_if_any())
+                        {
+                            object
+                                .entry("user_id")
+                                .or_insert_with(|| Value::String(user.to_owned()));
+                        }
+                        ConversationEvent::from_value(value)
+                    })
+                    .map_err(|error| at(error.to_string()))?;
+                if event.id.is_none() {
+                    event.id = Some(mnemo_memory::content_event_id(&event));
+                }
+                let body = EventBody {
+                    id: IdText(event.id.unwrap_or_default()),
+                    kind: match event.kind {
+                        ConversationKind::AgentResponse => TurnKind::AgentResponse,
+                        _ => TurnKind::UserMessage,
+                    },
+                    at: event.at,
+                    session_id: IdText(event.session_id),
+                    user_id: Some(IdText(event.user_id)),
+                    chat_id: event.chat_id.map(IdText),
+                    text: event.text,
+                };
+                let event = principal
+                    .event(body)
+                    .map_err(|error| at(error.message().to_owned()))?;
+                lines.push(Line::Event(event));
+            }
+            Some(table) => {
+                if !principal.admin {
+                    return Err(ApiError::forbidden(format!(
+                        "line {number}: importing `{table}` rows needs an admin key"
+                    )));
+                }
+                lines.push(Line::Row(table.to_owned(), value["row"].clone()));
+            }
+            None => return Err(at("no `type`".to_owned())),
+        }
+    }
+    let mut report = ImportReport::default();
+    for line in lines {
+        match line {
+            Line::Event(event) => match state.memory.import(&event).await? {
+                Some(_) => {
+                    report.events += 1;
+                    if let Err(error) = state.kernel.publish(event).await {
+                        tracing::warn!(%error, "an imported event was not passed on to the other extensions");
+                    }
+                }
+                None => report.events_present += 1,
+            },
+            Line::Row(table, row) => {
+                if state.memory.import_row(&table, &row).await? {
+                    report.rows += 1;
+                } else {
+                    report.rows_present += 1;
+                }
+            }
+        }
+    }
+    Ok(axum::Json(report))
+}
+
+/// Export as JSONL, lossless (`/v1/import` or `mnemo import` restores it): the caller's rows,
+/// or with an admin key and no `X-Mnemo-User`, everyone's. Streamed a line at a time.
+#[utoipa::path(
+    get, path = "/v1/export", tag = "events",
+    responses(
+        (status = 200, description = "One JSON object per line",
+            content_type = "application/x-ndjson", body = String),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn export(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<Response, ApiError> {
+    let user = if principal.admin {
+        principal.user_if_any()
+    } else {
+        Some(principal.user()?)
+    };
+    let rows = state.memory.export_rows(user).await?;
+    let lines = futures::stream::iter(rows.into_iter().map(|row| {
+        let mut line = row.to_string();
+        line.push('\n');
+        Ok::<_, std::convert::Infallible>(line)
+    }));
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/x-ndjson")
+        .body(Body::from_stream(lines))
+        .map_err(|error| ApiError::internal(&error))
+}

@@ -1,0 +1,359 @@
+//! `/v1/memories`: remember, list, get, forget, correct and confirm.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use mnemo_kernel::ToolScope;
+use mnemo_memory::{ListRequest, Memory, MemoryApi as _};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::views::{id_text, IdText, KindName, MemoryTypeName, MemoryView, NameText};
+use super::{ApiJson, ApiPath, ApiQuery};
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::AppState;
+
+/// The most memories one page lists.
+pub(crate) const MAX_PAGE: usize = 1_000;
+/// The most subjects one memory names.
+const MAX_SUBJECTS: usize = 16;
+
+/// What to remember.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RememberBody {
+    /// The fact, in a sentence.
+    #[schema(min_length = 1, max_length = 20000, pattern = r"\S")]
+    content: String,
+    /// Who it is about ("my wife", "Sarah"); each becomes a person in the user's registry.
+    #[serde(default)]
+    #[schema(max_items = 16)]
+    subjects: Vec<NameText>,
+    /// `fact` (default, permanent until it decays), `context` (until the end of the day) or
+    /// `conversation` (30 days).
+    #[serde(default, rename = "type")]
+    memory_type: MemoryTypeName,
+    /// When it expires (facts only); must be in the future.
+    expires_at: Option<DateTime<Utc>>,
+    /// The chat it is said in: it belongs to that chat.
+    chat_id: Option<IdText>,
+    /// Seen by everyone in the chat (needs `chat_id`).
+    #[serde(default)]
+    shared: bool,
+}
+
+/// A memory made.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Remembered {
+    pub(crate) id: String,
+    /// The people it was linked to, by name.
+    pub(crate) subjects: Vec<String>,
+}
+
+/// Remember a fact for the caller.
+#[utoipa::path(
+    post, path = "/v1/memories", tag = "memories",
+    request_body = RememberBody,
+    responses(
+        (status = 201, description = "Stored", body = Remembered),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn remember(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<RememberBody>,
+) -> Result<(StatusCode, axum::Json<Remembered>), ApiError> {
+    let chat = principal.chat(id_text(&body.chat_id))?;
+    let scope = state.scope(principal.user()?, chat);
+    if body.subjects.len() > MAX_SUBJECTS {
+        return Err(ApiError::invalid(format!(
+            "`subjects` has {} names; the limit is {MAX_SUBJECTS}",
+            body.subjects.len()
+        )));
+    }
+    if body.shared && scope.chat_id.is_none() {
+        return Err(ApiError::invalid("`shared` needs a `chat_id`"));
+    }
+    let subjects: Vec<String> = body.subjects.into_iter().map(|name| name.0).collect();
+    if let Some(name) = subjects.iter().find(|name| name.trim().is_empty()) {
+        return Err(ApiError::invalid(format!(
+            "`subjects`: `{name}` is not a name"
+        )));
+    }
+    let remembered = if body.memory_type == MemoryTypeName::Fact {
+        let (id, subjects) = state
+            .memory
+            .remember(
+                &scope,
+                &body.content,
+                &subjects,
+                body.expires_at,
+                body.shared,
+            )
+            .await?;
+        Remembered { id, subjects }
+    } else {
+        if !subjects.is_empty() || body.expires_at.is_some() || body.shared {
+            return Err(ApiError::invalid(format!(
+                "`subjects`, `expires_at` and `shared` are for facts; a `{}` memory expires by its type",
+                body.memory_type.as_str()
+            )));
+        }
+        let id = state
+            .memory
+            .store_typed(
+                &scope,
+                body.memory_type.as_str(),
+                &body.content,
+                serde_json::Map::new(),
+            )
+            .await?;
+        Remembered {
+            id,
+            subjects: Vec::new(),
+        }
+    };
+    Ok((StatusCode::CREATED, axum::Json(remembered)))
+}
+
+/// Which memories to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// The chat: its memories and the user's own outside chats.
+    chat_id: Option<IdText>,
+    /// Only this kind.
+    kind: Option<KindName>,
+    /// Also forgotten, corrected and expired memories.
+    #[serde(default)]
+    include_inactive: bool,
+    /// Page size, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<usize>,
+    /// Memories to skip (the previous page's `next_offset`).
+    #[param(minimum = 0, maximum = 1000000000)]
+    offset: Option<usize>,
+}
+
+/// A page of memories.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MemoryPage {
+    /// Newest first.
+    memories: Vec<MemoryView>,
+    /// The `offset` of the next page; null on the last.
+    next_offset: Option<usize>,
+}
+
+/// The caller's memories, newest first, a page at a time.
+#[utoipa::path(
+    get, path = "/v1/memories", tag = "memories",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page", body = MemoryPage),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<axum::Json<MemoryPage>, ApiError> {
+    let chat = principal.chat(id_text(&query.chat_id))?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "`limit` must be between 1 and {MAX_PAGE}, not {limit}"
+        )));
+    }
+    let offset = query.offset.unwrap_or(0);
+    let mut memories = state
+        .memory
+        .list_memories(ListRequest {
+            user_id: principal.user()?.to_owned(),
+            chat_id: chat,
+            kinds: query.kind.map(Into::into).into_iter().collect(),
+            include_inactive: query.include_inactive,
+            // One more than asked for says whether there is a next page.
+            limit: limit + 1,
+            offset,
+        })
+        .await?;
+    let next_offset = (memories.len() > limit).then_some(offset + limit);
+    memories.truncate(limit);
+    Ok(axum::Json(MemoryPage {
+        memories: memories.into_iter().map(MemoryView::from).collect(),
+        next_offset,
+    }))
+}
+
+/// The chat a memory is read in.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ChatQuery {
+    /// The chat the caller is in: a memory shared there is visible too.
+    chat_id: Option<IdText>,
+}
+
+/// One memory of the caller's (or shared in the caller's chat), active or not.
+#[utoipa::path(
+    get, path = "/v1/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "The memory's id"), ChatQuery),
+    responses(
+        (status = 200, description = "The memory", body = MemoryView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ChatQuery>,
+) -> Result<axum::Json<MemoryView>, ApiError> {
+    let chat = principal.chat(id_text(&query.chat_id))?;
+    let memory = visible_memory(&state, &principal, &id, chat.as_deref()).await?;
+    Ok(axum::Json(memory.into()))
+}
+
+/// The memory `id` if the caller may see it: their own (in a chat their key may act in), or
+/// shared in `chat`. Anything else is "not found", so that ids of others' memories reveal
+/// nothing.
+async fn visible_memory(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    chat: Option<&str>,
+) -> Result<Memory, ApiError> {
+    let user = principal.user()?;
+    let not_found = || ApiError::not_found(format!("no memory `{id}` of yours"));
+    let memory = state.memory.get_memory(id).await?.ok_or_else(not_found)?;
+    let own = memory.user_id.as_deref() == Some(user)
+        && principal.chat(memory.chat_id.as_deref()).is_ok();
+    let shared_here = memory.shared && chat.is_some() && memory.chat_id.as_deref() == chat;
+    if own || shared_here {
+        Ok(memory)
+    } else {
+        Err(not_found())
+    }
+}
+
+/// The memory `id` if it is the caller's own, to change.
+async fn own_memory(state: &AppState, principal: &Principal, id: &str) -> Result<Memory, ApiError> {
+    let memory = visible_memory(state, principal, id, None).await?;
+    if memory.user_id.as_deref() == Some(principal.user()?) {
+        Ok(memory)
+    } else {
+        Err(ApiError::not_found(format!("no memory `{id}` of yours")))
+    }
+}
+
+/// What was done to a memory.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MemoryChanged {
+    /// The memory acted on.
+    id: String,
+    /// `forgotten`, `confirmed` or `corrected`.
+    change: String,
+    /// For a correction: the new memory that replaces it.
+    replaced_by: Option<String>,
+}
+
+/// Forget one of the caller's memories for good: row, indexes, caches and copies.
+#[utoipa::path(
+    delete, path = "/v1/memories/{id}", tag = "memories",
+    params(("id" = String, Path, description = "The memory's id")),
+    responses(
+        (status = 200, description = "Forgotten", body = MemoryChanged),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn forget(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<axum::Json<MemoryChanged>, ApiError> {
+    own_memory(&state, &principal, &id).await?;
+    state.memory.forget(principal.user()?, &id).await?;
+    Ok(axum::Json(MemoryChanged {
+        id,
+        change: "forgotten".to_owned(),
+        replaced_by: None,
+    }))
+}
+
+/// The corrected text.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CorrectBody {
+    /// What is true instead.
+    #[schema(min_length = 1, max_length = 20000, pattern = r"\S")]
+    content: String,
+}
+
+/// Replace one of the caller's facts with a corrected one; the old one stays in its history.
+#[utoipa::path(
+    post, path = "/v1/memories/{id}/correct", tag = "memories",
+    params(("id" = String, Path, description = "The fact's id")),
+    request_body = CorrectBody,
+    responses(
+        (status = 200, description = "Corrected", body = MemoryChanged),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn correct(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<CorrectBody>,
+) -> Result<axum::Json<MemoryChanged>, ApiError> {
+    own_memory(&state, &principal, &id).await?;
+    let new_id = state
+        .memory
+        .correct_fact(Some(principal.user()?), &id, &body.content)
+        .await?;
+    Ok(axum::Json(MemoryChanged {
+        id,
+        change: "corrected".to_owned(),
+        replaced_by: Some(new_id),
+    }))
+}
+
+/// Confirm one of the caller's facts: full confidence, and it never fades.
+#[utoipa::path(
+    post, path = "/v1/memories/{id}/confirm", tag = "memories",
+    params(("id" = String, Path, description = "The fact's id")),
+    responses(
+        (status = 200, description = "Confirmed", body = MemoryChanged),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn confirm(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<axum::Json<MemoryChanged>, ApiError> {
+    own_memory(&state, &principal, &id).await?;
+    state.memory.confirm(principal.user()?, &id).await?;
+    Ok(axum::Json(MemoryChanged {
+        id,
+        change: "confirmed".to_owned(),
+        replaced_by: None,
+    }))
+}
+
+impl AppState {
+    /// The scope tools and the memory service act in for `user` in `chat`, now.
+    pub(crate) fn scope(&self, user: &str, chat: Option<String>) -> ToolScope {
+        ToolScope {
+            user_id: user.to_owned(),
+            session_id: None,
+            chat_id: chat,
+            at: self.kernel.context().now(),
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! `/v1/search`, `/v1/context` and `/v1/people`: what memory knows, as a client asks for it.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use mnemo_kernel::host::TurnInput;
+use mnemo_memory::{SearchHit, SearchRequest};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::views::{id_text, IdText, KindName, MemoryTypeName, MemoryView, ModeName, NameText};
+use super::ApiJson;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+use crate::AppState;
+
+/// A search.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchBody {
+    /// What to look for, in words.
+    #[schema(max_length = 4000)]
+    query: String,
+    /// `hybrid` (default) fuses the others.
+    #[serde(default)]
+    mode: ModeName,
+    /// Only these kinds; empty for all.
+    #[serde(default)]
+    #[schema(max_items = 3)]
+    kinds: Vec<KindName>,
+    /// Most hits, 1 to the server's `max_search_limit` (50 by default).
+    #[schema(minimum = 1, maximum = 50)]
+    limit: Option<usize>,
+    /// Only memories said or learnt from then on.
+    since: Option<DateTime<Utc>>,
+    /// Only memories said or learnt before then.
+    until: Option<DateTime<Utc>>,
+    /// Only memories with one of these tags.
+    #[serde(default)]
+    #[schema(max_items = 32)]
+    tags: Vec<String>,
+    /// Only memories about one of these people (names or how the user calls them).
+    #[serde(default)]
+    #[schema(max_items = 16)]
+    about: Vec<NameText>,
+    /// Only this seed-001 type.
+    memory_type: Option<MemoryTypeName>,
+    /// Also memories a newer one replaced.
+    #[serde(default)]
+    include_superseded: bool,
+    /// The chat the caller is in: its memories and shared ones join the caller's own.
+    chat_id: Option<IdText>,
+    /// The vector list's similarity cut-off, -1 to 1 (default from the config).
+    #[schema(minimum = -1.0, maximum = 1.0)]
+    min_similarity: Option<f32>,
+}
+
+/// The hits, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SearchResults {
+    hits: Vec<HitView>,
+}
+
+/// One hit and why it ranked there.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HitView {
+    memory: MemoryView,
+    /// `(fused + neighbours) × confidence_weight`.
+    score: f64,
+    why: WhyView,
+}
+
+/// How the score came about.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct WhyView {
+    /// Each list that returned the memory.
+    lists: Vec<ListView>,
+    /// The lists' fused relevance.
+    fused: f64,
+    /// What neighbouring turns of its session added.
+    neighbours: f64,
+    /// The factor its confidence gave: min(1, 0.5 + confidence).
+    confidence_weight: f64,
+}
+
+/// One list's verdict.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ListView {
+    /// `fts`, `vector` or `entity`.
+    list: String,
+    /// 1-based rank in the list.
+    rank: usize,
+    /// BM25 relevance (fts), cosine similarity (vector), or entities matched (entity).
+    score: f64,
+}
+
+impl From<SearchHit> for HitView {
+    fn from(hit: SearchHit) -> Self {
+        Self {
+            score: hit.score,
+            why: WhyView {
+                lists: hit
+                    .why
+                    .lists
+                    .into_iter()
+                    .map(|list| ListView {
+                        list: list.list,
+                        rank: list.rank,
+                        score: list.score,
+                    })
+                    .collect(),
+                fused: hit.why.fused,
+                neighbours: hit.why.neighbours,
+                confidence_weight: hit.why.confidence_weight,
+            },
+            memory: hit.memory.into(),
+        }
+    }
+}
+
+/// Search the caller's memory (and the chat's, with `chat_id`).
+#[utoipa::path(
+    post, path = "/v1/search", tag = "search",
+    request_body = SearchBody,
+    responses(
+        (status = 200, description = "Hits, best first", body = SearchResults),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn search(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<SearchBody>,
+) -> Result<axum::Json<SearchResults>, ApiError> {
+    let chat = principal.chat(id_text(&body.chat_id))?;
+    let user = principal.user()?;
+    let config = state.memory.config();
+    let limit = body.limit.unwrap_or(config.search_limit);
+    if !(1..=config.max_search_limit).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "`limit` must be between 1 and {}, not {limit}",
+            config.max_search_limit
+        )));
+    }
+    if let (Some(since), Some(until)) = (body.since, body.until) {
+        if since > until {
+            return Err(ApiError::invalid("`since` is after `until`"));
+        }
+    }
+    if let Some(similarity) = body.min_similarity {
+        if !(-1.0..=1.0).contains(&similarity) {
+            return Err(ApiError::invalid(format!(
+                "`min_similarity` must be between -1 and 1, not {similarity}"
+            )));
+        }
+    }
+    let mut about = Vec::new();
+    for name in &body.about {
+        match state.memory.find_person(user, &name.0).await? {
+            Some(person) => about.push(person.id),
+            // Nobody by that name: nothing is about them.
+            None => return Ok(axum::Json(SearchResults { hits: Vec::new() })),
+        }
+    }
+    let request = SearchRequest {
+        query: body.query,
+        user_id: Some(user.to_owned()),
+        chat_id: chat,
+        about,
+        include_superseded: body.include_superseded,
+        min_similarity: body.min_similarity,
+        memory_type: body.memory_type.map(|kind| kind.as_str().to_owned()),
+        kinds: body.kinds.into_iter().map(Into::into).collect(),
+        since: body.since,
+        until: body.until,
+        tags: body.tags,
+        limit,
+        mode: body.mode.into(),
+        touch: true,
+        ..SearchRequest::default()
+    };
+    let hits = state.memory.search(&request).await?;
+    Ok(axum::Json(SearchResults {
+        hits: hits.into_iter().map(HitView::from).collect(),
+    }))
+}
+
+/// What the context is for.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContextBody {
+    /// What the conversation is about now, e.g. the user's message.
+    #[schema(max_length = 20000)]
+    query: String,
+    /// The chat the conversation is in.
+    chat_id: Option<IdText>,
+    /// The session the conversation is in: its own turns are left out (the client has them).
+    session_id: Option<IdText>,
+}
+
+/// The context blocks for a prompt.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ContextView {
+    /// Every block joined, ready for a system prompt; empty when memory holds nothing.
+    text: String,
+    /// Each extension's block.
+    blocks: Vec<ContextBlock>,
+}
+
+/// One extension's context block.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ContextBlock {
+    extension: String,
+    text: String,
+}
+
+/// The memory context for a prompt, as mnemo puts it in its own system prompt.
+#[utoipa::path(
+    post, path = "/v1/context", tag = "search",
+    request_body = ContextBody,
+    responses(
+        (status = 200, description = "The context", body = ContextView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn context(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<ContextBody>,
+) -> Result<axum::Json<ContextView>, ApiError> {
+    let chat = principal.chat(id_text(&body.chat_id))?;
+    let input = TurnInput {
+        user_id: principal.user()?.to_owned(),
+        // A session of its own when none is named, so that nothing is left out.
+        session_id: id_text(&body.session_id)
+            .map_or_else(|| format!("http-context-{}", uuid_like()), str::to_owned),
+        chat_id: chat,
+        text: body.query,
+    };
+    let prepared = state.kernel.prepare_turn(&input, 0).await;
+    let blocks: Vec<ContextBlock> = prepared
+        .blocks
+        .into_iter()
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(extension, text)| ContextBlock {
+            extension,
+            text: text.trim_end().to_owned(),
+        })
+        .collect();
+    let text = blocks
+        .iter()
+        .map(|block| block.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok(axum::Json(ContextView { text, blocks }))
+}
+
+/// A session id no conversation has: the time in nanoseconds.
+fn uuid_like() -> String {
+    Utc::now().format("%Y%m%dT%H%M%S%9f").to_string()
+}
+
+/// The people the caller has told memory about.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PeopleView {
+    people: Vec<PersonView>,
+}
+
+/// A person.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PersonView {
+    /// `ent_…`.
+    id: String,
+    name: String,
+    /// How the user relates to them ("wife", "boss").
+    relation: Option<String>,
+    aliases: Vec<String>,
+}
+
+/// The people in the caller's memory.
+#[utoipa::path(
+    get, path = "/v1/people", tag = "search",
+    responses(
+        (status = 200, description = "People", body = PeopleView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn people(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<axum::Json<PeopleView>, ApiError> {
+    let people = state.memory.get_known_people(principal.user()?).await?;
+    Ok(axum::Json(PeopleView {
+        people: people
+            .into_iter()
+            .map(|person| PersonView {
+                id: person.id,
+                name: person.name,
+                relation: person.relation,
+                aliases: person.aliases,
+            })
+            .collect(),
+    }))
+}
