@@ -51,3 +51,6 @@ pub(crate) fn run_with_input(mut command: Command, input: &[u8]) -> Output {
     drop(stdin);
     child.wait_with_output().unwrap()
 }
+
+#[allow(dead_code)] // Only the HTTP tests start a server.
+pub(crate) mod server;
