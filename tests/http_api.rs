@@ -350,8 +350,8 @@ async fn keys_decide_who_may_do_what() {
 async fn bad_requests_get_json_errors_that_name_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path(), CONFIG, &["--max-body-bytes", "4096"]);
-    let key = create_key(dir.path(), &["--user", "ana"]);
-    let key = Some(key.as_str());
+    let secret = create_key(dir.path(), &["--user", "ana"]);
+    let key = Some(secret.as_str());
     let cases = [
         (json!({"query": 1}), "invalid_request", "query"),
         (
@@ -398,7 +398,7 @@ async fn bad_requests_get_json_errors_that_name_the_problem() {
     }
     let response = Client::new()
         .post(format!("{}/v1/search", served.url))
-        .bearer_auth(key.unwrap())
+        .bearer_auth(&secret)
         .header("content-type", "application/json")
         .body("{\"query\": ")
         .send()
@@ -409,7 +409,7 @@ async fn bad_requests_get_json_errors_that_name_the_problem() {
     assert_eq!(error["error"]["code"], "invalid_json");
     let response = Client::new()
         .post(format!("{}/v1/memories", served.url))
-        .bearer_auth(key.unwrap())
+        .bearer_auth(&secret)
         .json(&json!({"content": "x".repeat(5000)}))
         .send()
         .await
