@@ -73,6 +73,38 @@ impl Principal {
         }
     }
 
+    /// Whether the key may read memories kept in `chat` (`None`: the user's personal memory).
+    /// A key bound to chats sees there what the user's agent sees: the user's personal memory
+    /// too, but no other chat.
+    pub(crate) fn may_read(&self, chat: Option<&str>) -> bool {
+        match (&self.chats, chat) {
+            (None, _) | (Some(_), None) => true,
+            (Some(chats), Some(chat)) => chats.iter().any(|allowed| allowed == chat),
+        }
+    }
+
+    /// Whether the key may change memories kept in `chat`: a key bound to chats changes only
+    /// what is kept in them, never the user's personal memory.
+    pub(crate) fn may_change(&self, chat: Option<&str>) -> bool {
+        match (&self.chats, chat) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(chats), Some(chat)) => chats.iter().any(|allowed| allowed == chat),
+        }
+    }
+
+    /// # Errors
+    /// 403 for a key bound to chats: what spans all of a user's memory (statistics, export,
+    /// erasure) is not for it.
+    pub(crate) fn require_whole_user(&self) -> Result<(), ApiError> {
+        match &self.chats {
+            None => Ok(()),
+            Some(_) => Err(ApiError::forbidden(
+                "this key is bound to chats; this spans the whole user and needs an unbound key",
+            )),
+        }
+    }
+
     /// # Errors
     /// 403 unless it is an admin key.
     pub(crate) fn require_admin(&self) -> Result<(), ApiError> {

@@ -40,6 +40,7 @@ pub(crate) async fn stats(
     State(state): State<Arc<AppState>>,
     principal: Principal,
 ) -> Result<axum::Json<StatsView>, ApiError> {
+    principal.require_whole_user()?;
     let user = if principal.admin {
         principal.user_if_any()
     } else {
@@ -79,6 +80,7 @@ pub(crate) async fn erase_user(
     principal: Principal,
     ApiPath(user_id): ApiPath<String>,
 ) -> Result<axum::Json<Erased>, ApiError> {
+    principal.require_whole_user()?;
     mnemo_kernel::check_id("user_id", &user_id)?;
     if !principal.admin && principal.user()? != user_id {
         return Err(ApiError::forbidden(format!(

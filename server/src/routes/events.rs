@@ -309,6 +309,7 @@ pub(crate) async fn export(
     State(state): State<Arc<AppState>>,
     principal: Principal,
 ) -> Result<Response, ApiError> {
+    principal.require_whole_user()?;
     let user = if principal.admin {
         principal.user_if_any()
     } else {

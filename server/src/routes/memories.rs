@@ -125,7 +125,7 @@ pub(crate) async fn remember(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
-    /// The chat: its memories and the user's own outside chats.
+    /// Only the caller's memories kept in this chat; without it, every scope of theirs.
     chat_id: Option<IdText>,
     /// Only this kind.
     kind: Option<KindName>,
@@ -220,8 +220,8 @@ pub(crate) async fn get(
     Ok(axum::Json(memory.into()))
 }
 
-/// The memory `id` if the caller may see it: their own (in a chat their key may act in), or
-/// shared in `chat`. Anything else is "not found", so that ids of others' memories reveal
+/// The memory `id` if the caller may see it: their own (personal, or in a chat their key may
+/// act in), or shared in `chat`. Anything else is "not found", so that ids of others' memories reveal
 /// nothing.
 async fn visible_memory(
     state: &AppState,
@@ -232,8 +232,8 @@ async fn visible_memory(
     let user = principal.user()?;
     let not_found = || ApiError::not_found(format!("no memory `{id}` of yours"));
     let memory = state.memory.get_memory(id).await?.ok_or_else(not_found)?;
-    let own = memory.user_id.as_deref() == Some(user)
-        && principal.chat(memory.chat_id.as_deref()).is_ok();
+    let own =
+        memory.user_id.as_deref() == Some(user) && principal.may_read(memory.chat_id.as_deref());
     let shared_here = memory.shared && chat.is_some() && memory.chat_id.as_deref() == chat;
     if own || shared_here {
         Ok(memory)
@@ -242,10 +242,13 @@ async fn visible_memory(
     }
 }
 
-/// The memory `id` if it is the caller's own, to change.
+/// The memory `id` if it is the caller's own and their key may change it (a key bound to chats
+/// changes only what is kept in them).
 async fn own_memory(state: &AppState, principal: &Principal, id: &str) -> Result<Memory, ApiError> {
     let memory = visible_memory(state, principal, id, None).await?;
-    if memory.user_id.as_deref() == Some(principal.user()?) {
+    if memory.user_id.as_deref() == Some(principal.user()?)
+        && principal.may_change(memory.chat_id.as_deref())
+    {
         Ok(memory)
     } else {
         Err(ApiError::not_found(format!("no memory `{id}` of yours")))
