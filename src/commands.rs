@@ -8,6 +8,7 @@ use mnemo_devtools::progress::Progress;
 use mnemo_kernel::host::{Config, Kernel, TurnInput};
 use mnemo_kernel::{ChatMessage, ToolScope};
 use mnemo_memory::MemoryService;
+use mnemo_server::SamplingLlm;
 use serde_json::{json, Value};
 
 /// Starts a kernel on the system clock with the built-in extensions.
@@ -15,6 +16,21 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<Kernel> {
     Ok(Kernel::builder(mnemo_host::builtin_extensions(), config)
         .start()
         .await?)
+}
+
+/// Starts a kernel for an MCP server (`mnemo mcp`, `mnemo serve`): when no `[llm]` is
+/// configured, its model is the connected MCP clients' own, through sampling; the returned
+/// [`SamplingLlm`] is where the server registers them.
+pub(crate) async fn start_serving(
+    config: Config,
+) -> anyhow::Result<(Kernel, Option<Arc<SamplingLlm>>)> {
+    let sampling =
+        (config.llm.provider == mnemo_kernel::host::LlmProvider::None).then(SamplingLlm::new);
+    let mut builder = Kernel::builder(mnemo_host::builtin_extensions(), config);
+    if let Some(sampling) = &sampling {
+        builder = builder.llm(sampling.clone());
+    }
+    Ok((builder.start().await?, sampling))
 }
 
 /// Starts a kernel for `remember` and `search`, which run memory's own tools: every one of

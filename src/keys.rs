@@ -110,10 +110,10 @@ pub(crate) fn run(config: &Config, command: &KeysCommand) -> anyhow::Result<bool
 /// `mnemo serve`: starts the kernel, binds, prints the address and serves until Ctrl-C or
 /// SIGTERM.
 pub(crate) async fn serve(config: Config, options: &ServeOptions) -> anyhow::Result<()> {
-    let kernel = crate::commands::start(config).await?;
+    let (kernel, sampling) = crate::commands::start_serving(config).await?;
     let keys = KeyStore::new(kernel.context().data_dir());
     let any_keys = has_keys(&keys);
-    let server = match Server::bind(kernel.clone(), keys, options).await {
+    let server = match Server::bind(kernel.clone(), keys, options, sampling).await {
         Ok(server) => server,
         Err(error) => {
             kernel.shutdown().await;

@@ -440,8 +440,8 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             let user = user
                 .clone()
                 .unwrap_or_else(|| config.kernel.default_user.clone());
-            let kernel = commands::start(config).await?;
-            mcp::serve(kernel, user, chat.clone()).await?;
+            let (kernel, sampling) = commands::start_serving(config).await?;
+            mcp::serve(kernel, user, chat.clone(), sampling).await?;
             Ok(true)
         }
         Command::Serve {

@@ -29,8 +29,9 @@ pub(crate) async fn serve(
     kernel: Kernel,
     user: String,
     chat: Option<String>,
+    sampling: Option<std::sync::Arc<mnemo_server::SamplingLlm>>,
 ) -> anyhow::Result<()> {
-    let server = McpHandler::for_user(kernel.clone(), user, chat);
+    let server = McpHandler::for_user(kernel.clone(), user, chat, sampling);
     let (requests, server_input) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, responses) = tokio::io::duplex(PIPE_BYTES);
     let (lines, outbox) = mpsc::channel::<Vec<u8>>(64);

@@ -87,9 +87,10 @@ impl KernelContext {
         &self.inner.services
     }
 
-    /// The configured language model, if any.
+    /// The language model, if one is configured and can answer now
+    /// ([`LlmClient::available`]).
     pub fn llm(&self) -> Option<Arc<dyn LlmClient>> {
-        self.inner.llm.clone()
+        self.inner.llm.clone().filter(|llm| llm.available())
     }
 
     /// The directory extensions keep their files in; it exists.

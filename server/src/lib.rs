@@ -14,6 +14,7 @@ mod error;
 pub mod keys;
 pub mod mcp;
 mod routes;
+pub mod sampling;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 pub use auth::ACT_FOR_HEADER;
 pub use error::ApiError;
 pub use keys::{KeyError, KeyRecord, KeyStore, NewKey};
+pub use sampling::SamplingLlm;
 
 /// How the server listens and what it accepts.
 #[derive(Debug, Clone)]
@@ -76,7 +78,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds the address and builds the routes over a started kernel.
+    /// Binds the address and builds the routes over a started kernel. With `sampling` (the
+    /// kernel's model, when no `[llm]` is configured), MCP clients that offer sampling lend it
+    /// their model, each for its own user.
     ///
     /// # Errors
     /// The memory extension is not enabled, or the address cannot be bound.
@@ -84,6 +88,7 @@ impl Server {
         kernel: Kernel,
         keys: KeyStore,
         options: &ServeOptions,
+        sampling: Option<Arc<SamplingLlm>>,
     ) -> anyhow::Result<Self> {
         let memory = kernel
             .context()
@@ -107,7 +112,7 @@ impl Server {
             options.listen.ip().to_string(),
         ];
         hosts.extend(options.allowed_hosts.iter().cloned());
-        let handler = mcp::McpHandler::over_http(kernel.clone());
+        let handler = mcp::McpHandler::over_http(kernel.clone(), sampling);
         let mcp_service = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(LocalSessionManager::default()),

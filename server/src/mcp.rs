@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use mnemo_kernel::host::{Kernel, TurnInput};
 use mnemo_kernel::{ToolError, ToolScope};
+use rmcp::model::Extensions;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
@@ -19,11 +20,12 @@ use rmcp::model::{
     PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role, ServerCapabilities, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::auth::Principal;
+use crate::sampling::SamplingLlm;
 
 /// The header that names the chat an MCP client over HTTP acts in.
 pub const CHAT_HEADER: &str = "x-mnemo-chat";
@@ -53,6 +55,8 @@ struct Acting {
 pub struct McpHandler {
     kernel: Kernel,
     caller: Caller,
+    /// Where clients that offer sampling are registered, when the kernel's model is theirs.
+    sampling: Option<Arc<SamplingLlm>>,
 }
 
 /// The prompt that hands a client the memory context for a query.
@@ -62,7 +66,14 @@ const CONTEXT_RESOURCE: &str = "mnemo://memory/context";
 
 impl McpHandler {
     /// A handler whose every call acts for `user` in `chat`, in one session per server run.
-    pub fn for_user(kernel: Kernel, user: String, chat: Option<String>) -> Self {
+    /// With `sampling`, a client that offers sampling lends the kernel its model (see
+    /// [`SamplingLlm`]).
+    pub fn for_user(
+        kernel: Kernel,
+        user: String,
+        chat: Option<String>,
+        sampling: Option<Arc<SamplingLlm>>,
+    ) -> Self {
         let session = format!("mcp-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%6f"));
         Self {
             kernel,
@@ -71,19 +82,21 @@ impl McpHandler {
                 chat,
                 session,
             },
+            sampling,
         }
     }
 
     /// A handler for HTTP, whose calls act for each request's API key.
-    pub(crate) fn over_http(kernel: Kernel) -> Self {
+    pub(crate) fn over_http(kernel: Kernel, sampling: Option<Arc<SamplingLlm>>) -> Self {
         Self {
             kernel,
             caller: Caller::FromKey,
+            sampling,
         }
     }
 
-    /// Who this request acts for.
-    fn acting(&self, context: &RequestContext<RoleServer>) -> Result<Acting, ErrorData> {
+    /// Who a message with these extensions (the HTTP request's, over HTTP) acts for.
+    fn acting(&self, extensions: &Extensions) -> Result<Acting, ErrorData> {
         match &self.caller {
             Caller::Fixed {
                 user,
@@ -95,8 +108,7 @@ impl McpHandler {
                 session: session.clone(),
             }),
             Caller::FromKey => {
-                let parts = context
-                    .extensions
+                let parts = extensions
                     .get::<axum::http::request::Parts>()
                     .ok_or_else(|| ErrorData::internal_error("no HTTP request to act for", None))?;
                 let principal = parts
@@ -171,6 +183,18 @@ impl ServerHandler for McpHandler {
         )
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(sampling) = &self.sampling else {
+            return;
+        };
+        match self.acting(&context.extensions) {
+            Ok(acting) => sampling.register(&acting.user, context.peer),
+            Err(error) => {
+                tracing::warn!(%error, "an MCP client initialised with no user to act for")
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -210,7 +234,7 @@ impl ServerHandler for McpHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let acting = self.acting(&context)?;
+        let acting = self.acting(&context.extensions)?;
         if request.name != CONTEXT_PROMPT {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -257,7 +281,7 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let acting = self.acting(&context)?;
+        let acting = self.acting(&context.extensions)?;
         if request.uri != CONTEXT_RESOURCE {
             return Err(ErrorData::resource_not_found(
                 format!(
@@ -279,7 +303,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let acting = self.acting(&context)?;
+        let acting = self.acting(&context.extensions)?;
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let scope = ToolScope {
             user_id: acting.user,

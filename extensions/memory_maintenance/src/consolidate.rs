@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use mnemo_kernel::{
     extract_json, schema_for, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient,
-    ToolChoice, ToolSpec,
+    LlmError, ToolChoice, ToolSpec,
 };
 use mnemo_memory_api::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use schemars::JsonSchema;
@@ -273,12 +273,14 @@ pub(crate) async fn consolidate(
             .await?;
         read.extend(page.episodes.iter().map(|episode| episode.id.clone()));
         if !page.episodes.is_empty() {
-            match extract_page(llm.as_ref(), &page.episodes).await {
+            match extract_page(llm.as_ref(), &session.user_id, &page.episodes).await {
                 Ok((mut page_facts, page_ungrounded)) => {
                     facts.append(&mut page_facts);
                     ungrounded += page_ungrounded;
                 }
-                Err(reason) => {
+                // Nothing was asked (no model for this user now): not a failed attempt.
+                Err(PageError::Unavailable(reason)) => return Ok(Outcome::Skipped(reason)),
+                Err(PageError::Failed(reason)) => {
                     let attempts = memory
                         .record_consolidation_failure(session, &reason)
                         .await?;
@@ -313,7 +315,7 @@ pub(crate) async fn consolidate(
         }
     }
     if !candidates.is_empty() {
-        match find_contradictions(llm.as_ref(), &candidates).await {
+        match find_contradictions(llm.as_ref(), &session.user_id, &candidates).await {
             Ok(pairs) => {
                 for (new_id, old_id) in pairs {
                     memory.resolve_conflict(&old_id, &new_id).await?;
@@ -333,10 +335,19 @@ pub(crate) async fn consolidate(
     })
 }
 
+/// Why a page of a session could not be read.
+enum PageError {
+    /// No model can answer for this user now; nothing was asked.
+    Unavailable(String),
+    /// The model was asked and failed, or answered without facts.
+    Failed(String),
+}
+
 async fn extract_page(
     llm: &dyn LlmClient,
+    user: &str,
     page: &[Memory],
-) -> Result<(Vec<NewFact>, usize), String> {
+) -> Result<(Vec<NewFact>, usize), PageError> {
     let request = ChatRequest {
         messages: vec![
             ChatMessage::system(EXTRACT_PROMPT),
@@ -348,13 +359,14 @@ async fn extract_page(
         tool_choice: ToolChoice::Tool("save_facts".to_owned()),
         json_reply: false,
         max_tokens: Some(1_024),
+        user: Some(user.to_owned()),
     };
-    let response = llm
-        .complete(request)
-        .await
-        .map_err(|error| format!("fact extraction failed: {error}"))?;
+    let response = llm.complete(request).await.map_err(|error| match error {
+        LlmError::Unavailable(reason) => PageError::Unavailable(reason),
+        other => PageError::Failed(format!("fact extraction failed: {other}")),
+    })?;
     let reply = reply_json(&response).ok_or_else(|| {
-        format!(
+        PageError::Failed(format!(
             "fact extraction: the model's reply holds no JSON: {:?}",
             response
                 .content
@@ -362,16 +374,18 @@ async fn extract_page(
                 .chars()
                 .take(120)
                 .collect::<String>()
-        )
+        ))
     })?;
-    parse_facts(&reply, page)
-        .ok_or_else(|| "fact extraction: the model's JSON has no `facts` list".to_owned())
+    parse_facts(&reply, page).ok_or_else(|| {
+        PageError::Failed("fact extraction: the model's JSON has no `facts` list".to_owned())
+    })
 }
 
 /// Asks the model which new facts contradict which older ones. Facts are labelled `N1..` and
 /// `O1..` in the prompt (short labels models copy reliably); returns (new id, old id) pairs.
 async fn find_contradictions(
     llm: &dyn LlmClient,
+    user: &str,
     candidates: &[(Memory, Vec<SearchHit>)],
 ) -> Result<Vec<(String, String)>, String> {
     let mut listing = String::new();
@@ -397,7 +411,10 @@ async fn find_contradictions(
         }
     }
     let response = llm
-        .complete(ChatRequest::new(CONFLICT_PROMPT, listing))
+        .complete(ChatRequest {
+            user: Some(user.to_owned()),
+            ..ChatRequest::new(CONFLICT_PROMPT, listing)
+        })
         .await
         .map_err(|error| error.to_string())?;
     let reply = reply_json(&response).ok_or("the reply holds no JSON")?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mnemo_kernel::{
     BoxError, ChatRequest, Extension, ExtensionFactory, ExtensionSection, JobReport, JobSpec,
-    KernelContext, SchedulerProvider, ValidateConfig,
+    KernelContext, LlmError, SchedulerProvider, ValidateConfig,
 };
 use mnemo_memory_api::{Memory, MemoryApi, MemoryKind};
 use serde::{Deserialize, Serialize};
@@ -118,15 +118,25 @@ impl MemoryReflectionExtension {
                 )
             })
             .collect();
-        let response = llm
-            .complete(ChatRequest::new(
+        let request = ChatRequest {
+            user: user_id.map(str::to_owned),
+            ..ChatRequest::new(
                 REFLECTION_PROMPT,
                 format!(
                     "Memories of the past {} days:\n{listing}",
                     self.config.window_days
                 ),
-            ))
-            .await?;
+            )
+        };
+        let response = match llm.complete(request).await {
+            Ok(response) => response,
+            // No model for this user now: the reflection waits for a later run.
+            Err(LlmError::Unavailable(reason)) => {
+                tracing::info!(user = %who, %reason, "reflection skipped: no model available");
+                return Ok(None);
+            }
+            Err(error) => return Err(error.into()),
+        };
         let text = response.content.unwrap_or_default();
         let text = text.trim();
         if text.is_empty() {

@@ -106,6 +106,11 @@ pub struct ChatRequest {
     /// llama.cpp's drop the tools from a request that does not say.
     #[serde(default)]
     pub tool_choice: ToolChoice,
+    /// The user whose memories the request carries, when it carries one user's. A client that
+    /// reaches several users' own models (MCP sampling) asks only that user's, so that no
+    /// user's conversation reaches another's model; it refuses a request without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// Whether and which tool the model must call (OpenAI's `tool_choice`).
@@ -171,6 +176,11 @@ pub enum LlmError {
     /// The server's reply did not follow the protocol.
     #[error("unexpected reply from the model server: {0}")]
     Protocol(String),
+    /// No model can take this request now (an MCP client that samples for this user is not
+    /// connected); nothing was sent. Callers leave their work for a later run without counting
+    /// it as a failure.
+    #[error("no model is available: {0}")]
+    Unavailable(String),
     /// A scripted client has no reply left, or was told to fail.
     #[error("scripted model: {0}")]
     Scripted(String),
@@ -187,4 +197,12 @@ pub trait LlmClient: Send + Sync + 'static {
 
     /// The model's name, for logs.
     fn model(&self) -> &str;
+
+    /// Whether the model can answer at all now. A configured server is assumed reachable (its
+    /// failures are errors); a model reached through a client that comes and goes (MCP
+    /// sampling) is not there while no such client is connected, and then extensions see no
+    /// model ([`crate::KernelContext::llm`]).
+    fn available(&self) -> bool {
+        true
+    }
 }
