@@ -90,6 +90,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure ingest and search over HTTP (`mnemo serve`'s routes, N concurrent clients) on a
+    /// store that `mnemo bench --keep DIR` built, beside the same searches in process.
+    BenchHttp {
+        /// The store directory from `mnemo bench --keep DIR`.
+        #[arg(long)]
+        store: PathBuf,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Searches in each single-client phase (the concurrent phase sends clients/4 times as many).
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Events ingested over HTTP.
+        #[arg(long, default_value_t = 2_000)]
+        ingests: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Talk to an agent on the configured LLM, with memory context and tools; /new starts a new session.
     Chat {
         /// The user you are; default `[kernel] default_user`.
@@ -476,6 +495,23 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         } => {
             let config = load_config(&cli)?;
             mnemo_devtools::eval::run(&config, data, k, *json, dump.as_deref()).await?;
+            Ok(true)
+        }
+        Command::BenchHttp {
+            store,
+            clients,
+            queries,
+            ingests,
+            json,
+        } => {
+            let options = mnemo_devtools::bench_http::HttpBenchOptions {
+                store: store.clone(),
+                clients: *clients,
+                queries: *queries,
+                ingests: *ingests,
+                json: *json,
+            };
+            mnemo_devtools::bench_http::run(&load_config(&cli)?, &options).await?;
             Ok(true)
         }
         Command::Bench {

@@ -288,6 +288,39 @@ async fn no_key_reads_or_changes_what_its_user_may_not_see() {
             reads += 2;
         }
     }
+    // Event ids are each user's own: Ben's `ev0` is stored although Ana's (or anyone's) is.
+    let reused = json!({"id": "ev0", "type": "user_message", "at": "2026-03-02T09:00:00Z",
+                        "session_id": "mine", "text": "a reused event id"});
+    for user in USERS {
+        let (_, first) = api
+            .call(
+                &keys[user],
+                Method::POST,
+                "/v1/events",
+                Some(reused.clone()),
+            )
+            .await;
+        let (_, again) = api
+            .call(
+                &keys[user],
+                Method::POST,
+                "/v1/events",
+                Some(reused.clone()),
+            )
+            .await;
+        let stored = (
+            &first["results"][0]["stored"],
+            &again["results"][0]["stored"],
+        );
+        // The writes above used `ev0` for one user: that user has it already.
+        let had_it = owners["tok0"].user == user;
+        assert_eq!(
+            stored,
+            (&json!(!had_it), &json!(false)),
+            "{user}: {first} {again}"
+        );
+    }
+
     // Hostile writes: another user's memory cannot be confirmed, corrected or forgotten.
     for (token, id) in &ids {
         let owner = &owners[token];

@@ -71,7 +71,7 @@ const TEMPLATES: [&str; 8] = [
     "Yesterday {n} and I planned {t} near {p}",
     "Sure, I will keep {t} in mind for {n} ({d})",
 ];
-const QUERY_TEMPLATES: [&str; 5] = [
+pub(crate) const QUERY_TEMPLATES: [&str; 5] = [
     "what did {n} say about {p}",
     "when is {t}",
     "who is moving to {p}",
@@ -80,21 +80,21 @@ const QUERY_TEMPLATES: [&str; 5] = [
 ];
 
 /// A small deterministic generator (xorshift64*), so every run sees the same data.
-struct Random(u64);
+pub(crate) struct Random(pub(crate) u64);
 
 impl Random {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[(self.next() % items.len() as u64) as usize]
     }
 
-    fn fill(&mut self, template: &str) -> String {
+    pub(crate) fn fill(&mut self, template: &str) -> String {
         template
             .replace("{n}", self.pick(&NAMES))
             .replace("{p}", self.pick(&PLACES))
@@ -129,7 +129,7 @@ impl Random {
     }
 
     /// A chat turn of one to three sentences.
-    fn turn(&mut self) -> String {
+    pub(crate) fn turn(&mut self) -> String {
         let sentences = 1 + (self.next() % 3) as usize;
         (0..sentences)
             .map(|_| {
@@ -154,7 +154,7 @@ fn ms(duration: Duration) -> f64 {
 }
 
 /// p50, p95 and p99 of `latencies` in milliseconds.
-fn summary(latencies: &mut [Duration]) -> serde_json::Value {
+pub(crate) fn summary(latencies: &mut [Duration]) -> serde_json::Value {
     latencies.sort();
     json!({
         "p50": ms(percentile(latencies, 0.5)),
@@ -208,7 +208,11 @@ fn database_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow::Result<Kernel> {
+pub(crate) async fn start_kernel(
+    base: &Config,
+    dir: &Path,
+    with_embedding: bool,
+) -> anyhow::Result<Kernel> {
     let mut config = base.clone();
     config.set_enabled("memory", true);
     config.set_enabled("ner", true);
@@ -227,7 +231,7 @@ async fn start_kernel(base: &Config, dir: &Path, with_embedding: bool) -> anyhow
         .await?)
 }
 
-fn service_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
+pub(crate) fn service_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
     kernel
         .context()
         .services()
@@ -334,7 +338,7 @@ async fn fill_vectors(
 }
 
 /// Times `queries` searches in `mode`; returns the latencies.
-async fn time_searches(
+pub(crate) async fn time_searches(
     service: &MemoryService,
     queries: &[(String, String)],
     mode: SearchMode,

@@ -6,6 +6,7 @@
 //! [`replay::demo`]. [`progress`] is the live progress bar of its long commands on a terminal.
 
 pub mod bench;
+pub mod bench_http;
 pub mod eval;
 pub mod progress;
 pub mod replay;

@@ -15,7 +15,7 @@ pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
     ("entities", "id"),
     ("memory_entities", "memory_id, entity_id"),
     ("sessions_consolidations", "user_id, chat_id, session_id"),
-    ("ingested_events", "event_id"),
+    ("ingested_events", "user_id, event_id"),
 ];
 
 pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
@@ -48,8 +48,12 @@ impl MemoryExport for MemoryStore {
                 (_, false) => "",
                 ("memories", true) => " WHERE user_id = ?1",
                 ("entities", true) => " WHERE owner_id = ?1",
-                ("memory_entities", true) | ("ingested_events", true) => {
+                ("memory_entities", true) => {
                     " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)"
+                }
+                ("ingested_events", true) => {
+                    " WHERE user_id = ?1 OR (user_id = '' AND memory_id IN \
+                     (SELECT id FROM memories WHERE user_id = ?1))"
                 }
                 ("sessions_consolidations", true) => " WHERE user_id = ?1",
                 // A table added to the export without a user filter must not export everyone's

@@ -102,11 +102,15 @@ impl MemoryIngest for MemoryStore {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         if let Some(event_id) = event_id {
-            let known: Option<String> =
-                sqlx::query_scalar("SELECT memory_id FROM ingested_events WHERE event_id = ?")
-                    .bind(event_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+            // Ids are unique per user; a row from before schema 7 ('') stands for any user's.
+            let known: Option<String> = sqlx::query_scalar(
+                "SELECT memory_id FROM ingested_events \
+                 WHERE event_id = ? AND user_id IN (?, '') LIMIT 1",
+            )
+            .bind(event_id)
+            .bind(memory.user_id.as_deref().unwrap_or_default())
+            .fetch_optional(&mut *tx)
+            .await?;
             if known.is_some() {
                 return Ok(StoredTurn::default());
             }
@@ -152,11 +156,14 @@ impl MemoryIngest for MemoryStore {
         }
         let id = insert_in_tx(&mut tx, memory, entities).await?;
         if let Some(event_id) = event_id {
-            sqlx::query("INSERT INTO ingested_events (event_id, memory_id) VALUES (?, ?)")
-                .bind(event_id)
-                .bind(&id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES (?, ?, ?)",
+            )
+            .bind(memory.user_id.as_deref().unwrap_or_default())
+            .bind(event_id)
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(StoredTurn {

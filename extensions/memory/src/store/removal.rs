@@ -227,7 +227,7 @@ impl MemoryRemoval for MemoryStore {
         // Set-based, not a few statements per memory: a user with 100k memories is erased in
         // seconds rather than a minute of held writers.
         let mut statements = vec![
-            "DELETE FROM ingested_events WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
+            "DELETE FROM ingested_events WHERE user_id = ?1 OR memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM memory_entities WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM embedding_queue WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
         ];

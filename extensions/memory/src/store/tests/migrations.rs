@@ -127,3 +127,36 @@ async fn sessions_of_a_reused_id_are_split_by_user_without_loss() {
     assert!(store.is_session_consolidated(&bob).await.unwrap());
     store.close().await;
 }
+
+/// A store from before event ids were per user (schema 6): a recorded event gets its user from
+/// its memory; one whose memory was forgotten keeps the user '' (which `insert_turn` reads as
+/// any user's, so that sending it again does not bring the forgotten text back).
+#[tokio::test]
+async fn event_ids_become_per_user_and_forgotten_ones_keep_no_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 6).await;
+    episode(&pool, "ep_a", "alice", None, "Alice's turn").await;
+    sqlx::query(
+        "INSERT INTO ingested_events (event_id, memory_id) VALUES ('e1', 'ep_a'), ('gone', 'ep_x')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT user_id, event_id FROM ingested_events ORDER BY event_id")
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            ("alice".to_owned(), "e1".to_owned()),
+            (String::new(), "gone".to_owned())
+        ]
+    );
+    store.close().await;
+}

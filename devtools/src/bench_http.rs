@@ -1,0 +1,291 @@
+//! `mnemo bench-http`: ingest and search over HTTP against `mnemo serve`'s routes, on a store
+//! that `mnemo bench --keep DIR` built, beside the same searches in process.
+//!
+//! The server runs in this process on a loopback port, with one API key per bench user; the
+//! clients are tokio tasks with their own HTTP connections. Phases, each with its own distinct
+//! queries (so that no query vector is cached from an earlier phase):
+//!
+//! 1. hybrid search in process, one query at a time (the reference);
+//! 2. the same kind of searches over HTTP by one client, one at a time: what HTTP, JSON and the
+//!    key check add to a search;
+//! 3. searches over HTTP by `--clients` concurrent clients: requests per second and latency
+//!    under load;
+//! 4. ingest over HTTP (`POST /v1/events`, one turn per request) by the concurrent clients.
+//!
+//! Every non-2xx answer or failed connection counts as an error.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use mnemo_kernel::host::Config;
+use mnemo_memory::SearchMode;
+use mnemo_server::{KeyStore, NewKey, ServeOptions, Server};
+use serde_json::json;
+
+use crate::bench::{service_of, start_kernel, summary, time_searches, Random, QUERY_TEMPLATES};
+
+/// What `mnemo bench-http` measures.
+#[derive(Debug, Clone)]
+pub struct HttpBenchOptions {
+    /// A store made by `mnemo bench --keep DIR`.
+    pub store: PathBuf,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Searches per phase.
+    pub queries: usize,
+    /// Events ingested in the ingest phase.
+    pub ingests: usize,
+    /// Print JSON.
+    pub json: bool,
+}
+
+/// One phase's latencies, errors and wall time.
+struct Phase {
+    latencies: Vec<Duration>,
+    errors: usize,
+    seconds: f64,
+}
+
+impl Phase {
+    fn report(mut self) -> serde_json::Value {
+        let requests = self.latencies.len() + self.errors;
+        let mut report = summary(&mut self.latencies);
+        report["requests"] = json!(requests);
+        report["errors"] = json!(self.errors);
+        report["per_second"] = json!((requests as f64 / self.seconds.max(1e-9)).round());
+        report
+    }
+}
+
+/// Sends `bodies` to `path`, `clients` at a time, each body with its user's key.
+async fn load(
+    url: &str,
+    path: &str,
+    bodies: Vec<(String, serde_json::Value)>,
+    clients: usize,
+) -> Phase {
+    let bodies = Arc::new(bodies);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for client_index in 0..clients.max(1) {
+        let bodies = bodies.clone();
+        let endpoint = format!("{url}{path}");
+        tasks.push(tokio::spawn(async move {
+            // One connection pool per client, as separate client processes would have.
+            let client = reqwest::Client::new();
+            let mut latencies = Vec::new();
+            let mut errors = 0;
+            for (key, body) in bodies.iter().skip(client_index).step_by(clients.max(1)) {
+                let clock = Instant::now();
+                let sent = client
+                    .post(&endpoint)
+                    .bearer_auth(key)
+                    .json(body)
+                    .send()
+                    .await;
+                let ok = match sent {
+                    Ok(response) => {
+                        let status = response.status();
+                        // The whole body is part of the request's time.
+                        response.bytes().await.is_ok() && status.is_success()
+                    }
+                    Err(_) => false,
+                };
+                if ok {
+                    latencies.push(clock.elapsed());
+                } else {
+                    errors += 1;
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut phase = Phase {
+        latencies: Vec::new(),
+        errors: 0,
+        seconds: 0.0,
+    };
+    for task in tasks {
+        match task.await {
+            Ok((latencies, errors)) => {
+                phase.latencies.extend(latencies);
+                phase.errors += errors;
+            }
+            Err(_) => phase.errors += 1,
+        }
+    }
+    phase.seconds = started.elapsed().as_secs_f64();
+    phase
+}
+
+/// Runs the benchmark; prints a summary, or JSON with `options.json`.
+pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()> {
+    let dir = &options.store;
+    anyhow::ensure!(
+        dir.join("memory.db").is_file(),
+        "{} holds no memory.db: bench-http needs a store made by `mnemo bench --keep DIR`",
+        dir.display()
+    );
+    let kernel = start_kernel(base, dir, true).await?;
+    let service = service_of(&kernel)?;
+    let stats = service.stats(None).await?;
+    let memories = stats.episodes + stats.facts + stats.reflections;
+    // The bench's owners are user0, user1, …; find how many hold memories.
+    let mut users = Vec::new();
+    while users.len() < 1_000 {
+        let user = format!("user{}", users.len());
+        if service.stats(Some(&user)).await?.episodes == 0 {
+            break;
+        }
+        users.push(user);
+    }
+    anyhow::ensure!(
+        !users.is_empty(),
+        "the store holds no bench user's memories"
+    );
+    let key_dir = tempfile::tempdir().context("a directory for the API keys")?;
+    let keys = KeyStore::new(key_dir.path());
+    let mut user_keys = Vec::new();
+    for user in &users {
+        let (_, key) = keys.create(NewKey {
+            user_id: Some(user.clone()),
+            ..NewKey::default()
+        })?;
+        user_keys.push(key);
+    }
+    let server = Server::bind(
+        kernel.clone(),
+        keys,
+        &ServeOptions {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..ServeOptions::default()
+        },
+        None,
+    )
+    .await?;
+    let url = format!("http://{}", server.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+
+    let mut random = Random(0x51ED_270B_A5E2_13C7);
+    let mut queries = |count: usize| -> Vec<(usize, String)> {
+        (0..count)
+            .map(|index| {
+                let template = random.pick(&QUERY_TEMPLATES);
+                (
+                    index % users.len(),
+                    format!("{} {}", random.fill(template), random.next() % 100_000),
+                )
+            })
+            .collect()
+    };
+    // 1. In process.
+    let in_process: Vec<(String, String)> = queries(options.queries)
+        .into_iter()
+        .map(|(user, query)| (users[user].clone(), query))
+        .collect();
+    let clock = Instant::now();
+    let mut reference = time_searches(&service, &in_process, SearchMode::Hybrid).await?;
+    let reference_seconds = clock.elapsed().as_secs_f64();
+    let search_body = |(user, query): (usize, String)| {
+        (
+            user_keys[user].clone(),
+            json!({"query": query, "limit": 10}),
+        )
+    };
+    // 2. One HTTP client.
+    let one = load(
+        &url,
+        "/v1/search",
+        queries(options.queries)
+            .into_iter()
+            .map(search_body)
+            .collect(),
+        1,
+    )
+    .await;
+    // 3. Concurrent clients.
+    let many = load(
+        &url,
+        "/v1/search",
+        queries(options.queries * options.clients.max(1) / 4)
+            .into_iter()
+            .map(search_body)
+            .collect(),
+        options.clients,
+    )
+    .await;
+    // 4. Ingest.
+    let run_id = random.next();
+    let events: Vec<(String, serde_json::Value)> = (0..options.ingests)
+        .map(|index| {
+            let user = index % users.len();
+            (
+                user_keys[user].clone(),
+                json!({"id": format!("http-bench-{run_id:x}-{index}"), "type": "user_message",
+                       "at": "2027-01-01T00:00:00Z", "session_id": format!("http-{}", index / 40),
+                       "text": random.turn()}),
+            )
+        })
+        .collect();
+    let ingest = load(&url, "/v1/events", events, options.clients).await;
+
+    let _ = stop.send(());
+    serving.await.context("the server task")??;
+    let report = json!({
+        "memories": memories,
+        "users": users.len(),
+        "clients": options.clients,
+        "in_process_search_ms": {
+            "p50": summary(&mut reference)["p50"],
+            "p99": summary(&mut reference)["p99"],
+            "per_second": (in_process.len() as f64 / reference_seconds.max(1e-9)).round(),
+        },
+        "http_search_one_client_ms": one.report(),
+        "http_search_ms": many.report(),
+        "http_ingest_ms": ingest.report(),
+    });
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let line = |name: &str, key: &str| {
+            let value = &report[key];
+            format!(
+                "  {name:<26} p50 {:>7.2} ms  p99 {:>7.2} ms  {:>6}/s  {} errors",
+                value["p50"].as_f64().unwrap_or_default(),
+                value["p99"].as_f64().unwrap_or_default(),
+                value["per_second"],
+                value["errors"].as_u64().unwrap_or_default()
+            )
+        };
+        println!(
+            "{memories} memories, {} users; HTTP on loopback, {} concurrent clients",
+            users.len(),
+            options.clients
+        );
+        println!("{}", line("search in process", "in_process_search_ms"));
+        println!(
+            "{}",
+            line("search, 1 HTTP client", "http_search_one_client_ms")
+        );
+        println!(
+            "{}",
+            line(
+                &format!("search, {} HTTP clients", options.clients),
+                "http_search_ms"
+            )
+        );
+        println!(
+            "{}",
+            line(
+                &format!("ingest, {} HTTP clients", options.clients),
+                "http_ingest_ms"
+            )
+        );
+    }
+    Ok(())
+}
