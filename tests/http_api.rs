@@ -19,7 +19,7 @@ async fn call(
     path: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    call_as(served, key, None, method, path, body).await
+    served.call(key, None, method, path, body).await
 }
 
 async fn call_as(
@@ -30,21 +30,7 @@ async fn call_as(
     path: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let mut request = Client::new().request(method, format!("{}{path}", served.url));
-    if let Some(key) = key {
-        request = request.bearer_auth(key);
-    }
-    if let Some(user) = act_for {
-        request = request.header("X-Mnemo-User", user);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, value)
+    served.call(key, act_for, method, path, body).await
 }
 
 fn turn(id: &str, session: &str, text: &str) -> Value {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 mod common;
@@ -57,12 +57,10 @@ fn tokens(value: &Value) -> Vec<String> {
         .collect()
 }
 
-struct Api {
-    client: Client,
-    url: String,
-}
+/// The server, asked with one key at a time.
+struct Api<'a>(&'a Served);
 
-impl Api {
+impl Api<'_> {
     async fn call(
         &self,
         key: &str,
@@ -70,19 +68,7 @@ impl Api {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut request = self
-            .client
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(key);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        // The export is JSON lines; everything else one JSON value.
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
+        self.0.call(Some(key), None, method, path, body).await
     }
 }
 
@@ -90,10 +76,7 @@ impl Api {
 async fn no_key_reads_or_changes_what_its_user_may_not_see() {
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path(), CONFIG, &[]);
-    let api = Api {
-        client: Client::new(),
-        url: served.url.clone(),
-    };
+    let api = Api(&served);
     let keys: HashMap<&str, String> = USERS
         .iter()
         .map(|user| (*user, create_key(dir.path(), &["--user", user])))

@@ -32,6 +32,33 @@ pub(crate) fn create_key(dir: &Path, args: &[&str]) -> String {
 }
 
 impl Served {
+    /// A request with `key` (and, for an admin key, `X-Mnemo-User: act_for`): its status and
+    /// its body as JSON (a JSON string when it is not JSON, as the export's lines are not).
+    pub(crate) async fn call(
+        &self,
+        key: Option<&str>,
+        act_for: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
+        let mut request = reqwest::Client::new().request(method, format!("{}{path}", self.url));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(user) = act_for {
+            request = request.header("X-Mnemo-User", user);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        (status, value)
+    }
+
     /// Writes `config` to `dir/config.toml`, makes an admin key, and starts `mnemo serve` on a
     /// free loopback port with `extra` arguments; returns once it listens.
     pub(crate) fn start(dir: &Path, config: &str, extra: &[&str]) -> Self {
