@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::views::IdText;
 use super::ApiPath;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -69,7 +70,7 @@ pub(crate) struct Erased {
 /// Erase everything stored about a user. A user key may erase its own user only.
 #[utoipa::path(
     delete, path = "/v1/users/{user_id}", tag = "admin",
-    params(("user_id" = String, Path, description = "The user to erase")),
+    params(("user_id" = IdText, Path, description = "The user to erase")),
     responses(
         (status = 200, description = "Erased", body = Erased),
         (status = "default", description = "An error", body = ErrorBody),
@@ -78,7 +79,7 @@ pub(crate) struct Erased {
 pub(crate) async fn erase_user(
     State(state): State<Arc<AppState>>,
     principal: Principal,
-    ApiPath(user_id): ApiPath<String>,
+    ApiPath(IdText(user_id)): ApiPath<IdText>,
 ) -> Result<axum::Json<Erased>, ApiError> {
     principal.require_whole_user()?;
     mnemo_kernel::check_id("user_id", &user_id)?;

@@ -39,8 +39,10 @@ pub(crate) struct EventBody {
     user_id: Option<IdText>,
     /// The chat it happens in.
     chat_id: Option<IdText>,
-    /// What was said.
-    #[schema(max_length = 100000)]
+    /// What was said: not blank, at most the server's `max_content_chars` (20,000 by default;
+    /// the maximum here is this server's).
+    #[schema(min_length = 1, max_length = 20000)]
+    // and `content_pattern()`, by `fit_to_config`
     text: String,
 }
 
@@ -198,8 +200,9 @@ pub(crate) struct ImportReport {
 /// checked before any is stored: a bad line is named, and nothing is stored.
 #[utoipa::path(
     post, path = "/v1/import", tag = "events",
-    request_body(content = String, content_type = "application/x-ndjson",
-        description = "One JSON object per line"),
+    // Optional: an empty body imports nothing, as an empty export restores nothing.
+    request_body(content = Option<String>, content_type = "application/x-ndjson",
+        description = "One JSON object per line; none imports nothing"),
     responses(
         (status = 200, description = "Imported", body = ImportReport),
         (status = "default", description = "An error", body = ErrorBody),

@@ -18,6 +18,8 @@ use crate::AppState;
 
 /// The most memories one page lists.
 pub(crate) const MAX_PAGE: usize = 1_000;
+/// The largest `offset` of a listing.
+const MAX_OFFSET: usize = 1_000_000_000;
 /// The most subjects one memory names.
 const MAX_SUBJECTS: usize = 16;
 
@@ -26,7 +28,8 @@ const MAX_SUBJECTS: usize = 16;
 #[serde(deny_unknown_fields)]
 pub(crate) struct RememberBody {
     /// The fact, in a sentence.
-    #[schema(min_length = 1, max_length = 20000, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 20000)]
+    // and `content_pattern()`, by `fit_to_config`
     content: String,
     /// Who it is about ("my wife", "Sarah"); each becomes a person in the user's registry.
     #[serde(default)]
@@ -135,8 +138,8 @@ pub(crate) struct ListQuery {
     /// Page size, 1 to 1000 (default 50).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
-    /// Memories to skip (the previous page's `next_offset`).
-    #[param(minimum = 0, maximum = 1000000000)]
+    /// Memories to skip (the previous page's `next_offset`), at most 1,000,000,000.
+    #[param(minimum = 0, maximum = 1000000000)] // MAX_OFFSET
     offset: Option<usize>,
 }
 
@@ -171,20 +174,35 @@ pub(crate) async fn list(
         )));
     }
     let offset = query.offset.unwrap_or(0);
-    let mut memories = state
-        .memory
-        .list_memories(ListRequest {
-            user_id: principal.user()?.to_owned(),
-            chat_id: chat,
-            kinds: query.kind.map(Into::into).into_iter().collect(),
-            include_inactive: query.include_inactive,
-            // One more than asked for says whether there is a next page.
-            limit: limit + 1,
-            offset,
-        })
-        .await?;
-    let next_offset = (memories.len() > limit).then_some(offset + limit);
-    memories.truncate(limit);
+    if offset > MAX_OFFSET {
+        return Err(ApiError::invalid(format!(
+            "`offset` must be at most {MAX_OFFSET}, not {offset}"
+        )));
+    }
+    let request = ListRequest {
+        user_id: principal.user()?.to_owned(),
+        chat_id: chat,
+        kinds: query.kind.map(Into::into).into_iter().collect(),
+        include_inactive: query.include_inactive,
+        limit,
+        offset,
+    };
+    let memories = state.memory.list_memories(request.clone()).await?;
+    // A full page may have a next one; one more memory past it says. (Not `limit + 1` in one
+    // go: the memory service lists at most MAX_PAGE.)
+    let next_offset = if memories.len() == limit {
+        let next = state
+            .memory
+            .list_memories(ListRequest {
+                limit: 1,
+                offset: offset + limit,
+                ..request
+            })
+            .await?;
+        (!next.is_empty()).then_some(offset + limit)
+    } else {
+        None
+    };
     Ok(axum::Json(MemoryPage {
         memories: memories.into_iter().map(MemoryView::from).collect(),
         next_offset,
@@ -294,7 +312,8 @@ pub(crate) async fn forget(
 #[serde(deny_unknown_fields)]
 pub(crate) struct CorrectBody {
     /// What is true instead.
-    #[schema(min_length = 1, max_length = 20000, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 20000)]
+    // and `content_pattern()`, by `fit_to_config`
     content: String,
 }
 

@@ -122,9 +122,39 @@ impl Modify for BearerKeys {
     }
 }
 
+/// Writes this server's configured limits into the document, where the derived schemas have the
+/// defaults: the longest memory text (`max_content_chars`) and the most hits of a search
+/// (`max_search_limit`); and the pattern of memory text (not blank, no NUL), which derive
+/// attributes cannot spell.
+fn fit_to_config(document: &mut utoipa::openapi::OpenApi, config: &mnemo_memory::MemoryConfig) {
+    use utoipa::openapi::{RefOr, Schema};
+    let Some(components) = document.components.as_mut() else {
+        return;
+    };
+    let mut property =
+        |schema: &str, property: &str, fit: &dyn Fn(&mut utoipa::openapi::Object)| {
+            if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(schema) {
+                if let Some(RefOr::T(Schema::Object(field))) = object.properties.get_mut(property) {
+                    fit(field);
+                }
+            }
+        };
+    let content = |field: &mut utoipa::openapi::Object| {
+        field.max_length = Some(config.max_content_chars);
+        field.pattern = Some(views::content_pattern());
+    };
+    property("EventBody", "text", &content);
+    property("RememberBody", "content", &content);
+    property("CorrectBody", "content", &content);
+    property("SearchBody", "limit", &|field| {
+        field.maximum = Some(config.max_search_limit.into());
+    });
+}
+
 /// The API's routes, the probes and `/openapi.json`.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
-    let document = ApiDoc::openapi();
+    let mut document = ApiDoc::openapi();
+    fit_to_config(&mut document, state.memory.config());
     Router::new()
         .route("/v1/events", post(events::post_events))
         .route("/v1/import", post(events::import))

@@ -9,18 +9,25 @@ use mnemo_memory::{SearchHit, SearchRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::views::{id_text, IdText, KindName, MemoryTypeName, MemoryView, ModeName, NameText};
+use super::views::{
+    id_text, whole_number, IdText, KindName, MemoryTypeName, MemoryView, ModeName, NameText,
+};
 use super::ApiJson;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::AppState;
+
+/// The longest search query, in characters.
+const MAX_QUERY_CHARS: usize = 4_000;
+/// The longest context query, in characters.
+const MAX_CONTEXT_QUERY_CHARS: usize = 20_000;
 
 /// A search.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchBody {
     /// What to look for, in words.
-    #[schema(max_length = 4000)]
+    #[schema(max_length = 4000)] // MAX_QUERY_CHARS
     query: String,
     /// `hybrid` (default) fuses the others.
     #[serde(default)]
@@ -29,7 +36,9 @@ pub(crate) struct SearchBody {
     #[serde(default)]
     #[schema(max_items = 3)]
     kinds: Vec<KindName>,
-    /// Most hits, 1 to the server's `max_search_limit` (50 by default).
+    /// Most hits, 1 to the server's `max_search_limit` (50 by default; the maximum here is this
+    /// server's).
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 1, maximum = 50)]
     limit: Option<usize>,
     /// Only memories said or learnt from then on.
@@ -133,6 +142,10 @@ pub(crate) async fn search(
     principal: Principal,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<axum::Json<SearchResults>, ApiError> {
+    check_length("query", &body.query, MAX_QUERY_CHARS)?;
+    check_count("kinds", body.kinds.len(), 3)?;
+    check_count("tags", body.tags.len(), 32)?;
+    check_count("about", body.about.len(), 16)?;
     let chat = principal.chat(id_text(&body.chat_id))?;
     let user = principal.user()?;
     let config = state.memory.config();
@@ -191,7 +204,7 @@ pub(crate) async fn search(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ContextBody {
     /// What the conversation is about now, e.g. the user's message.
-    #[schema(max_length = 20000)]
+    #[schema(max_length = 20000)] // MAX_CONTEXT_QUERY_CHARS
     query: String,
     /// The chat the conversation is in.
     chat_id: Option<IdText>,
@@ -229,6 +242,7 @@ pub(crate) async fn context(
     principal: Principal,
     ApiJson(body): ApiJson<ContextBody>,
 ) -> Result<axum::Json<ContextView>, ApiError> {
+    check_length("query", &body.query, MAX_CONTEXT_QUERY_CHARS)?;
     let chat = principal.chat(id_text(&body.chat_id))?;
     let input = TurnInput {
         user_id: principal.user()?.to_owned(),
@@ -254,6 +268,27 @@ pub(crate) async fn context(
         .collect::<Vec<_>>()
         .join("\n\n");
     Ok(axum::Json(ContextView { text, blocks }))
+}
+
+/// Refuses a `field` longer than `max` characters.
+fn check_length(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(ApiError::invalid(format!(
+            "`{field}` is {chars} characters; the limit is {max}"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a list `field` of more than `max` items.
+fn check_count(field: &str, items: usize, max: usize) -> Result<(), ApiError> {
+    if items > max {
+        return Err(ApiError::invalid(format!(
+            "`{field}` has {items} items; the limit is {max}"
+        )));
+    }
+    Ok(())
 }
 
 /// A session id no conversation has: the time in nanoseconds.

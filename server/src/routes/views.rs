@@ -155,29 +155,89 @@ impl MemoryTypeName {
     }
 }
 
-/// An id (user, chat, session, event): not blank, no control characters, at most 256 bytes
-/// (the schema says 64 characters, which are at most 256 bytes).
-#[derive(Debug, Clone, Deserialize)]
+/// The characters Rust's `str::trim` takes for white space, spelt out: `\s` means other sets in
+/// other regex engines (ECMAScript adds U+FEFF; Python adds U+001C to U+001F).
+const SPACE: &str = r"\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+
+/// The most characters of an id the API takes (at most 256 bytes, the kernel's limit).
+pub(crate) const MAX_ID_CHARS: usize = 64;
+
+/// An id (user, chat, session, event): not blank, no control characters, 1 to 64 characters
+/// (so at most 256 bytes, the kernel's limit). Checked as it is read, so that the schema and the
+/// server agree on every id field.
+#[derive(Debug, Clone)]
 pub(crate) struct IdText(pub(crate) String);
+
+impl<'de> Deserialize<'de> for IdText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let chars = text.chars().count();
+        if chars > MAX_ID_CHARS {
+            return Err(serde::de::Error::custom(format!(
+                "an id is at most {MAX_ID_CHARS} characters; this one is {chars}"
+            )));
+        }
+        if text.trim().is_empty() {
+            return Err(serde::de::Error::custom("an id must not be blank"));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(serde::de::Error::custom(
+                "an id must not contain control characters",
+            ));
+        }
+        Ok(Self(text))
+    }
+}
 
 impl utoipa::PartialSchema for IdText {
     fn schema() -> RefOr<Schema> {
+        let control = r"\u0000-\u001f\u007f-\u009f";
         text_schema(
-            64,
-            r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$",
+            MAX_ID_CHARS,
+            &format!("^[^{control}]*[^{SPACE}{control}][^{control}]*$"),
         )
     }
 }
 
 impl ToSchema for IdText {}
 
-/// A person's name, or how the user calls them ("my wife").
-#[derive(Debug, Clone, Deserialize)]
+/// The pattern of a text the memory stores (content, turns): not blank, no NUL character.
+pub(crate) fn content_pattern() -> String {
+    format!(r"^[^\u0000]*[^{SPACE}\u0000][^\u0000]*$")
+}
+
+/// The most characters of a person's name.
+const MAX_NAME_CHARS: usize = 200;
+
+/// A person's name, or how the user calls them ("my wife"): not blank, no NUL character, 1 to
+/// 200 characters; checked as it is read.
+#[derive(Debug, Clone)]
 pub(crate) struct NameText(pub(crate) String);
+
+impl<'de> Deserialize<'de> for NameText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let chars = text.chars().count();
+        if chars > MAX_NAME_CHARS {
+            return Err(serde::de::Error::custom(format!(
+                "a name is at most {MAX_NAME_CHARS} characters; this one is {chars}"
+            )));
+        }
+        if text.trim().is_empty() {
+            return Err(serde::de::Error::custom("a name must not be blank"));
+        }
+        if text.contains('\0') {
+            return Err(serde::de::Error::custom(
+                "a name must not contain a NUL character",
+            ));
+        }
+        Ok(Self(text))
+    }
+}
 
 impl utoipa::PartialSchema for NameText {
     fn schema() -> RefOr<Schema> {
-        text_schema(200, r"\S")
+        text_schema(MAX_NAME_CHARS, &content_pattern())
     }
 }
 
@@ -191,6 +251,29 @@ fn text_schema(max: usize, pattern: &str) -> RefOr<Schema> {
         .max_length(Some(max))
         .pattern(Some(pattern))
         .into()
+}
+
+/// Reads an optional count as JSON Schema's `integer` has it: `15` and `15.0` alike.
+pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<usize>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|value| value.fract() == 0.0 && *value >= 0.0 && *value <= u64::MAX as f64)
+            .map(|value| value as u64)
+    });
+    whole
+        .and_then(|value| usize::try_from(value).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "expected a whole number of 0 or more, not {number}"
+            ))
+        })
 }
 
 /// The text of an optional id.
