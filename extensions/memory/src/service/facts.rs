@@ -227,6 +227,15 @@ impl MemoryService {
         shared: bool,
     ) -> Result<(String, Vec<String>)> {
         self.check_content("content", content)?;
+        // Checked before anything is written: a refused fact leaves no new person behind.
+        if let Some(expires_at) = expires_at {
+            if expires_at <= self.now()? {
+                return Err(MemoryError::Invalid(format!(
+                    "`expires_at` {} is not in the future",
+                    expires_at.to_rfc3339()
+                )));
+            }
+        }
         let name_hint = self
             .fast_entities(content)
             .into_iter()
@@ -244,14 +253,6 @@ impl MemoryService {
                     subject_ids.push(person.id);
                     names.push(person.name);
                 }
-            }
-        }
-        if let Some(expires_at) = expires_at {
-            if expires_at <= self.now()? {
-                return Err(MemoryError::Invalid(format!(
-                    "`expires_at` {} is not in the future",
-                    expires_at.to_rfc3339()
-                )));
             }
         }
         let shared = shared && scope.chat_id.is_some();
