@@ -90,6 +90,7 @@ async fn a_client_stores_searches_corrects_and_forgets_over_http() {
     assert_eq!(status, StatusCode::OK, "{found}");
     let hit = &found["hits"][0];
     assert_eq!(hit["memory"]["id"], fact.as_str());
+    assert_eq!(hit["why"]["fusion"], "rrf", "a single mode ranks by RRF");
     assert_eq!(hit["why"]["lists"][0]["list"], "fts");
     assert_eq!(hit["why"]["lists"][0]["rank"], 1);
     assert!(
@@ -140,6 +141,71 @@ async fn a_client_stores_searches_corrects_and_forgets_over_http() {
     )
     .await;
     assert_eq!(rest["next_offset"], Value::Null, "{rest}");
+
+    // The correction keeps the people the fact is about, and the old fact names its successor.
+    let (_, about) = call(
+        &served,
+        key,
+        Method::POST,
+        "/v1/memories",
+        Some(json!({"content": "My sister Maria works as a nurse", "subjects": ["Maria"]})),
+    )
+    .await;
+    let about = about["id"].as_str().unwrap().to_owned();
+    let (_, before) = call(
+        &served,
+        key,
+        Method::GET,
+        &format!("/v1/memories/{about}"),
+        None,
+    )
+    .await;
+    let (_, fixed) = call(
+        &served,
+        key,
+        Method::POST,
+        &format!("/v1/memories/{about}/correct"),
+        Some(json!({"content": "My sister Maria works as a doctor"})),
+    )
+    .await;
+    let successor = fixed["replaced_by"].as_str().unwrap();
+    let (_, after) = call(
+        &served,
+        key,
+        Method::GET,
+        &format!("/v1/memories/{successor}"),
+        None,
+    )
+    .await;
+    assert_eq!(after["subject_ids"], before["subject_ids"], "{after}");
+    assert_eq!(after["memory_type"], before["memory_type"]);
+    let (_, retired) = call(
+        &served,
+        key,
+        Method::GET,
+        &format!("/v1/memories/{about}"),
+        None,
+    )
+    .await;
+    assert_eq!(retired["superseded_by_id"], successor, "{retired}");
+    // Only facts are corrected or confirmed: a turn is refused with 400, not "not found".
+    let turn_id = stored["results"][0]["memory_id"].as_str().unwrap();
+    let (status, error) = call(
+        &served,
+        key,
+        Method::POST,
+        &format!("/v1/memories/{turn_id}/confirm"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only facts"),
+        "{error}"
+    );
 
     // Forget: gone, and a second forget is "not found".
     let path = format!("/v1/memories/{new_fact}");
@@ -303,6 +369,15 @@ async fn keys_decide_who_may_do_what() {
     .await;
     assert_eq!(status, StatusCode::OK);
 
+    // The scheme is case-insensitive.
+    let response = Client::new()
+        .get(format!("{}/v1/stats", served.url))
+        .header("authorization", format!("bearer {ana}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+
     // Revoked while the server runs: refused from the next request on.
     let listed = common::mnemo_in(dir.path())
         .args(["keys", "list", "--json"])
@@ -410,6 +485,35 @@ async fn bad_requests_get_json_errors_that_name_the_problem() {
     );
     let (status, error) = call(&served, key, Method::PUT, "/v1/search", None).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{error}");
+    // A batch names the event and the field that is wrong, and stores nothing of itself.
+    let good = turn("g1", "s", "A fine turn");
+    let mut bad_time = turn("g2", "s", "Another");
+    bad_time["at"] = json!("yesterday");
+    let mut blank = turn("g3", "s", "x");
+    blank["text"] = json!("  ");
+    for (bad, named) in [(bad_time, "events[1].at"), (blank, "events[1]: `text`")] {
+        let batch = json!({"events": [good.clone(), bad]});
+        let (status, error) = call(&served, key, Method::POST, "/v1/events", Some(batch)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "names {named}: {message}");
+    }
+    let (status, error) = call(
+        &served,
+        key,
+        Method::POST,
+        "/v1/events",
+        Some(json!({"id": "x"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field"),
+        "{error}"
+    );
     // None of it stored anything.
     let (_, stats) = call(&served, key, Method::GET, "/v1/stats", None).await;
     assert_eq!(

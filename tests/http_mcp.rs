@@ -125,6 +125,25 @@ async fn mcp_over_http_acts_for_the_key_and_offers_the_stdio_tools() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 
+    // A session that could never act is refused at once, with the API's JSON error: an admin
+    // key naming no user, a chat-bound key naming no chat.
+    let team = create_key(dir.path(), &["--user", "ana", "--chat", "team"]);
+    for (key, code) in [
+        (served.admin_key.as_str(), "user_required"),
+        (team.as_str(), "forbidden"),
+    ] {
+        let response = Client::new()
+            .post(format!("{}/mcp", served.url))
+            .bearer_auth(key)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+            .send()
+            .await
+            .unwrap();
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], code, "{error}");
+    }
+
     let mut session = McpSession::new(&served, &ana, None);
     let info = session.initialize().await;
     assert_eq!(info["result"]["serverInfo"]["name"], "mnemo", "{info}");

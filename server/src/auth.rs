@@ -126,7 +126,11 @@ pub(crate) fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Princ
     let presented = value
         .to_str()
         .ok()
-        .and_then(|text| text.strip_prefix("Bearer "))
+        // The scheme is case-insensitive (RFC 9110 section 11.1).
+        .and_then(|text| {
+            let (scheme, key) = text.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(key)
+        })
         .map(str::trim)
         .ok_or_else(|| {
             ApiError::unauthorized("the `Authorization` header must read `Bearer KEY`")
@@ -181,14 +185,37 @@ impl FromRequestParts<Arc<AppState>> for Principal {
     }
 }
 
-/// Middleware for the routes that are not axum handlers (MCP): authenticates, then passes the
-/// [`Principal`] on in the request's extensions.
+/// Middleware in front of MCP (not an axum handler): authenticates, checks that the request
+/// names a user and a chat the key may act for (`X-Mnemo-User` for an admin key, `X-Mnemo-Chat`
+/// for a key bound to chats), then passes the [`Principal`] on in the request's extensions. A
+/// session that could never call a tool is refused at its first request, with the JSON error
+/// of the API.
 pub(crate) async fn require_key(
     State(state): State<Arc<AppState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match authenticate(&state.keys, request.headers()) {
+    let checked = authenticate(&state.keys, request.headers()).and_then(|principal| {
+        principal.user()?;
+        let chat = match request.headers().get(crate::mcp::CHAT_HEADER) {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .map_err(|_| ApiError::invalid("the `X-Mnemo-Chat` header is not text"))?,
+            ),
+            None => None,
+        };
+        principal
+            .chat(chat)
+            .map_err(|error| match (&principal.chats, chat) {
+                (Some(_), None) => ApiError::forbidden(
+                    "this key is bound to chats: name one in the `X-Mnemo-Chat` header",
+                ),
+                _ => error,
+            })?;
+        Ok(principal)
+    });
+    match checked {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
             next.run(request).await

@@ -168,7 +168,14 @@ impl From<JsonRejection> for ApiError {
         } else {
             status
         };
-        Self::new(status, code, rejection.body_text())
+        let message = if code == "payload_too_large" {
+            "the request body is larger than this server takes (`mnemo serve --max-body-bytes`, \
+             16 MiB by default); send fewer events per request"
+                .to_owned()
+        } else {
+            rejection.body_text()
+        };
+        Self::new(status, code, message)
     }
 }
 

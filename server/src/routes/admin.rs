@@ -107,7 +107,7 @@ pub(crate) struct JobView {
     name: String,
     /// The extension it belongs to.
     extension: String,
-    /// When it runs (cron, with seconds).
+    /// When it runs: a cron expression.
     cron: String,
     description: String,
     /// Runs since the server started.

@@ -56,9 +56,11 @@ pub(crate) enum TurnKind {
     AgentResponse,
 }
 
-/// One event, or a batch.
+/// One event, or a batch: the body's schema. The handler reads bodies with [`read_events`],
+/// which names the field that is wrong; this type only describes them.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
+#[allow(dead_code)]
 pub(crate) enum EventsBody {
     /// A batch of up to 1,000 events, stored in order.
     Batch(EventBatch),
@@ -72,6 +74,29 @@ pub(crate) enum EventsBody {
 pub(crate) struct EventBatch {
     #[schema(min_items = 1, max_items = 1000)]
     events: Vec<EventBody>,
+}
+
+/// The events of a request body: `{"events": [...]}` or one event. Read by hand rather than as
+/// the untagged [`EventsBody`], whose error names no field ("did not match any variant"): this
+/// one names the event and the field, as `events[2].at: input contains invalid characters`.
+fn read_events(body: serde_json::Value) -> Result<Vec<EventBody>, ApiError> {
+    let batch = body
+        .as_object()
+        .is_some_and(|object| object.contains_key("events"));
+    let events = if batch {
+        serde_path_to_error::deserialize::<_, EventBatch>(body).map(|batch| batch.events)
+    } else {
+        serde_path_to_error::deserialize::<_, EventBody>(body).map(|event| vec![event])
+    };
+    events.map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        ApiError::invalid(format!("{field}{}", error.into_inner()))
+    })
 }
 
 /// What happened to each event, in the order sent.
@@ -138,12 +163,9 @@ impl Principal {
 pub(crate) async fn post_events(
     State(state): State<Arc<AppState>>,
     principal: Principal,
-    ApiJson(body): ApiJson<EventsBody>,
+    ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<axum::Json<EventsStored>, ApiError> {
-    let bodies = match body {
-        EventsBody::Batch(batch) => batch.events,
-        EventsBody::One(event) => vec![event],
-    };
+    let bodies = read_events(body)?;
     if bodies.is_empty() || bodies.len() > MAX_EVENTS {
         return Err(ApiError::invalid(format!(
             "`events` must hold 1 to {MAX_EVENTS} events, not {}",
@@ -157,6 +179,11 @@ pub(crate) async fn post_events(
         if chars > limit {
             return Err(ApiError::invalid(format!(
                 "events[{index}]: `text` is {chars} characters; the limit is {limit}"
+            )));
+        }
+        if body.text.trim().is_empty() {
+            return Err(ApiError::invalid(format!(
+                "events[{index}]: `text` must not be blank"
             )));
         }
         let event = principal

@@ -260,6 +260,29 @@ async fn visible_memory(
     }
 }
 
+/// The memory `id` if it is the caller's own fact, to correct or confirm.
+async fn own_fact(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    change: &str,
+) -> Result<Memory, ApiError> {
+    let memory = own_memory(state, principal, id).await?;
+    if memory.kind == mnemo_memory::MemoryKind::Fact {
+        Ok(memory)
+    } else {
+        Err(ApiError::invalid(format!(
+            "`{id}` is {} {}; only facts can be {change}",
+            if memory.kind == mnemo_memory::MemoryKind::Episode {
+                "an"
+            } else {
+                "a"
+            },
+            memory.kind.as_str()
+        )))
+    }
+}
+
 /// The memory `id` if it is the caller's own and their key may change it (a key bound to chats
 /// changes only what is kept in them).
 async fn own_memory(state: &AppState, principal: &Principal, id: &str) -> Result<Memory, ApiError> {
@@ -333,7 +356,7 @@ pub(crate) async fn correct(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<CorrectBody>,
 ) -> Result<axum::Json<MemoryChanged>, ApiError> {
-    own_memory(&state, &principal, &id).await?;
+    own_fact(&state, &principal, &id, "corrected").await?;
     let new_id = state
         .memory
         .correct_fact(Some(principal.user()?), &id, &body.content)
@@ -359,7 +382,7 @@ pub(crate) async fn confirm(
     principal: Principal,
     ApiPath(id): ApiPath<String>,
 ) -> Result<axum::Json<MemoryChanged>, ApiError> {
-    own_memory(&state, &principal, &id).await?;
+    own_fact(&state, &principal, &id, "confirmed").await?;
     state.memory.confirm(principal.user()?, &id).await?;
     Ok(axum::Json(MemoryChanged {
         id,

@@ -75,7 +75,10 @@ pub(crate) struct SearchResults {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct HitView {
     memory: MemoryView,
-    /// `(fused + neighbours) × confidence_weight`.
+    /// `(fused + neighbours) × confidence_weight`. Comparable within one search only: with
+    /// `fusion` `scores` (hybrid, by default) the lists' normalised scores are added (the best
+    /// text match gives 1, the vector and entity lists add their weighted shares); with `rrf`
+    /// (a single mode, or `fusion = "rrf"`) each list adds 1 / (60 + rank).
     score: f64,
     why: WhyView,
 }
@@ -83,6 +86,9 @@ pub(crate) struct HitView {
 /// How the score came about.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct WhyView {
+    /// How the lists were fused: `scores` (weighted normalised scores) or `rrf` (Reciprocal
+    /// Rank Fusion).
+    fusion: String,
     /// Each list that returned the memory.
     lists: Vec<ListView>,
     /// The lists' fused relevance.
@@ -104,11 +110,12 @@ pub(crate) struct ListView {
     score: f64,
 }
 
-impl From<SearchHit> for HitView {
-    fn from(hit: SearchHit) -> Self {
+impl HitView {
+    fn new(hit: SearchHit, fusion: &str) -> Self {
         Self {
             score: hit.score,
             why: WhyView {
+                fusion: fusion.to_owned(),
                 lists: hit
                     .why
                     .lists
@@ -193,9 +200,18 @@ pub(crate) async fn search(
         touch: true,
         ..SearchRequest::default()
     };
+    // What the memory service fuses by (see `search/ranking.rs`).
+    let fusion = if request.mode == mnemo_memory::SearchMode::Hybrid && config.fusion == "scores" {
+        "scores"
+    } else {
+        "rrf"
+    };
     let hits = state.memory.search(&request).await?;
     Ok(axum::Json(SearchResults {
-        hits: hits.into_iter().map(HitView::from).collect(),
+        hits: hits
+            .into_iter()
+            .map(|hit| HitView::new(hit, fusion))
+            .collect(),
     }))
 }
 

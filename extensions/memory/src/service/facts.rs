@@ -422,10 +422,14 @@ impl MemoryService {
             attributes: Map::new(),
             decay_rate: self.config.fact_decay_rate,
             confidence: 1.0,
-            memory_type: None,
+            // Still about the same people, and the same kind of fact.
+            memory_type: old.as_ref().and_then(|memory| memory.memory_type.clone()),
             expires_at: None,
             shared: false,
-            subject_ids: Vec::new(),
+            subject_ids: old
+                .as_ref()
+                .map(|memory| memory.subject_ids.clone())
+                .unwrap_or_default(),
         };
         let id = state
             .store

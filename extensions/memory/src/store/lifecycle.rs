@@ -61,6 +61,12 @@ impl FactLifecycle for MemoryStore {
         }
         self.drop_vector(&mut tx, &old.id).await?;
         let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
+        // Provenance both ways: the new fact names the old (`corrects`), the old its successor.
+        sqlx::query("UPDATE memories SET superseded_by_id = ? WHERE id = ?")
+            .bind(&new_id)
+            .bind(&old.id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         self.mirror_mut().remove_all(std::slice::from_ref(&old.id));
         Ok(new_id)

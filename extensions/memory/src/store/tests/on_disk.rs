@@ -322,3 +322,38 @@ async fn a_new_session_reports_each_closed_session_once() {
         .iter()
         .any(|pending| pending.session == SessionKey::new("ana", None, "s1")));
 }
+
+/// Export then import is exact to the last bit of a float: a decayed confidence such as
+/// 0.9999884259929053 comes back as the same number (JSON numbers are read with correct
+/// rounding, serde_json's `float_roundtrip`).
+#[tokio::test]
+async fn exported_floats_import_back_to_the_same_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("a.db")).await;
+    store
+        .insert_memory(&fact("Ana likes tea"), &[])
+        .await
+        .unwrap();
+    let odd = 0.999_988_425_992_905_3_f64;
+    let mut rows = store.export_rows(None).await.unwrap();
+    for row in &mut rows {
+        if row["type"] == "memories" {
+            row["row"]["confidence"] = serde_json::json!(odd);
+        }
+    }
+    let text = serde_json::to_string(&rows).unwrap();
+    let read: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let copy = open(&dir.path().join("b.db")).await;
+    for row in &read {
+        copy.import_row(row["type"].as_str().unwrap(), &row["row"])
+            .await
+            .unwrap();
+    }
+    let back = copy.export_rows(None).await.unwrap();
+    let confidence = back
+        .iter()
+        .find(|row| row["type"] == "memories")
+        .map(|row| row["row"]["confidence"].as_f64().unwrap())
+        .unwrap();
+    assert_eq!(confidence.to_bits(), odd.to_bits(), "{confidence} != {odd}");
+}
