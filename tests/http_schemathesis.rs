@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use reqwest::Client;
 use serde_json::{json, Value};
 
 mod common;
@@ -37,20 +36,9 @@ async fn call(
     path: &str,
     body: Option<Value>,
 ) -> Value {
-    let mut request = Client::new()
-        .request(method, format!("{}{path}", served.url))
-        .bearer_auth(key);
-    if let Some(user) = act_for {
-        request = request.header("X-Mnemo-User", user);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "{path}: {status}: {text}");
-    serde_json::from_str(&text).unwrap()
+    let (status, value) = served.call(Some(key), act_for, method, path, body).await;
+    assert!(status.is_success(), "{path}: {status}: {value}");
+    value
 }
 
 /// Stores a few turns and facts for `user`; returns the ids of the memories made.
