@@ -115,7 +115,7 @@ fn demo_runs_and_shows_what_happened() {
         "user [ana/mon]: My wife Sarah",
         "job execute_consolidation: 1 sessions consolidated",
         "job execute_reflection: 1 reflections written",
-        "pruned",
+        "faded",
         "## Relevant memory",
         "Sarah is vegetarian",
         "## Weekly insight",

@@ -98,11 +98,13 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// Either fact is missing, or the store fails.
     async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()>;
 
-    /// Ebbinghaus decay of active facts; facts below `threshold` are soft-deleted.
+    /// Ebbinghaus decay of active facts; facts below `threshold` fade: they leave the context
+    /// the agent is given, search still finds them (ranked lower), and a recall brings them
+    /// back. Nothing is deleted.
     ///
     /// # Errors
     /// The store fails; nothing is half-applied.
-    async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport>;
+    async fn run_decay(&self, threshold: f64) -> Result<DecayReport>;
 
     /// True when the ner extension has a provider beyond the fast ones.
     fn accurate_ner_available(&self) -> bool;

@@ -95,6 +95,9 @@ pub struct Memory {
     pub superseded_at: Option<DateTime<Utc>>,
     /// The memory that replaced it.
     pub superseded_by_id: Option<String>,
+    /// When decay faded it: out of the context the agent is given, still found by search
+    /// (ranked lower), and back when it is recalled. `None` while it is fresh.
+    pub faded_at: Option<DateTime<Utc>>,
     /// The people (person entity ids) it is about.
     pub subject_ids: Vec<String>,
 }
@@ -167,6 +170,9 @@ pub struct SearchRequest {
     pub mode: SearchMode,
     /// Also return soft-deleted memories.
     pub include_deleted: bool,
+    /// Leave out facts that decay faded: what the context the agent is given does. Search
+    /// finds them (ranked lower by their confidence), and recalling them brings them back.
+    pub exclude_faded: bool,
     /// Count the results as accessed (access_count, last_accessed).
     pub touch: bool,
 }
@@ -302,8 +308,8 @@ pub struct EpisodePage {
 pub struct DecayReport {
     /// Facts whose confidence was lowered.
     pub decayed: usize,
-    /// Facts soft-deleted for falling below the threshold.
-    pub pruned: usize,
+    /// Facts that fell below the threshold and faded: out of the context, still searchable.
+    pub faded: usize,
 }
 
 /// An entity with what is linked to it.

@@ -157,11 +157,8 @@ impl MemoryApi for MemoryService {
             .await?)
     }
 
-    async fn run_decay_and_prune(&self, threshold: f64) -> Result<DecayReport> {
-        Ok(self
-            .store()?
-            .decay_and_prune(threshold, self.now()?)
-            .await?)
+    async fn run_decay(&self, threshold: f64) -> Result<DecayReport> {
+        Ok(self.store()?.decay(threshold, self.now()?).await?)
     }
 
     fn accurate_ner_available(&self) -> bool {

@@ -174,6 +174,8 @@ impl ContextProvider for MemoryExtension {
             user_id: Some(request.user_id.clone()),
             chat_id: request.chat_id.clone(),
             exclude_session: Some(request.session_id.clone()),
+            // What decay faded stays out of the context until it is recalled.
+            exclude_faded: true,
             touch: true,
             ..SearchRequest::default()
         };

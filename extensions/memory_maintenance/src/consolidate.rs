@@ -470,6 +470,7 @@ mod tests {
             shared: false,
             superseded_at: None,
             superseded_by_id: None,
+            faded_at: None,
             subject_ids: Vec::new(),
         }
     }

@@ -5,7 +5,7 @@
 //! entities with the accurate NER strategy for memories with few entities; `execute_consolidation`
 //! (03:00) consolidates every pending session into facts with the LLM, as the consolidator also
 //! does for each `memory.session_completed` event; `execute_decay` (04:00) applies Ebbinghaus
-//! decay and prunes faded facts.
+//! decay, which fades facts nobody recalls out of the context.
 
 mod consolidate;
 
@@ -275,8 +275,9 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
             JobSpec {
                 name: JOB_DECAY.to_owned(),
                 cron: self.config.decay_cron.clone(),
-                description: "Ebbinghaus decay of facts; prune those below the threshold"
-                    .to_owned(),
+                description:
+                    "Ebbinghaus decay of facts; those below the threshold fade out of the context"
+                        .to_owned(),
             },
         ]
     }
@@ -285,12 +286,10 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
         let memory = Self::memory(ctx)?;
         match name {
             JOB_DECAY => {
-                let report = memory
-                    .run_decay_and_prune(self.config.decay_threshold)
-                    .await?;
+                let report = memory.run_decay(self.config.decay_threshold).await?;
                 Ok(JobReport::new(format!(
-                    "{} facts decayed, {} pruned",
-                    report.decayed, report.pruned
+                    "{} facts decayed, {} faded",
+                    report.decayed, report.faded
                 )))
             }
             JOB_ENRICHMENT => self.enrich(memory.as_ref()).await,

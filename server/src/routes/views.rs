@@ -42,6 +42,8 @@ pub(crate) struct MemoryView {
     pub(crate) subject_ids: Vec<String>,
     pub(crate) superseded_at: Option<DateTime<Utc>>,
     pub(crate) superseded_by_id: Option<String>,
+    /// When decay faded it out of the context (search still finds it; a recall brings it back).
+    pub(crate) faded_at: Option<DateTime<Utc>>,
     pub(crate) attributes: Map<String, Value>,
 }
 
@@ -69,6 +71,7 @@ impl From<Memory> for MemoryView {
             subject_ids: memory.subject_ids,
             superseded_at: memory.superseded_at,
             superseded_by_id: memory.superseded_by_id,
+            faded_at: memory.faded_at,
             attributes: memory.attributes,
         }
     }

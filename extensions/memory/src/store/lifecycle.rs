@@ -105,17 +105,16 @@ impl FactLifecycle for MemoryStore {
         Ok(())
     }
 
-    async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
+    async fn decay(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let rows = sqlx::query(
             "SELECT id, confidence, decay_rate, created_at, last_accessed, decayed_at FROM memories \
-             WHERE kind = 'fact' AND valid_until IS NULL AND decay_rate > 0",
+             WHERE kind = 'fact' AND valid_until IS NULL AND faded_at IS NULL AND decay_rate > 0",
         )
         .fetch_all(&mut *tx)
         .await?;
         let mut report = DecayReport::default();
-        let mut pruned = Vec::new();
         let now_ts = ts(now);
         for row in rows {
             let id: String = row.try_get("id")?;
@@ -134,33 +133,27 @@ impl FactLifecycle for MemoryStore {
                 continue;
             }
             let decayed_confidence = confidence * (-rate * days).exp();
-            if decayed_confidence < threshold {
-                sqlx::query("UPDATE memories SET confidence = ?, valid_until = ?, decayed_at = ? WHERE id = ?")
-                    .bind(decayed_confidence)
-                    .bind(now_ts)
-                    .bind(now_ts)
-                    .bind(&id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM memory_entities WHERE memory_id = ?")
-                    .bind(&id)
-                    .execute(&mut *tx)
-                    .await?;
-                self.drop_vector(&mut tx, &id).await?;
-                pruned.push(id);
-                report.pruned += 1;
+            // Below the threshold a fact fades: out of the context, kept whole (text, entity
+            // links, vector) so that search finds it and a recall brings it back.
+            let faded = decayed_confidence < threshold;
+            sqlx::query(
+                "UPDATE memories SET confidence = ?, decayed_at = ?, \
+                 faded_at = CASE WHEN ? THEN ? ELSE faded_at END WHERE id = ?",
+            )
+            .bind(decayed_confidence)
+            .bind(now_ts)
+            .bind(faded)
+            .bind(now_ts)
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+            if faded {
+                report.faded += 1;
             } else {
-                sqlx::query("UPDATE memories SET confidence = ?, decayed_at = ? WHERE id = ?")
-                    .bind(decayed_confidence)
-                    .bind(now_ts)
-                    .bind(&id)
-                    .execute(&mut *tx)
-                    .await?;
                 report.decayed += 1;
             }
         }
         tx.commit().await?;
-        self.mirror_mut().remove_all(&pruned);
         Ok(report)
     }
 

@@ -122,8 +122,12 @@ impl MemoryRecords for MemoryStore {
             return Ok(());
         }
         let _write = self.write_lock.lock().await;
+        // A recalled fact that had faded is back: in the context again, with the confidence of
+        // a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
         let mut builder = QueryBuilder::new(
-            "UPDATE memories SET access_count = access_count + 1, last_accessed = ",
+            "UPDATE memories SET access_count = access_count + 1, \
+             confidence = CASE WHEN faded_at IS NOT NULL THEN MAX(confidence, 0.5) ELSE confidence END, \
+             faded_at = NULL, last_accessed = ",
         );
         builder.push_bind(ts(at)).push(" WHERE id IN (");
         let mut separated = builder.separated(", ");

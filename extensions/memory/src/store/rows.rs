@@ -13,7 +13,8 @@ pub(super) const MEMORY_COLUMNS: &str =
     "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
     m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
-    m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids";
+    m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids, \
+    m.faded_at";
 
 pub(super) fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
@@ -56,6 +57,7 @@ pub(crate) fn memory_from_row(row: &SqliteRow) -> Result<Memory> {
         shared: row.try_get::<i64, _>("shared")? != 0,
         superseded_at: row.try_get::<Option<i64>, _>("superseded_at")?.map(from_ts),
         superseded_by_id: row.try_get("superseded_by_id")?,
+        faded_at: row.try_get::<Option<i64>, _>("faded_at")?.map(from_ts),
         subject_ids: json_list(&row.try_get::<String, _>("subject_ids")?, "subject_ids")?,
     })
 }

@@ -51,6 +51,9 @@ pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &Sea
     if !request.include_superseded {
         builder.push(" AND m.superseded_at IS NULL");
     }
+    if request.exclude_faded {
+        builder.push(" AND m.faded_at IS NULL");
+    }
     if let Some(at) = request.at {
         builder
             .push(" AND (m.expires_at IS NULL OR m.expires_at > ")

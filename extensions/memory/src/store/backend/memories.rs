@@ -205,7 +205,7 @@ pub(crate) trait FactLifecycle: Send + Sync {
     ///
     /// # Errors
     /// The database fails; the run is one transaction, so nothing is half-applied.
-    async fn decay_and_prune(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport>;
+    async fn decay(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport>;
 
     /// Marks `old_ids` superseded by `new_id` (and records `supersedes` on the new memory).
     ///
