@@ -1,4 +1,4 @@
-//! The Python client example (`clients/python/mnemo_client.py`) against a real `mnemo serve`:
+//! The Python client example (`examples/python/mnemo_client.py`) against a real `mnemo serve`:
 //! it ingests its conversation, finds a fact from it with its reasons, and prints a context.
 //! httpx comes from the pinned virtualenv of `scripts/http-tools` (python3 with venv and pip
 //! needed, as `make test` has).
@@ -17,7 +17,7 @@ fn run_client(url: &str, key: &str, args: &[&str]) -> (bool, String, String) {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(repo.join("scripts/http-tools"))
         .arg("python")
-        .arg(repo.join("clients/python/mnemo_client.py"))
+        .arg(repo.join("examples/python/mnemo_client.py"))
         .args(args)
         .env("MNEMO_URL", url)
         .env("MNEMO_API_KEY", key)
