@@ -8,8 +8,10 @@
 //! and AVX2 otherwise: 4.3–4.8 ms per short query with AVX-512 and 6.3–7.3 ms with AVX2 on the
 //! CI machine, against 12 ms with candle.
 //!
-//! Batches (the background indexer) stay on candle, whose blocked products win once there are
-//! hundreds of rows. The two paths must agree: `tests/fidelity.rs` compares them.
+//! Batches (the background indexer, imports) go through it too, one text at a time on each
+//! core: a text computes only its own tokens, where candle's batches pad every text to the
+//! longest. candle's path remains for CPUs without AVX2/FMA. Both must agree with the reference
+//! vectors: `tests/fidelity.rs`.
 
 use candle_core::DType;
 use candle_nn::VarBuilder;

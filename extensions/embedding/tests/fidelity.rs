@@ -80,6 +80,24 @@ async fn vectors_match_sentence_transformers() {
             "cosine {similarity} < 0.999 with the reference for {sentence:?}"
         );
     }
+    // The batch path (the indexer's) against the reference too, all twelve in one batch.
+    let batch = embedder
+        .embed_batch(&reference.sentences)
+        .await
+        .expect("embed_batch");
+    for ((sentence, expected), vector) in reference
+        .sentences
+        .iter()
+        .zip(&reference.embeddings)
+        .zip(&batch)
+    {
+        let similarity = cosine(vector, expected);
+        worst = worst.min(similarity);
+        assert!(
+            similarity >= 0.999,
+            "batch: cosine {similarity} < 0.999 with the reference for {sentence:?}"
+        );
+    }
     eprintln!("lowest cosine with sentence-transformers: {worst:.7}");
 }
 
