@@ -22,17 +22,6 @@ async fn call(
     served.call(key, None, method, path, body).await
 }
 
-async fn call_as(
-    served: &Served,
-    key: Option<&str>,
-    act_for: Option<&str>,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    served.call(key, act_for, method, path, body).await
-}
-
 fn turn(id: &str, session: &str, text: &str) -> Value {
     json!({"id": id, "type": "user_message", "at": "2026-11-20T10:00:00Z",
            "session_id": session, "text": text})
@@ -261,15 +250,9 @@ async fn keys_decide_who_may_do_what() {
     assert!(document["paths"]["/v1/search"]["post"].is_object());
 
     // A user key acts for its own user only; an event of another user is refused whole.
-    let (status, body) = call_as(
-        &served,
-        Some(&bob),
-        Some("ana"),
-        Method::GET,
-        "/v1/stats",
-        None,
-    )
-    .await;
+    let (status, body) = served
+        .call(Some(&bob), Some("ana"), Method::GET, "/v1/stats", None)
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     let mut theirs = turn("x1", "s", "Ana's secret");
     theirs["user_id"] = json!("ana");
@@ -323,15 +306,9 @@ async fn keys_decide_who_may_do_what() {
     assert_eq!(status, StatusCode::FORBIDDEN);
 
     // An admin key acts for the user it names, and only it runs jobs.
-    let (_, stats) = call_as(
-        &served,
-        Some(&admin),
-        Some("ana"),
-        Method::GET,
-        "/v1/stats",
-        None,
-    )
-    .await;
+    let (_, stats) = served
+        .call(Some(&admin), Some("ana"), Method::GET, "/v1/stats", None)
+        .await;
     assert_eq!(stats["facts"], 1, "{stats}");
     let (status, body) = call(&served, Some(&admin), Method::GET, "/v1/memories", None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -520,4 +497,75 @@ async fn bad_requests_get_json_errors_that_name_the_problem() {
         (stats["episodes"].clone(), stats["facts"].clone()),
         (json!(0), json!(0))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_takes_turns_for_the_key_and_an_export_back_with_an_admin_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let ana = create_key(dir.path(), &["--user", "ana"]);
+    let import = |key: String, body: String| {
+        let url = format!("{}/v1/import", served.url);
+        async move {
+            let response = Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .header("content-type", "application/x-ndjson")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    // Turns without a user are the key's; one naming another user is refused, with nothing
+    // of the file stored.
+    let own = "{\"type\":\"user_message\",\"at\":\"2026-11-20T10:00:00Z\",\"session_id\":\"s\",\"text\":\"Ana grows tomatoes\"}";
+    let foreign = "{\"type\":\"user_message\",\"at\":\"2026-11-20T10:00:00Z\",\"session_id\":\"s\",\"user_id\":\"ben\",\"text\":\"Ben's line\"}";
+    let (status, refused) = import(ana.clone(), format!("{own}\n{foreign}\n")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2"),
+        "{refused}"
+    );
+    let (status, report) = import(ana.clone(), format!("{own}\n")).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["events"], 1);
+    let (_, again) = import(ana.clone(), format!("{own}\n")).await;
+    assert_eq!(
+        again["events_present"], 1,
+        "an event without an id is stored once: {again}"
+    );
+
+    // Rows of an export need an admin key; into a fresh server they restore the turn.
+    let (_, exported) = served
+        .call(Some(&ana), None, Method::GET, "/v1/export", None)
+        .await;
+    let export = exported.as_str().unwrap().to_owned();
+    let (status, _) = import(ana.clone(), export.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let other = tempfile::tempdir().unwrap();
+    let fresh = Served::start(other.path(), CONFIG, &[]);
+    let response = Client::new()
+        .post(format!("{}/v1/import", fresh.url))
+        .bearer_auth(&fresh.admin_key)
+        .body(export)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let (_, stats) = fresh
+        .call(
+            Some(&fresh.admin_key),
+            Some("ana"),
+            Method::GET,
+            "/v1/stats",
+            None,
+        )
+        .await;
+    assert_eq!(stats["episodes"], 1, "{stats}");
 }

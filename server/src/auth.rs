@@ -176,27 +176,32 @@ impl FromRequestParts<Arc<AppState>> for Principal {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        if let Some(principal) = parts.extensions.get::<Principal>() {
-            return Ok(principal.clone());
-        }
         let principal = authenticate(&state.keys, &parts.headers)?;
         tracing::debug!(key = %principal.key_id, admin = principal.admin, "authenticated");
         Ok(principal)
     }
 }
 
-/// Middleware in front of MCP (not an axum handler): authenticates, checks that the request
-/// names a user and a chat the key may act for (`X-Mnemo-User` for an admin key, `X-Mnemo-Chat`
-/// for a key bound to chats), then passes the [`Principal`] on in the request's extensions. A
-/// session that could never call a tool is refused at its first request, with the JSON error
-/// of the API.
+/// Who an MCP request over HTTP acts for, as [`require_key`] resolved it from the key and the
+/// headers.
+#[derive(Debug, Clone)]
+pub(crate) struct McpCaller {
+    pub(crate) user: String,
+    pub(crate) chat: Option<String>,
+}
+
+/// Middleware in front of MCP (not an axum handler): authenticates, resolves the user and the
+/// chat the request acts for (`X-Mnemo-User` for an admin key, `X-Mnemo-Chat` for a chat; a key
+/// bound to chats must name one), and passes them on in the request's extensions as an
+/// [`McpCaller`]. A session that could never call a tool is refused at its first request, with
+/// the JSON error of the API.
 pub(crate) async fn require_key(
     State(state): State<Arc<AppState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let checked = authenticate(&state.keys, request.headers()).and_then(|principal| {
-        principal.user()?;
+    let resolved = authenticate(&state.keys, request.headers()).and_then(|principal| {
+        let user = principal.user()?.to_owned();
         let chat = match request.headers().get(crate::mcp::CHAT_HEADER) {
             Some(value) => Some(
                 value
@@ -205,7 +210,7 @@ pub(crate) async fn require_key(
             ),
             None => None,
         };
-        principal
+        let chat = principal
             .chat(chat)
             .map_err(|error| match (&principal.chats, chat) {
                 (Some(_), None) => ApiError::forbidden(
@@ -213,11 +218,11 @@ pub(crate) async fn require_key(
                 ),
                 _ => error,
             })?;
-        Ok(principal)
+        Ok(McpCaller { user, chat })
     });
-    match checked {
-        Ok(principal) => {
-            request.extensions_mut().insert(principal);
+    match resolved {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(error) => error.into_response(),

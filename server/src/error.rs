@@ -77,15 +77,11 @@ impl ApiError {
         self.code
     }
 
-    /// The message for people.
-    pub(crate) fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The same error, about item `index` of a batch.
-    pub(crate) fn prefixed(self, index: usize) -> Self {
+    /// The same error, with status and code, about one item of a request (`events[2]`,
+    /// `line 5`).
+    pub(crate) fn prefixed(self, item: &str) -> Self {
         Self {
-            message: format!("events[{index}]: {}", self.message),
+            message: format!("{item}: {}", self.message),
             ..self
         }
     }

@@ -24,7 +24,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use crate::auth::Principal;
+use crate::auth::McpCaller;
 use crate::sampling::SamplingLlm;
 
 /// The header that names the chat an MCP client over HTTP acts in.
@@ -111,29 +111,18 @@ impl McpHandler {
                 let parts = extensions
                     .get::<axum::http::request::Parts>()
                     .ok_or_else(|| ErrorData::internal_error("no HTTP request to act for", None))?;
-                let principal = parts
+                let caller = parts
                     .extensions
-                    .get::<Principal>()
+                    .get::<McpCaller>()
                     .ok_or_else(|| ErrorData::invalid_request("no API key", None))?;
-                let refuse = |error: crate::error::ApiError| {
-                    ErrorData::invalid_request(error.message().to_owned(), None)
-                };
-                let chat = match parts.headers.get(CHAT_HEADER) {
-                    Some(value) => Some(value.to_str().map_err(|_| {
-                        ErrorData::invalid_request("the `X-Mnemo-Chat` header is not text", None)
-                    })?),
-                    None => None,
-                };
-                let chat = principal.chat(chat).map_err(refuse)?;
-                let user = principal.user().map_err(refuse)?.to_owned();
                 let session = parts
                     .headers
                     .get("mcp-session-id")
                     .and_then(|value| value.to_str().ok())
                     .map_or_else(|| "mcp-http".to_owned(), |id| format!("mcp-{id}"));
                 Ok(Acting {
-                    user,
-                    chat,
+                    user: caller.user.clone(),
+                    chat: caller.chat.clone(),
                     session,
                 })
             }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::views::{id_text, IdText};
+use super::views::IdText;
 use super::ApiJson;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -117,36 +117,46 @@ pub(crate) struct EventStored {
 }
 
 impl Principal {
-    /// A wire event turned into a bus event for this caller: the user is the key's, and a chat
-    /// must be one the key may act in.
-    fn event(&self, body: EventBody) -> Result<Event, ApiError> {
-        let user = match (id_text(&body.user_id), self.user_if_any()) {
+    /// A conversation event made this caller's: its user is the key's (an admin key's, the one
+    /// the event or `X-Mnemo-User` names; `named` is the user the event itself names), and its
+    /// chat must be one the key may act in.
+    fn own_event(
+        &self,
+        mut event: ConversationEvent,
+        named: Option<&str>,
+    ) -> Result<Event, ApiError> {
+        event.user_id = match (named, self.user_if_any()) {
             (Some(named), Some(own)) if named != own => {
                 return Err(ApiError::forbidden(format!(
                     "event `{}` is `{named}`'s, and this request acts for `{own}`",
-                    body.id.0
+                    event.id.as_deref().unwrap_or_default()
                 )))
             }
             (Some(named), None) if self.admin => named.to_owned(),
-            (None, Some(own)) => own.to_owned(),
-            (Some(named), Some(_)) => named.to_owned(),
             _ => self.user()?.to_owned(),
         };
-        let chat = self.chat(id_text(&body.chat_id))?;
+        event.chat_id = self.chat(event.chat_id.as_deref())?;
+        event.validate()?;
+        Ok(event.into_event())
+    }
+}
+
+impl EventBody {
+    /// The wire event, its user left for [`Principal::own_event`] to fill.
+    fn into_parts(self) -> (ConversationEvent, Option<String>) {
         let event = ConversationEvent {
-            id: Some(body.id.0),
-            kind: match body.kind {
+            id: Some(self.id.0),
+            kind: match self.kind {
                 TurnKind::UserMessage => ConversationKind::UserMessage,
                 TurnKind::AgentResponse => ConversationKind::AgentResponse,
             },
-            at: body.at,
-            session_id: body.session_id.0,
-            user_id: user,
-            chat_id: chat,
-            text: body.text,
+            at: self.at,
+            session_id: self.session_id.0,
+            user_id: String::new(),
+            chat_id: self.chat_id.map(|chat| chat.0),
+            text: self.text,
         };
-        event.validate()?;
-        Ok(event.into_event())
+        (event, self.user_id.map(|user| user.0))
     }
 }
 
@@ -186,9 +196,10 @@ pub(crate) async fn post_events(
                 "events[{index}]: `text` must not be blank"
             )));
         }
+        let (event, named) = body.into_parts();
         let event = principal
-            .event(body)
-            .map_err(|error| error.prefixed(index))?;
+            .own_event(event, named.as_deref())
+            .map_err(|error| error.prefixed(&format!("events[{index}]")))?;
         events.push(event);
     }
     let mut results = Vec::with_capacity(events.len());
@@ -256,38 +267,23 @@ pub(crate) async fn import(
             serde_json::from_str(trimmed).map_err(|error| at(format!("not JSON: {error}")))?;
         match value.get("type").and_then(Value::as_str) {
             Some("user_message" | "agent_response") => {
-                let mut event = ConversationEvent::from_value(value.clone())
-                    .or_else(|_| {
-                        // The user may be left to the key.
-                        let mut value = value;
-                        if let (Some(object), Some(user)) =
-                            (value.as_object_mut(), principal.user_if_any())
-                        {
-                            object
-                                .entry("user_id")
-                                .or_insert_with(|| Value::String(user.to_owned()));
-                        }
-                        ConversationEvent::from_value(value)
-                    })
-                    .map_err(|error| at(error.to_string()))?;
+                // An event may leave its user to the key.
+                let mut value = value;
+                if let (Some(object), Some(user)) = (value.as_object_mut(), principal.user_if_any())
+                {
+                    object
+                        .entry("user_id")
+                        .or_insert_with(|| Value::String(user.to_owned()));
+                }
+                let mut event =
+                    ConversationEvent::from_value(value).map_err(|error| at(error.to_string()))?;
                 if event.id.is_none() {
                     event.id = Some(mnemo_memory::content_event_id(&event));
                 }
-                let body = EventBody {
-                    id: IdText(event.id.unwrap_or_default()),
-                    kind: match event.kind {
-                        ConversationKind::AgentResponse => TurnKind::AgentResponse,
-                        _ => TurnKind::UserMessage,
-                    },
-                    at: event.at,
-                    session_id: IdText(event.session_id),
-                    user_id: Some(IdText(event.user_id)),
-                    chat_id: event.chat_id.map(IdText),
-                    text: event.text,
-                };
+                let named = event.user_id.clone();
                 let event = principal
-                    .event(body)
-                    .map_err(|error| at(error.message().to_owned()))?;
+                    .own_event(event, Some(&named))
+                    .map_err(|error| error.prefixed(&format!("line {number}")))?;
                 lines.push(Line::Event(event));
             }
             Some(table) => {

@@ -263,8 +263,10 @@ pub(crate) async fn context(
     let input = TurnInput {
         user_id: principal.user()?.to_owned(),
         // A session of its own when none is named, so that nothing is left out.
-        session_id: id_text(&body.session_id)
-            .map_or_else(|| format!("http-context-{}", uuid_like()), str::to_owned),
+        session_id: id_text(&body.session_id).map_or_else(
+            || format!("http-context-{}", timestamp_suffix()),
+            str::to_owned,
+        ),
         chat_id: chat,
         text: body.query,
     };
@@ -307,8 +309,8 @@ fn check_count(field: &str, items: usize, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A session id no conversation has: the time in nanoseconds.
-fn uuid_like() -> String {
+/// A session id suffix no conversation has: the time in nanoseconds.
+fn timestamp_suffix() -> String {
     Utc::now().format("%Y%m%dT%H%M%S%9f").to_string()
 }
 
