@@ -36,4 +36,5 @@ pub(crate) trait MemoryBackend:
 {
 }
 
-impl MemoryBackend for super::MemoryStore {}
+impl MemoryBackend for super::sqlite::MemoryStore {}
+impl MemoryBackend for super::postgres::PostgresStore {}

@@ -7,25 +7,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
-use super::backend::MemoryRecords;
-use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::backend::MemoryRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::scope::push_filters;
 use super::MemoryStore;
+use crate::store::RankKey;
 use crate::error::Result;
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
-/// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RankKey {
-    /// The memory's confidence.
-    pub(crate) confidence: f64,
-    /// Its event time, in seconds.
-    pub(crate) event_time: i64,
-    /// The turn before it in its session (episodes only, when asked for).
-    pub(crate) previous: Option<String>,
-    /// The turn after it in its session (episodes only, when asked for).
-    pub(crate) next: Option<String>,
-}
 
 #[async_trait]
 impl MemoryRecords for MemoryStore {

@@ -7,27 +7,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
-use super::backend::IndexQueue;
-use super::rows::{blob_vector, ts, vector_blob};
+use crate::store::backend::IndexQueue;
+use crate::store::rows::{blob_vector, ts, vector_blob};
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
+use crate::store::IndexItem;
 use crate::error::Result;
 use crate::vector_index::VectorRow;
 
-/// A memory waiting for its vector.
-#[derive(Debug, Clone)]
-pub struct IndexItem {
-    /// The memory.
-    pub memory_id: String,
-    /// Its text.
-    pub content: String,
-    /// Its owner (a vector-table metadata column).
-    pub user_id: String,
-    /// Its kind (a vector-table metadata column).
-    pub kind: String,
-    /// False when it was deleted before being indexed.
-    pub active: bool,
-}
 
 #[async_trait]
 impl IndexQueue for MemoryStore {

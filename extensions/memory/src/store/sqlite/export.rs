@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row};
 
-use super::backend::MemoryExport;
+use crate::store::backend::MemoryExport;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 

@@ -2,81 +2,19 @@
 //! transaction with its entity links and its place in the index queue.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sqlx::{Sqlite, Transaction};
 
-use super::backend::MemoryIngest;
+use crate::store::backend::MemoryIngest;
 use super::entities::link_entities;
-use super::rows::{new_id, ts};
+use crate::store::rows::{new_id, ts};
 use super::sessions::{chat_key, close_other_sessions};
 use super::MemoryStore;
+use crate::store::{NewMemory, StoredTurn};
 use crate::error::Result;
-use crate::types::{MemoryKind, SessionKey};
+use crate::types::SessionKey;
 
-/// A memory to insert.
-#[derive(Debug, Clone)]
-pub(crate) struct NewMemory {
-    /// Kind.
-    pub(crate) kind: MemoryKind,
-    /// Text.
-    pub(crate) content: String,
-    /// Session.
-    pub(crate) session_id: Option<String>,
-    /// Owner.
-    pub(crate) user_id: Option<String>,
-    /// Chat.
-    pub(crate) chat_id: Option<String>,
-    /// When it happened.
-    pub(crate) event_time: DateTime<Utc>,
-    /// When recorded.
-    pub(crate) created_at: DateTime<Utc>,
-    /// Speaker, for episodes.
-    pub(crate) source_role: Option<String>,
-    /// Provenance.
-    pub(crate) source_ids: Vec<String>,
-    /// Tags.
-    pub(crate) tags: Vec<String>,
-    /// Metadata.
-    pub(crate) attributes: Map<String, Value>,
-    /// Decay per day.
-    pub(crate) decay_rate: f64,
-    /// Initial confidence.
-    pub(crate) confidence: f64,
-    /// Seed 001's type, if given.
-    pub(crate) memory_type: Option<String>,
-    /// When it stops being retrievable.
-    pub(crate) expires_at: Option<DateTime<Utc>>,
-    /// Visible to every member of `chat_id`.
-    pub(crate) shared: bool,
-    /// The people it is about (person entity ids); they are linked as entities too.
-    pub(crate) subject_ids: Vec<String>,
-}
-
-impl NewMemory {
-    /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
-    pub(crate) fn session_key(&self) -> Option<SessionKey> {
-        Some(SessionKey {
-            user_id: self.user_id.clone()?,
-            chat_id: self.chat_id.clone(),
-            session_id: self.session_id.clone()?,
-        })
-    }
-}
-
-/// What [`MemoryStore::insert_turn`] stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoredTurn {
-    /// The new memory; `None` when the event was stored before.
-    pub memory_id: Option<String>,
-    /// True when this turn opened its session.
-    pub new_session: bool,
-    /// The user's other open sessions in the same chat (or personal conversation), which this
-    /// turn closed by opening a new one and which still wait for consolidation: each is reported
-    /// once, by the turn that closed it.
-    pub closed_sessions: Vec<SessionKey>,
-}
 
 #[async_trait]
 impl MemoryIngest for MemoryStore {

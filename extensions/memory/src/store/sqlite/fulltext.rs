@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
-use super::backend::FullTextIndex;
+use crate::store::backend::FullTextIndex;
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;

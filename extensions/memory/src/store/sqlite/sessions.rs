@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
-use super::backend::SessionRecords;
-use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::backend::SessionRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
