@@ -48,3 +48,15 @@ impl EntityLinks for PostgresStore {
         Err(MemoryError::Invalid("not written yet".into()))
     }
 }
+
+/// Creates or finds each entity for `owner` and links it to the memory, then links the owner's
+/// known entities named in `text`; returns the memory's link count (see `../sqlite/entities.rs`).
+pub(super) async fn link_entities(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    memory_id: &str,
+    owner: &str,
+    entities: &[ExtractedEntity],
+    text: Option<&str>,
+) -> Result<usize> {
+    Err(MemoryError::Invalid("not written yet".into()))
+}

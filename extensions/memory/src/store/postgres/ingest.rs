@@ -24,3 +24,13 @@ impl MemoryIngest for PostgresStore {
         Err(MemoryError::Invalid("not written yet".into()))
     }
 }
+
+/// Inserts a memory, queues it for a vector and links its entities, inside `tx` (the caller
+/// holds the owner's write lock); returns its id. Used by `lifecycle` for corrections.
+pub(super) async fn insert_in_tx(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    memory: &NewMemory,
+    entities: &[ExtractedEntity],
+) -> Result<String> {
+    Err(MemoryError::Invalid("not written yet".into()))
+}

@@ -39,3 +39,19 @@ impl VectorIndex for PostgresStore {
         Err(MemoryError::Invalid("not written yet".into()))
     }
 }
+
+/// Takes a memory off the indexer's queue and out of the vector index, inside `tx`.
+pub(super) async fn drop_vector(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    memory_id: &str,
+) -> Result<()> {
+    sqlx::query("DELETE FROM embedding_queue WHERE memory_id = $1")
+        .bind(memory_id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = $1")
+        .bind(memory_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
