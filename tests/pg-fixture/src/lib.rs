@@ -95,3 +95,22 @@ fn psql_path() -> String {
     });
     format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
 }
+
+/// Every row of the database at `url`, as `pg_dump --data-only` writes it.
+///
+/// # Panics
+/// `pg_dump` fails.
+pub fn dump(url: &str) -> String {
+    let output = Command::new("pg_dump")
+        .args(["--data-only", "--no-owner"])
+        .arg(url)
+        .env("PATH", psql_path())
+        .output()
+        .expect("pg_dump runs");
+    assert!(
+        output.status.success(),
+        "pg_dump failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -35,7 +35,7 @@ use std::sync::RwLock;
 
 use sqlx::PgPool;
 
-pub(crate) use open::PostgresOptions;
+pub(crate) use open::{redacted, PostgresOptions};
 
 use super::VectorStatus;
 
