@@ -20,6 +20,7 @@ mod api_impl;
 mod config;
 mod context;
 mod error;
+mod migrate;
 mod people;
 mod search;
 mod service;
@@ -38,6 +39,7 @@ use mnemo_kernel::{
 
 pub use config::{MemoryConfig, ToolProfile};
 pub use error::{MemoryError, Result};
+pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, ListMatch, ListRequest, Memory, MemoryApi,
     MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts,
