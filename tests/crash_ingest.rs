@@ -211,7 +211,11 @@ fn crash_loop(database_url: Option<String>, default_kills: usize) {
     let database = database_url
         .map(|url| format!("database_url = \"{url}\"\n"))
         .unwrap_or_default();
-    std::fs::write(dir.path().join("config.toml"), format!("{CONFIG}{database}")).unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("{CONFIG}{database}"),
+    )
+    .unwrap();
     let events: Vec<String> = (0..kills * KILL_WINDOW + 60).map(event).collect();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut next, mut done_kills, mut resent_stored_before) = (0, 0, 0);

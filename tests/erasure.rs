@@ -254,7 +254,8 @@ async fn forget_and_erase(database_url: Option<String>) {
             "the locker code should be in {expected}: {locker_files:?}"
         );
     }
-    assert!(places.holding("flowerpot")
+    assert!(places
+        .holding("flowerpot")
         .iter()
         .any(|path| path.contains(".sessions")));
     assert!(every_route(&kernel, "ana", "locker combination")
@@ -291,11 +292,7 @@ async fn forget_and_erase(database_url: Option<String>) {
     let private_id = memory_id(&kernel, "ana", "Noted, I will keep that private").await;
     kernel.shutdown().await;
     for secret in ["31-17-42", "flowerpot"] {
-        assert_eq!(
-            places.holding(secret),
-            Vec::<String>::new(),
-            "{secret}"
-        );
+        assert_eq!(places.holding(secret), Vec::<String>::new(), "{secret}");
     }
     // What was not forgotten is still there.
     assert!(!places.holding("dentist for Tuesday").is_empty());
@@ -318,10 +315,7 @@ async fn forget_and_erase(database_url: Option<String>) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(
-        places.holding("keep that private"),
-        Vec::<String>::new()
-    );
+    assert_eq!(places.holding("keep that private"), Vec::<String>::new());
 
     // Bob is erased: his memories and his markdown workspace are gone; Ana keeps hers.
     let kernel = Kernel::builder(

@@ -44,9 +44,15 @@ fn fill(dir: &Path) {
     let mut lines = String::new();
     for n in 0..30 {
         let (kind, text) = if n % 2 == 0 {
-            ("user_message", format!("turn {n}: my sister Dana visits Lisbon with Tom in week {n}"))
+            (
+                "user_message",
+                format!("turn {n}: my sister Dana visits Lisbon with Tom in week {n}"),
+            )
         } else {
-            ("agent_response", format!("reply {n}: noted, Dana and Lisbon"))
+            (
+                "agent_response",
+                format!("reply {n}: noted, Dana and Lisbon"),
+            )
         };
         lines.push_str(&format!(
             "{{\"id\":\"evt-{n}\",\"type\":\"{kind}\",\"at\":\"2026-03-{:02}T10:{:02}:00Z\",\
@@ -75,7 +81,13 @@ fn sqlite_to_postgres_and_back_is_lossless() {
     fill(dir.path());
     let original = succeeds(mnemo(dir.path(), None, &["export"]));
     assert!(original.lines().count() > 40, "{original}");
-    for table in ["memories", "entities", "memory_entities", "sessions_consolidations", "ingested_events"] {
+    for table in [
+        "memories",
+        "entities",
+        "memory_entities",
+        "sessions_consolidations",
+        "ingested_events",
+    ] {
         assert!(
             original.contains(&format!("\"type\":\"{table}\"")),
             "the export has no {table} rows"
@@ -108,7 +120,11 @@ fn sqlite_to_postgres_and_back_is_lossless() {
 
     // Into a store that holds other rows: refused, and the target is unchanged.
     let other = tempfile::tempdir().unwrap();
-    succeeds(mnemo(other.path(), None, &["remember", "--user", "zoe", "Zoe keeps bees"]));
+    succeeds(mnemo(
+        other.path(),
+        None,
+        &["remember", "--user", "zoe", "Zoe keeps bees"],
+    ));
     let other_before = succeeds(mnemo(other.path(), None, &["export"]));
     let other_location = format!("sqlite:{}", other.path().join("data/memory.db").display());
     let refused = mnemo(
@@ -119,10 +135,17 @@ fn sqlite_to_postgres_and_back_is_lossless() {
     assert!(!refused.status.success());
     let message = String::from_utf8_lossy(&refused.stderr);
     assert!(message.contains("not empty"), "{message}");
-    assert_eq!(succeeds(mnemo(other.path(), None, &["export"])), other_before);
+    assert_eq!(
+        succeeds(mnemo(other.path(), None, &["export"])),
+        other_before
+    );
 
     // A location that is neither: named in the error.
-    let wrong = mnemo(dir.path(), None, &["migrate-store", "--from", "memory.db", "--to", &url]);
+    let wrong = mnemo(
+        dir.path(),
+        None,
+        &["migrate-store", "--from", "memory.db", "--to", &url],
+    );
     assert!(!wrong.status.success());
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("sqlite:PATH"));
 }

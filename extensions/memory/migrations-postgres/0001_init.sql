@@ -128,3 +128,12 @@ CREATE TABLE ingested_events (
     PRIMARY KEY (user_id, event_id)
 );
 CREATE INDEX ingested_events_memory ON ingested_events (memory_id);
+
+-- Scheduled runs claimed by the instance that runs them: the first instance to claim a run due
+-- at a given time runs it, the others skip it.
+CREATE TABLE job_runs (
+    job        TEXT NOT NULL,
+    due_at     BIGINT NOT NULL,
+    claimed_at BIGINT NOT NULL,
+    PRIMARY KEY (job, due_at)
+);

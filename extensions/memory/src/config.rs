@@ -280,4 +280,3 @@ impl MemoryConfig {
         Ok((!self.database_url.is_empty()).then(|| self.database_url.clone()))
     }
 }
-

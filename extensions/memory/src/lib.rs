@@ -109,6 +109,8 @@ impl Extension for MemoryExtension {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
         // The concrete service too, for hosts that drive it directly (commands, bench, eval).
         registrar.provide::<MemoryService>(self.service.clone());
+        // Scheduled runs are claimed in the store, so that instances sharing it run each once.
+        registrar.provide::<dyn mnemo_kernel::JobClaims>(self.service.clone());
         Ok(())
     }
 

@@ -177,7 +177,7 @@ async fn copy_into(
 
 /// True when every record of `part` is among `whole`'s.
 fn is_subset(part: &[Value], whole: &[Value]) -> bool {
-    let whole: std::collections::HashSet<String> =
-        whole.iter().map(Value::to_string).collect();
-    part.iter().all(|record| whole.contains(&record.to_string()))
+    let whole: std::collections::HashSet<String> = whole.iter().map(Value::to_string).collect();
+    part.iter()
+        .all(|record| whole.contains(&record.to_string()))
 }

@@ -13,7 +13,7 @@ mod indexes;
 mod memories;
 mod people_and_sessions;
 
-pub(crate) use admin::{MemoryExport, StoreAdmin};
+pub(crate) use admin::{JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
 pub(crate) use people_and_sessions::{PeopleRecords, SessionRecords};
@@ -32,6 +32,7 @@ pub(crate) trait MemoryBackend:
     + PeopleRecords
     + MemoryExport
     + StoreAdmin
+    + JobRecords
     + std::fmt::Debug
 {
 }

@@ -17,9 +17,7 @@ use crate::types::*;
 
 #[async_trait]
 impl StoreAdmin for PostgresStore {
-    async fn close(&self) {
-        
-    }
+    async fn close(&self) {}
     async fn check_integrity(&self) -> Result<IntegrityReport> {
         Err(MemoryError::Invalid("not written yet".into()))
     }

@@ -17,16 +17,33 @@ use crate::types::*;
 
 #[async_trait]
 impl EntityLinks for PostgresStore {
-    async fn add_entities( &self, memory_id: &str, entities: &[ExtractedEntity], enriched_at: Option<DateTime<Utc>>, ) -> Result<usize> {
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn entity_info( &self, owner: Option<&str>, chat_id: Option<&str>, name: &str, memory_limit: usize, ) -> Result<Option<EntityInfo>> {
+    async fn entity_info(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        name: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn entity_info_by_id( &self, owner: Option<&str>, chat_id: Option<&str>, id: &str, memory_limit: usize, ) -> Result<Option<EntityInfo>> {
+    async fn entity_info_by_id(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        id: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
@@ -35,7 +52,13 @@ impl EntityLinks for PostgresStore {
     async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn co_mentions( &self, driver: &str, others: &[String], scan: i64, limit: usize, ) -> Result<Vec<(String, i64, i64)>> {
+    async fn co_mentions(
+        &self,
+        driver: &str,
+        others: &[String],
+        scan: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {

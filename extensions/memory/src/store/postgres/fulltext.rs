@@ -17,10 +17,20 @@ use crate::types::*;
 
 #[async_trait]
 impl FullTextIndex for PostgresStore {
-    async fn fts_best_matches( &self, query: &str, request: &SearchRequest, limit: usize, ) -> Result<Vec<(String, f64)>> {
+    async fn fts_best_matches(
+        &self,
+        query: &str,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn fts_all_matches( &self, query: &str, request: &SearchRequest, limit: usize, ) -> Result<Vec<(String, f64)>> {
+    async fn fts_all_matches(
+        &self,
+        query: &str,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn fts_document_count(&self) -> Result<i64> {

@@ -20,10 +20,19 @@ impl IndexQueue for PostgresStore {
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn cached_vectors( &self, hashes: &[String], model_id: &str, ) -> Result<HashMap<String, Vec<f32>>> {
+    async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn cache_vectors( &self, vectors: &[(String, Vec<f32>)], model_id: &str, at: DateTime<Utc>, ) -> Result<()> {
+    async fn cache_vectors(
+        &self,
+        vectors: &[(String, Vec<f32>)],
+        model_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {

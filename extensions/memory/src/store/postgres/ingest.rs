@@ -17,10 +17,20 @@ use crate::types::*;
 
 #[async_trait]
 impl MemoryIngest for PostgresStore {
-    async fn insert_memory( &self, memory: &NewMemory, entities: &[ExtractedEntity], ) -> Result<String> {
+    async fn insert_memory(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn insert_turn( &self, memory: &NewMemory, entities: &[ExtractedEntity], event_id: Option<&str>, record_session: bool, ) -> Result<StoredTurn> {
+    async fn insert_turn(
+        &self,
+        memory: &NewMemory,
+        entities: &[ExtractedEntity],
+        event_id: Option<&str>,
+        record_session: bool,
+    ) -> Result<StoredTurn> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
 }

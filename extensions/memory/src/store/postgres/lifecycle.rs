@@ -17,7 +17,13 @@ use crate::types::*;
 
 #[async_trait]
 impl FactLifecycle for PostgresStore {
-    async fn correct( &self, old_id: &str, user_id: Option<&str>, replacement: &NewMemory, entities: &[ExtractedEntity], ) -> Result<String> {
+    async fn correct(
+        &self,
+        old_id: &str,
+        user_id: Option<&str>,
+        replacement: &NewMemory,
+        entities: &[ExtractedEntity],
+    ) -> Result<String> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()> {

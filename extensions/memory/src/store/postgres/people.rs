@@ -23,7 +23,12 @@ impl PeopleRecords for PostgresStore {
     async fn person_by_name(&self, owner: &str, name: &str) -> Result<Option<Person>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn upsert_person( &self, owner: &str, name: &str, relation: Option<&str>, ) -> Result<Person> {
+    async fn upsert_person(
+        &self,
+        owner: &str,
+        name: &str,
+        relation: Option<&str>,
+    ) -> Result<Person> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn rename_person(&self, person: &Person, name: &str) -> Result<()> {

@@ -23,7 +23,12 @@ impl SessionRecords for PostgresStore {
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn mark_session_consolidated( &self, session: &SessionKey, episode_ids: &[String], at: DateTime<Utc>, ) -> Result<()> {
+    async fn mark_session_consolidated(
+        &self,
+        session: &SessionKey,
+        episode_ids: &[String],
+        at: DateTime<Utc>,
+    ) -> Result<()> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn reset_failed_attempts(&self) -> Result<(u64, u64)> {
@@ -32,7 +37,12 @@ impl SessionRecords for PostgresStore {
     async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn episodes_for_session( &self, session: &SessionKey, offset: usize, limit: usize, ) -> Result<EpisodePage> {
+    async fn episodes_for_session(
+        &self,
+        session: &SessionKey,
+        offset: usize,
+        limit: usize,
+    ) -> Result<EpisodePage> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>> {

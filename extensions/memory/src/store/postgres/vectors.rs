@@ -18,7 +18,10 @@ use crate::types::*;
 #[async_trait]
 impl VectorIndex for PostgresStore {
     fn vector_status(&self) -> VectorStatus {
-        self.vector.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.vector
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
     async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
         Err(MemoryError::Invalid("not written yet".into()))
@@ -26,16 +29,34 @@ impl VectorIndex for PostgresStore {
     async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn search_vector( &self, request: &SearchRequest, vector: &[f32], limit: usize, min_similarity: f32, ) -> Result<Vec<(String, f32)>> {
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
     async fn mirror_size(&self) -> Result<(usize, usize)> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn nearest_exact( &self, vector: &[f32], owner: Option<&str>, kind: Option<&str>, k: usize, ) -> Result<Vec<(String, f32)>> {
+    async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
-    async fn nearest_approximate( &self, vector: &[f32], owner: Option<&str>, kind: Option<&str>, k: usize, ) -> Result<Vec<(String, f32)>> {
+    async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
         Err(MemoryError::Invalid("not written yet".into()))
     }
 }

@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row};
 
-use crate::store::backend::MemoryExport;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
+use crate::store::backend::MemoryExport;
 
 /// Tables a full export holds, with the key that orders their rows.
 pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [

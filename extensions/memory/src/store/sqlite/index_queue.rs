@@ -7,14 +7,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
-use crate::store::backend::IndexQueue;
-use crate::store::rows::{blob_vector, ts, vector_blob};
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
-use crate::store::IndexItem;
 use crate::error::Result;
+use crate::store::backend::IndexQueue;
+use crate::store::rows::{blob_vector, ts, vector_blob};
+use crate::store::IndexItem;
 use crate::vector_index::VectorRow;
-
 
 #[async_trait]
 impl IndexQueue for MemoryStore {

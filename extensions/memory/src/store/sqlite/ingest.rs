@@ -6,15 +6,14 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{Sqlite, Transaction};
 
-use crate::store::backend::MemoryIngest;
 use super::entities::link_entities;
-use crate::store::rows::{new_id, ts};
 use super::sessions::{chat_key, close_other_sessions};
 use super::MemoryStore;
-use crate::store::{NewMemory, StoredTurn};
 use crate::error::Result;
+use crate::store::backend::MemoryIngest;
+use crate::store::rows::{new_id, ts};
+use crate::store::{NewMemory, StoredTurn};
 use crate::types::SessionKey;
-
 
 #[async_trait]
 impl MemoryIngest for MemoryStore {

@@ -5,13 +5,12 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-use crate::store::backend::PeopleRecords;
 use super::entities::link_earlier_mentions;
-use crate::store::rows::{json_list, new_id};
 use super::MemoryStore;
-use crate::store::Person;
 use crate::error::{MemoryError, Result};
-
+use crate::store::backend::PeopleRecords;
+use crate::store::rows::{json_list, new_id};
+use crate::store::Person;
 
 pub(super) fn person_from_row(row: &SqliteRow) -> Result<Person> {
     let metadata: String = row.try_get("metadata")?;

@@ -7,14 +7,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
-use crate::store::backend::MemoryRecords;
-use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::scope::push_filters;
 use super::MemoryStore;
-use crate::store::RankKey;
 use crate::error::Result;
+use crate::store::backend::MemoryRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::RankKey;
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
-
 
 #[async_trait]
 impl MemoryRecords for MemoryStore {

@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use crate::store::backend::MemoryRemoval;
-use crate::store::rows::content_hash;
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::MemoryRemoval;
+use crate::store::rows::content_hash;
 use crate::types::{MemoryForgotten, MemoryKind, UserErased};
 
 /// What every removal of memories ends with, inside its transaction: the full-text index is

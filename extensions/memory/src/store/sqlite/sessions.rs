@@ -4,10 +4,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
-use crate::store::backend::SessionRecords;
-use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::SessionRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
 
 /// The stored form of a session's chat: '' for a personal conversation, so that the session

@@ -7,14 +7,13 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
+use super::MemoryStore;
+use crate::error::Result;
 use crate::store::backend::{MemoryRecords, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
-use super::MemoryStore;
 use crate::store::VectorStatus;
-use crate::error::Result;
 use crate::types::SearchRequest;
 use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
-
 
 /// The stored `vector_generation` (0 before the first change to `vec_memories`).
 pub(super) async fn vector_generation<'e, E>(executor: E) -> Result<i64>

@@ -41,6 +41,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "embedding_queue",
             "entities",
             "ingested_events",
+            "job_runs",
             "memories",
             "memory_entities",
             "memory_metadata",
@@ -48,4 +49,49 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "sessions_consolidations"
         ]
     );
+}
+
+/// Three instances on one database claim the same runs at once: each run is claimed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_scheduled_run_is_claimed_by_one_instance() {
+    use crate::store::backend::JobRecords;
+    use chrono::{Duration as Days, TimeZone, Utc};
+    let url = mnemo_pg_fixture::fresh_database();
+    let mut instances = Vec::new();
+    for _ in 0..3 {
+        instances.push(std::sync::Arc::new(
+            PostgresStore::open(&PostgresOptions {
+                url: url.clone(),
+                max_connections: 2,
+                lock_timeout: Duration::from_secs(10),
+                ef_search: 100,
+            })
+            .await
+            .unwrap(),
+        ));
+    }
+    let first = Utc.with_ymd_and_hms(2026, 3, 1, 3, 0, 0).unwrap();
+    let mut tasks = Vec::new();
+    for day in 0..20 {
+        for instance in &instances {
+            let instance = std::sync::Arc::clone(instance);
+            tasks.push(tokio::spawn(async move {
+                let due = first + Days::days(day);
+                instance
+                    .claim_job_run("execute_decay", due, Utc::now())
+                    .await
+                    .unwrap()
+            }));
+        }
+    }
+    let mut claimed = 0;
+    for task in tasks {
+        claimed += usize::from(task.await.unwrap());
+    }
+    assert_eq!(claimed, 20);
+    // Another job's run at the same time is its own.
+    assert!(instances[0]
+        .claim_job_run("expire_memories", first, Utc::now())
+        .await
+        .unwrap());
 }

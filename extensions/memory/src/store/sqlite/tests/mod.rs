@@ -3,6 +3,7 @@
 
 mod fts_properties;
 mod fts_syntax;
+mod job_claims;
 mod migrations;
 mod on_disk;
 mod removal;
