@@ -84,6 +84,8 @@ CREATE TABLE sessions_consolidations (
     last_error      TEXT,
     provider        TEXT,
     closed_at       BIGINT,                       -- NULL = still open
+    leased_by       TEXT,                         -- the instance consolidating it now
+    leased_until    BIGINT,                       -- until when (Unix seconds)
     PRIMARY KEY (user_id, chat_id, session_id)
 );
 CREATE INDEX idx_sessions_open ON sessions_consolidations (user_id, chat_id) WHERE closed_at IS NULL;

@@ -58,6 +58,8 @@ pub struct MemoryService {
     stopping: AtomicBool,
     /// Recent query vectors: a search never writes to the database.
     query_vectors: Mutex<QueryVectorCache>,
+    /// This process's name in leases it holds in a store other processes share.
+    instance_id: String,
 }
 
 /// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
@@ -109,7 +111,13 @@ impl MemoryService {
             indexer: Mutex::new(None),
             stopping: AtomicBool::new(false),
             query_vectors: Mutex::new(QueryVectorCache::default()),
+            instance_id: crate::store::new_id("instance"),
         }
+    }
+
+    /// This process's name in leases it holds in a shared store.
+    pub(crate) fn instance_id(&self) -> &str {
+        &self.instance_id
     }
 
     /// The configuration.

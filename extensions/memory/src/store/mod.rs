@@ -18,7 +18,7 @@ pub(crate) mod sqlite;
 mod types;
 
 pub(crate) use backend::MemoryBackend;
-pub(crate) use rows::content_hash;
+pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub use types::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
 pub(crate) use types::{NewMemory, RankKey};

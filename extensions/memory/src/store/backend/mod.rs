@@ -16,7 +16,7 @@ mod people_and_sessions;
 pub(crate) use admin::{JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
-pub(crate) use people_and_sessions::{PeopleRecords, SessionRecords};
+pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};
 
 /// Everything a memory store provides: the storage traits together.
 pub(crate) trait MemoryBackend:
@@ -29,6 +29,7 @@ pub(crate) trait MemoryBackend:
     + IndexQueue
     + EntityLinks
     + SessionRecords
+    + SessionLeases
     + PeopleRecords
     + MemoryExport
     + StoreAdmin

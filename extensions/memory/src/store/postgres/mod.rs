@@ -21,7 +21,6 @@ mod export;
 mod fulltext;
 mod index_queue;
 mod ingest;
-mod jobs;
 mod lifecycle;
 mod open;
 mod people;
@@ -29,6 +28,7 @@ mod records;
 mod removal;
 mod scope;
 mod sessions;
+mod shared_runs;
 mod text_search;
 mod vectors;
 

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::checkpoint::checkpoint;
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::backend::{JobRecords, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
+use crate::store::backend::StoreAdmin;
 use crate::store::IntegrityReport;
 
 #[async_trait]
@@ -100,34 +100,5 @@ impl StoreAdmin for MemoryStore {
             queued,
             forgotten_events,
         })
-    }
-}
-
-#[async_trait]
-impl JobRecords for MemoryStore {
-    async fn claim_job_run(
-        &self,
-        job: &str,
-        due: chrono::DateTime<chrono::Utc>,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<bool> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        sqlx::query("DELETE FROM job_runs WHERE due_at < ?")
-            .bind(due.timestamp() - JOB_CLAIMS_KEPT_SECS)
-            .execute(&mut *tx)
-            .await?;
-        let claimed = sqlx::query(
-            "INSERT OR IGNORE INTO job_runs (job, due_at, claimed_at) VALUES (?, ?, ?)",
-        )
-        .bind(job)
-        .bind(due.timestamp())
-        .bind(now.timestamp())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(claimed)
     }
 }

@@ -21,6 +21,7 @@ mod records;
 mod removal;
 mod scope;
 mod sessions;
+mod shared_runs;
 mod vectors;
 
 use std::sync::{Arc, RwLock};

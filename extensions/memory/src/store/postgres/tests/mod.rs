@@ -95,3 +95,51 @@ async fn each_scheduled_run_is_claimed_by_one_instance() {
         .await
         .unwrap());
 }
+
+/// Two instances lease one session's consolidation: one at a time, until it runs out or is
+/// released.
+#[tokio::test]
+async fn one_instance_at_a_time_leases_a_sessions_consolidation() {
+    use crate::store::backend::SessionLeases;
+    use crate::types::SessionKey;
+    use chrono::{Duration as Span, TimeZone, Utc};
+    let first = open_fresh().await;
+    let session = SessionKey {
+        user_id: "ana".into(),
+        chat_id: Some("team".into()),
+        session_id: "s1".into(),
+    };
+    let now = Utc.with_ymd_and_hms(2026, 3, 1, 3, 0, 0).unwrap();
+    assert!(first.lease_session(&session, "a", now, now).await.unwrap());
+    sqlx::query(
+        "INSERT INTO sessions_consolidations (user_id, chat_id, session_id, first_seen_at) \
+         VALUES ('ana', 'team', 's1', 0)",
+    )
+    .execute(first.pool())
+    .await
+    .unwrap();
+    let until = now + Span::minutes(15);
+    assert!(first
+        .lease_session(&session, "a", until, now)
+        .await
+        .unwrap());
+    assert!(!first
+        .lease_session(&session, "b", until, now)
+        .await
+        .unwrap());
+    let later = until + Span::seconds(1);
+    assert!(first
+        .lease_session(&session, "b", later + Span::minutes(15), later)
+        .await
+        .unwrap());
+    first.release_session(&session, "a").await.unwrap();
+    assert!(!first
+        .lease_session(&session, "a", later, later)
+        .await
+        .unwrap());
+    first.release_session(&session, "b").await.unwrap();
+    assert!(first
+        .lease_session(&session, "a", later, later)
+        .await
+        .unwrap());
+}

@@ -3,10 +3,10 @@
 
 mod fts_properties;
 mod fts_syntax;
-mod job_claims;
 mod migrations;
 mod on_disk;
 mod removal;
+mod shared_runs;
 
 use std::time::Duration;
 
