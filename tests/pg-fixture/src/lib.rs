@@ -114,3 +114,28 @@ pub fn dump(url: &str) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// The rows `sql` returns from the database at `url`, one line each with `|` between columns.
+///
+/// # Panics
+/// `psql` fails.
+pub fn query(url: &str, sql: &str) -> String {
+    let output = Command::new("psql")
+        .arg(url)
+        .args([
+            "--no-psqlrc",
+            "--tuples-only",
+            "--no-align",
+            "--command",
+            sql,
+        ])
+        .env("PATH", psql_path())
+        .output()
+        .expect("psql runs");
+    assert!(
+        output.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
