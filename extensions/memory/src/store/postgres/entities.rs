@@ -417,20 +417,40 @@ pub(super) async fn link_earlier_mentions(
     let Some(query) = tsquery(&phrase) else {
         return Ok(());
     };
-    let linked = sqlx::query(&format!(
-        "INSERT INTO memory_entities (memory_id, entity_id) \
-         SELECT m.id, $1 FROM memories m \
-         WHERE m.search_text @@ to_tsquery('{CONFIG}', $2) \
-         AND m.user_id IS NOT DISTINCT FROM $3 AND m.valid_until IS NULL LIMIT $4 \
-         ON CONFLICT DO NOTHING"
-    ))
-    .bind(entity_id)
-    .bind(query)
-    .bind(if owner.is_empty() { None } else { Some(owner) })
-    .bind(MAX_EARLIER_MENTIONS)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
+    // PostgreSQL drops English stop words from the phrase ('will smith' becomes 'smith', 'don'
+    // nothing), where FTS5 keeps every word: then the words are also matched in the text.
+    let nodes: i32 = sqlx::query_scalar(&format!("SELECT numnode(to_tsquery('{CONFIG}', $1))"))
+        .bind(&query)
+        .fetch_one(&mut **tx)
+        .await?;
+    let every_word = 2 * words.len() as i32 - 1;
+    let mut insert = QueryBuilder::<Postgres>::new(
+        "INSERT INTO memory_entities (memory_id, entity_id) SELECT m.id, ",
+    );
+    insert
+        .push_bind(entity_id.to_owned())
+        .push(" FROM memories m WHERE m.user_id IS NOT DISTINCT FROM ")
+        .push_bind((!owner.is_empty()).then(|| owner.to_owned()))
+        .push(" AND m.valid_until IS NULL");
+    if nodes > 0 {
+        insert
+            .push(format!(" AND m.search_text @@ to_tsquery('{CONFIG}', "))
+            .push_bind(query)
+            .push(")");
+    }
+    if nodes < every_word {
+        insert
+            .push(" AND m.content ~* ")
+            .push_bind(phrase_pattern(&words));
+    }
+    let linked = insert
+        .push(" LIMIT ")
+        .push_bind(MAX_EARLIER_MENTIONS)
+        .push(" ON CONFLICT DO NOTHING")
+        .build()
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
     if linked > 0 {
         sqlx::query("UPDATE entities SET mention_count = mention_count + $1 WHERE id = $2")
             .bind(linked as i64)
@@ -449,6 +469,16 @@ pub(super) async fn link_earlier_mentions(
         .await?;
     }
     Ok(())
+}
+
+/// A regular expression (case-insensitive) finding `words` in a text as FTS5 finds their phrase,
+/// stemming aside: in order, whole, with nothing but non-alphanumerics between them. The words
+/// are letters and digits only, so nothing in them is regular-expression syntax.
+fn phrase_pattern(words: &[String]) -> String {
+    format!(
+        "(^|[^[:alnum:]]){}([^[:alnum:]]|$)",
+        words.join("[^[:alnum:]]+")
+    )
 }
 
 /// Most word n-grams of one text tried against the owner's known entities.

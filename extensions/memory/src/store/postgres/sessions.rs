@@ -155,10 +155,12 @@ impl SessionRecords for PostgresStore {
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        // `->>` is NULL both for a missing key and a JSON null, as SQLite's json_extract.
+        // `->>` is NULL both for a missing key and a JSON null, as SQLite's json_extract; the
+        // LIKE spares parsing the attributes of every memory.
         let memories = sqlx::query(
             "UPDATE memories SET attributes = (attributes::jsonb - 'enrichment_attempts')::text \
-             WHERE (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL",
+             WHERE attributes LIKE '%enrichment\\_attempts%' \
+             AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL",
         )
         .execute(&mut *tx)
         .await?

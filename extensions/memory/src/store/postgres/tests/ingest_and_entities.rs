@@ -352,6 +352,38 @@ async fn a_new_entity_links_earlier_and_later_mentions() {
         .unwrap();
     assert_ne!(entity_ids(&store, &date).await, "[]");
     assert_eq!(entity_ids(&store, &plans).await, "[]");
+    // Names PostgreSQL's English stop words would shorten ('don draper' to 'draper', 'don' to
+    // nothing) are matched whole, as FTS5 matches them.
+    let draper = store
+        .insert_memory(&fact("ana", "Don Draper smokes"), &[])
+        .await
+        .unwrap();
+    let betty = store
+        .insert_memory(&fact("ana", "Betty Draper rides"), &[])
+        .await
+        .unwrap();
+    let donna = store
+        .insert_memory(&fact("ana", "Donna called"), &[])
+        .await
+        .unwrap();
+    for name in ["Don Draper", "Don"] {
+        store
+            .insert_memory(&fact("ana", "a meeting"), &[person(name)])
+            .await
+            .unwrap();
+    }
+    let mut dons = store
+        .entities_named(Some("ana"), &["don draper".into(), "don".into()])
+        .await
+        .unwrap();
+    dons.sort();
+    assert_eq!(dons.len(), 2);
+    assert_eq!(
+        entity_ids(&store, &draper).await,
+        format!(r#"["{}","{}"]"#, dons[0], dons[1])
+    );
+    assert_eq!(entity_ids(&store, &betty).await, "[]");
+    assert_eq!(entity_ids(&store, &donna).await, "[]");
 }
 
 /// An entity's memories are its active, unsuperseded ones in scope, newest first; links are
