@@ -14,6 +14,7 @@ use crate::store::backend::PeopleRecords;
 use crate::store::rows::{json_list, new_id};
 use crate::store::Person;
 
+/// A person from a row holding [`PERSON_COLUMNS`].
 pub(super) fn person_from_row(row: &PgRow) -> Result<Person> {
     let metadata: String = row.try_get("metadata")?;
     Ok(Person {
@@ -29,6 +30,7 @@ pub(super) fn person_from_row(row: &PgRow) -> Result<Person> {
     })
 }
 
+/// The columns of `entities` that [`person_from_row`] reads.
 pub(super) const PERSON_COLUMNS: &str =
     "id, owner_id, canonical_name, relation, aliases, metadata, external_id, provider";
 

@@ -251,3 +251,34 @@ async fn people_by_name_relation_and_rename() {
         .collect();
     assert_eq!(people, ["Maria", "Tom", "alex", "Bea"]);
 }
+
+/// A turn that fails writes nothing: not its memory, its event, nor its session.
+#[tokio::test]
+async fn a_failed_turn_writes_nothing() {
+    let store = open_fresh().await;
+    let mut memory = turn("ana", "s1", "about nobody");
+    memory.subject_ids = vec!["ent_missing".into()];
+    assert!(store
+        .insert_turn(&memory, &[], Some("e1"), true)
+        .await
+        .is_err());
+    for table in [
+        "memories",
+        "ingested_events",
+        "sessions_consolidations",
+        "embedding_queue",
+    ] {
+        assert_eq!(
+            count(&store, &format!("SELECT COUNT(*) FROM {table}")).await,
+            0,
+            "{table}"
+        );
+    }
+    // The same event stores afterwards.
+    memory.subject_ids.clear();
+    let stored = store
+        .insert_turn(&memory, &[], Some("e1"), true)
+        .await
+        .unwrap();
+    assert!(stored.memory_id.is_some() && stored.new_session);
+}
