@@ -128,7 +128,7 @@ impl EntityLinks for PostgresStore {
         push_scope(&mut builder, owner, chat_id);
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
-            .push_bind(memory_limit as i64);
+            .push_bind(i64::try_from(memory_limit).unwrap_or(i64::MAX));
         let memories = builder
             .build()
             .fetch_all(&self.pool)
@@ -200,7 +200,7 @@ impl EntityLinks for PostgresStore {
         .bind(driver)
         .bind(others)
         .bind((scan - 1).max(0))
-        .bind(limit as i64)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?)
     }
@@ -453,7 +453,7 @@ pub(super) async fn link_earlier_mentions(
         .rows_affected();
     if linked > 0 {
         sqlx::query("UPDATE entities SET mention_count = mention_count + $1 WHERE id = $2")
-            .bind(linked as i64)
+            .bind(i64::try_from(linked).unwrap_or(i64::MAX))
             .bind(entity_id)
             .execute(&mut **tx)
             .await?;

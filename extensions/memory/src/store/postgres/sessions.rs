@@ -202,8 +202,8 @@ impl SessionRecords for PostgresStore {
         .bind(&session.session_id)
         .bind(&session.user_id)
         .bind(&session.chat_id)
-        .bind(limit as i64 + 1)
-        .bind(offset as i64)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         let mut episodes = rows
@@ -227,7 +227,7 @@ impl SessionRecords for PostgresStore {
         .bind(&session.session_id)
         .bind(&session.user_id)
         .bind(&session.chat_id)
-        .bind(limit as i64)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         let mut turns = rows
