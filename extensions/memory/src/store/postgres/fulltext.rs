@@ -73,9 +73,8 @@ impl FullTextIndex for PostgresStore {
             return Ok(Vec::new());
         };
         let to_query = query_expression();
-        let mut builder = QueryBuilder::new(format!(
-            "SELECT m.id, ts_rank(m.search_text, {to_query}"
-        ));
+        let mut builder =
+            QueryBuilder::new(format!("SELECT m.id, ts_rank(m.search_text, {to_query}"));
         builder.push_bind(query.clone());
         builder.push(format!(
             "), 1)::double precision AS score FROM memories m \

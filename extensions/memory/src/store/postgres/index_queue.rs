@@ -150,7 +150,10 @@ impl IndexQueue for PostgresStore {
             users.push(item.user_id.clone());
             kinds.push(item.kind.clone());
         }
-        let queued: Vec<String> = items.iter().map(|(item, _)| item.memory_id.clone()).collect();
+        let queued: Vec<String> = items
+            .iter()
+            .map(|(item, _)| item.memory_id.clone())
+            .collect();
         let mut tx = self.begin_write(WriteScope::Store).await?;
         if !ids.is_empty() {
             sqlx::query(

@@ -127,7 +127,10 @@ impl PostgresStore {
         if let Some(kind) = kind {
             builder.push(" AND kind = ").push_bind(kind.to_owned());
         }
-        builder.push(" LIMIT ").push_bind(EXACT_ROWS + 1).push(") owned");
+        builder
+            .push(" LIMIT ")
+            .push_bind(EXACT_ROWS + 1)
+            .push(") owned");
         Ok(builder.build_query_scalar().fetch_one(&self.pool).await?)
     }
 

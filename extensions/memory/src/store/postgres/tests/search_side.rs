@@ -9,15 +9,15 @@ use chrono::{DateTime, Utc};
 
 use std::time::Duration;
 
+use super::super::vectors::vector_text;
 use super::open_fresh;
-use crate::store::postgres::PostgresOptions;
 use crate::store::backend::{FullTextIndex, IndexQueue, MemoryRecords, VectorIndex};
+use crate::store::postgres::PostgresOptions;
 use crate::store::postgres::PostgresStore;
 use crate::store::rows::{from_ts, ts};
 use crate::store::{IndexItem, VectorStatus};
 use crate::types::{ListRequest, MemoryKind, SearchRequest};
 use crate::vector_index::tests::pseudo;
-use super::super::vectors::vector_text;
 
 /// A memory row; what a test does not set keeps its default.
 #[derive(Clone)]
@@ -185,15 +185,31 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
     ] {
         insert(&store, &memory).await;
     }
-    sql(&store, "UPDATE memories SET shared = 1 WHERE id = 'bo_shared'").await;
+    sql(
+        &store,
+        "UPDATE memories SET shared = 1 WHERE id = 'bo_shared'",
+    )
+    .await;
     sql(
         &store,
         r#"UPDATE memories SET tags = '["work", "urgent"]' WHERE id = 'tagged'"#,
     )
     .await;
-    sql(&store, "UPDATE memories SET expires_at = 2000 WHERE id = 'expiring'").await;
-    sql(&store, "UPDATE memories SET faded_at = 900 WHERE id = 'faded'").await;
-    sql(&store, "UPDATE memories SET valid_until = 900 WHERE id = 'deleted'").await;
+    sql(
+        &store,
+        "UPDATE memories SET expires_at = 2000 WHERE id = 'expiring'",
+    )
+    .await;
+    sql(
+        &store,
+        "UPDATE memories SET faded_at = 900 WHERE id = 'faded'",
+    )
+    .await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 900 WHERE id = 'deleted'",
+    )
+    .await;
     sql(
         &store,
         "UPDATE memories SET superseded_at = 900 WHERE id = 'superseded'",
@@ -321,14 +337,21 @@ async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
         "UPDATE memories SET faded_at = 5, confidence = 0.2 WHERE id = 'faded'",
     )
     .await;
-    sql(&store, "UPDATE memories SET confidence = 0.3 WHERE id = 'fresh'").await;
+    sql(
+        &store,
+        "UPDATE memories SET confidence = 0.3 WHERE id = 'fresh'",
+    )
+    .await;
     let ids = ["fresh", "faded", "nobodys", "unknown"].map(String::from);
     store.touch(&ids, at(7_000)).await.unwrap();
     store.touch(&ids[..1], at(8_000)).await.unwrap();
     let fresh = store.get("fresh").await.unwrap().unwrap();
     assert_eq!(fresh.access_count, 2);
     assert_eq!(fresh.last_accessed, Some(at(8_000)));
-    assert_eq!(fresh.confidence, 0.3, "only a faded fact's confidence rises");
+    assert_eq!(
+        fresh.confidence, 0.3,
+        "only a faded fact's confidence rises"
+    );
     let faded = store.get("faded").await.unwrap().unwrap();
     assert_eq!((faded.access_count, faded.confidence), (1, 0.5));
     assert_eq!(faded.faded_at, None);
@@ -357,7 +380,11 @@ async fn stats_count_active_memories_entities_and_the_queue() {
     ] {
         insert(&store, &memory).await;
     }
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'gone'").await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'gone'",
+    )
+    .await;
     sql(
         &store,
         "INSERT INTO entities (id, owner_id, canonical_name, type) VALUES \
@@ -400,8 +427,16 @@ async fn listings_page_newest_first() {
         )
         .await;
     }
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'm6'").await;
-    sql(&store, "UPDATE memories SET expires_at = 50 WHERE id = 'm5'").await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'm6'",
+    )
+    .await;
+    sql(
+        &store,
+        "UPDATE memories SET expires_at = 50 WHERE id = 'm5'",
+    )
+    .await;
     let ids = |memories: Vec<crate::types::Memory>| -> Vec<String> {
         memories.into_iter().map(|memory| memory.id).collect()
     };
@@ -416,7 +451,10 @@ async fn listings_page_newest_first() {
     request.offset = 0;
     request.limit = 10;
     request.include_inactive = true;
-    assert_eq!(store.list_memories(&request, at(60)).await.unwrap().len(), 7);
+    assert_eq!(
+        store.list_memories(&request, at(60)).await.unwrap().len(),
+        7
+    );
     request.include_inactive = false;
     request.chat_id = Some("c1".into());
     assert_eq!(
@@ -424,7 +462,11 @@ async fn listings_page_newest_first() {
         ["m5", "m3", "m1"]
     );
     request.kinds = vec![MemoryKind::Episode];
-    assert!(store.list_memories(&request, at(40)).await.unwrap().is_empty());
+    assert!(store
+        .list_memories(&request, at(40))
+        .await
+        .unwrap()
+        .is_empty());
 
     let recent = store.recent_memories(Some("ana"), at(103), 10).await;
     assert_eq!(ids(recent.unwrap()), ["m5", "m4", "m3"]);
@@ -453,7 +495,11 @@ async fn context_values_reflections_and_enrichment_candidates() {
         r#"UPDATE memories SET memory_type = 'context', attributes = '{"key": "mood"}'"#,
     )
     .await;
-    sql(&store, "UPDATE memories SET expires_at = 100 WHERE id = 'ctx_expired'").await;
+    sql(
+        &store,
+        "UPDATE memories SET expires_at = 100 WHERE id = 'ctx_expired'",
+    )
+    .await;
     let value = |chat: Option<&'static str>, key: &'static str, now: i64| {
         let store = &store;
         async move {
@@ -464,10 +510,22 @@ async fn context_values_reflections_and_enrichment_candidates() {
                 .map(|memory| memory.id)
         }
     };
-    assert_eq!(value(Some("c1"), "mood", 50).await.as_deref(), Some("ctx_chat"));
-    assert_eq!(value(None, "mood", 50).await.as_deref(), Some("ctx_personal"));
-    assert_eq!(value(Some("c2"), "mood", 50).await.as_deref(), Some("ctx_expired"));
-    assert_eq!(value(Some("c2"), "mood", 150).await.as_deref(), Some("ctx_personal"));
+    assert_eq!(
+        value(Some("c1"), "mood", 50).await.as_deref(),
+        Some("ctx_chat")
+    );
+    assert_eq!(
+        value(None, "mood", 50).await.as_deref(),
+        Some("ctx_personal")
+    );
+    assert_eq!(
+        value(Some("c2"), "mood", 50).await.as_deref(),
+        Some("ctx_expired")
+    );
+    assert_eq!(
+        value(Some("c2"), "mood", 150).await.as_deref(),
+        Some("ctx_personal")
+    );
     assert_eq!(value(Some("c1"), "other", 50).await, None);
 
     for (id, user, chat, time) in [
@@ -499,7 +557,10 @@ async fn context_values_reflections_and_enrichment_candidates() {
         }
     };
     assert_eq!(latest(Some("ana"), None).await.as_deref(), Some("ref_new"));
-    assert_eq!(latest(Some("ana"), Some("c1")).await.as_deref(), Some("ref_chat"));
+    assert_eq!(
+        latest(Some("ana"), Some("c1")).await.as_deref(),
+        Some("ref_chat")
+    );
     assert_eq!(latest(None, None).await.as_deref(), Some("ref_nobody"));
 
     insert(&store, &row("plain", "x")).await;
@@ -533,7 +594,10 @@ async fn full_text_ranks_stems_and_filters() {
     let store = open_fresh().await;
     for memory in [
         row("run", "I run every morning before work"),
-        row("runs", "She runs and runs and runs along the river, running all day"),
+        row(
+            "runs",
+            "She runs and runs and runs along the river, running all day",
+        ),
         row("coffee", "Coffee with oat milk, no sugar"),
         Row {
             user: Some("bo"),
@@ -544,7 +608,11 @@ async fn full_text_ranks_stems_and_filters() {
     ] {
         insert(&store, &memory).await;
     }
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'gone'").await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'gone'",
+    )
+    .await;
     // "running" is stemmed as "run" was.
     let matches = store
         .fts_best_matches("\"running\"", &ana(), 10)
@@ -554,7 +622,10 @@ async fn full_text_ranks_stems_and_filters() {
     assert_eq!(ids, ["runs", "run"], "more occurrences rank higher");
     assert!(matches.iter().all(|(_, score)| *score > 0.0));
     assert!(matches[0].1 > matches[1].1);
-    let all = store.fts_all_matches("\"running\"", &ana(), 10).await.unwrap();
+    let all = store
+        .fts_all_matches("\"running\"", &ana(), 10)
+        .await
+        .unwrap();
     assert_eq!(all, matches);
     // A memory with more of the query's words ranks above one with fewer.
     let both = store
@@ -568,10 +639,16 @@ async fn full_text_ranks_stems_and_filters() {
         include_deleted: true,
         ..SearchRequest::default()
     };
-    let all_runs = store.fts_all_matches("\"run\"", &everyone, 10).await.unwrap();
+    let all_runs = store
+        .fts_all_matches("\"run\"", &everyone, 10)
+        .await
+        .unwrap();
     assert_eq!(all_runs.len(), 4);
     assert_eq!(all_runs[0].0, "gone", "three runs in three words");
-    let limited = store.fts_best_matches("\"run\"", &everyone, 2).await.unwrap();
+    let limited = store
+        .fts_best_matches("\"run\"", &everyone, 2)
+        .await
+        .unwrap();
     assert_eq!(limited, all_runs[..2]);
     let bo = SearchRequest {
         user_id: Some("bo".into()),
@@ -603,7 +680,11 @@ async fn full_text_ranks_stems_and_filters() {
     assert_eq!(store.fts_match_count("\"running\"").await.unwrap(), 4);
     assert_eq!(store.fts_match_count("\"the\"").await.unwrap(), 0);
     assert_eq!(store.fts_match_count("").await.unwrap(), 0);
-    assert!(store.fts_best_matches("", &ana(), 5).await.unwrap().is_empty());
+    assert!(store
+        .fts_best_matches("", &ana(), 5)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(store
         .fts_all_matches("\"'\"", &ana(), 5)
         .await
@@ -695,7 +776,10 @@ fn recall(found: &[(String, f32)], exact: &[(String, f32)]) -> f64 {
 #[tokio::test]
 async fn the_vector_index_follows_the_provider() {
     let store = open_fresh().await;
-    assert!(matches!(store.vector_status(), VectorStatus::Disabled { .. }));
+    assert!(matches!(
+        store.vector_status(),
+        VectorStatus::Disabled { .. }
+    ));
     let enabled = |dimensions, model: &str| VectorStatus::Enabled {
         dimensions,
         model_id: model.to_owned(),
@@ -736,8 +820,14 @@ async fn the_vector_index_follows_the_provider() {
     else {
         panic!("a mismatch disables vector search");
     };
-    assert!(reason.contains("4-dimension") && reason.contains("`large`"), "{reason}");
-    assert!(matches!(store.vector_status(), VectorStatus::Disabled { .. }));
+    assert!(
+        reason.contains("4-dimension") && reason.contains("`large`"),
+        "{reason}"
+    );
+    assert!(matches!(
+        store.vector_status(),
+        VectorStatus::Disabled { .. }
+    ));
     assert_eq!(store.mirror_size().await.unwrap(), (1, 0));
     let found = store
         .search_vector(&ana(), &[1.0, 0.0, 0.0, 0.0], 5, -1.0)
@@ -782,7 +872,7 @@ fn random_rows(users: usize, per_user: usize) -> Vec<(String, String, &'static s
             (
                 format!("m{n}"),
                 format!("u{}", n % users),
-                if (n / users) % 2 == 0 {
+                if (n / users).is_multiple_of(2) {
                     "fact"
                 } else {
                     "episode"
@@ -860,7 +950,10 @@ async fn vector_search_for_one_user_among_many_finds_their_nearest() {
     );
     assert!(search_recall >= 0.9, "recall {search_recall}");
     assert!(kind_recall >= 0.9, "recall {kind_recall}");
-    assert!(hnsw_found[0] < 10 * queries, "the filtered scan falls short");
+    assert!(
+        hnsw_found[0] < 10 * queries,
+        "the filtered scan falls short"
+    );
 
     // Similarity cut-off, and the request's filters after the search.
     let query = pseudo(7, 384);
@@ -868,12 +961,22 @@ async fn vector_search_for_one_user_among_many_finds_their_nearest() {
         user_id: Some("u6".into()),
         ..SearchRequest::default()
     };
-    let found = store.search_vector(&request, &query, 10, 0.99).await.unwrap();
+    let found = store
+        .search_vector(&request, &query, 10, 0.99)
+        .await
+        .unwrap();
     assert_eq!(found.len(), 1, "only itself");
     assert_eq!(found[0].0, "m6");
     assert!((found[0].1 - 1.0).abs() < 1e-4);
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'm6'").await;
-    let found = store.search_vector(&request, &query, 10, -1.0).await.unwrap();
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'm6'",
+    )
+    .await;
+    let found = store
+        .search_vector(&request, &query, 10, -1.0)
+        .await
+        .unwrap();
     assert_eq!(found.len(), 10);
     assert!(found.iter().all(|(id, _)| id != "m6"));
     assert!(store
@@ -904,7 +1007,10 @@ async fn without_ef_search_vector_search_is_exact() {
         kinds: vec![MemoryKind::Fact, MemoryKind::Episode],
         ..SearchRequest::default()
     };
-    let found = store.search_vector(&request, &query, 10, -1.0).await.unwrap();
+    let found = store
+        .search_vector(&request, &query, 10, -1.0)
+        .await
+        .unwrap();
     let exact = store.nearest_exact(&query, None, None, 10).await.unwrap();
     assert_eq!(found, exact);
 }
@@ -974,9 +1080,15 @@ async fn approximate_search_uses_the_hnsw_index_and_exact_search_does_not() {
                 .unwrap();
             total += recall(&found, &exact);
         }
-        sweep.push(format!("ef_search {ef_search}: {:.3}", total / queries as f64));
+        sweep.push(format!(
+            "ef_search {ef_search}: {:.3}",
+            total / queries as f64
+        ));
     }
-    eprintln!("HNSW recall@10 over 7,000 random vectors: {}", sweep.join(", "));
+    eprintln!(
+        "HNSW recall@10 over 7,000 random vectors: {}",
+        sweep.join(", ")
+    );
     unfiltered /= queries as f64;
     big /= queries as f64;
     let per = |total: std::time::Duration| total / queries as u32;
@@ -1011,7 +1123,10 @@ async fn approximate_search_uses_the_hnsw_index_and_exact_search_does_not() {
          '{vector}'::vector(384) LIMIT 10"
     ))
     .await;
-    assert!(approximate.contains("memory_vectors_hnsw_384"), "{approximate}");
+    assert!(
+        approximate.contains("memory_vectors_hnsw_384"),
+        "{approximate}"
+    );
     let exact = plan(format!(
         "SELECT memory_id FROM memory_vectors ORDER BY embedding <=> '{vector}'::vector LIMIT 10"
     ))
@@ -1054,7 +1169,11 @@ fn item_ids(items: &[IndexItem]) -> Vec<String> {
 async fn a_batch_is_leased_to_one_caller_until_its_lease_runs_out() {
     let store = open_fresh().await;
     queue(&store, 10).await;
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'q0002'").await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'q0002'",
+    )
+    .await;
     let (first, second) = tokio::join!(store.next_index_batch(4), store.next_index_batch(4));
     let (first, second) = (item_ids(&first.unwrap()), item_ids(&second.unwrap()));
     assert_eq!(first.len(), 4);
@@ -1068,7 +1187,11 @@ async fn a_batch_is_leased_to_one_caller_until_its_lease_runs_out() {
     let rest = store.next_index_batch(10).await.unwrap();
     assert_eq!(item_ids(&rest), ["q0009", "q0010"]);
     assert!(store.next_index_batch(10).await.unwrap().is_empty());
-    assert_eq!(store.pending_index().await.unwrap(), 10, "leased, still queued");
+    assert_eq!(
+        store.pending_index().await.unwrap(),
+        10,
+        "leased, still queued"
+    );
     let lease: i64 = count(&store, "SELECT MIN(claimed_until) FROM embedding_queue").await;
     let now = ts(Utc::now());
     assert!((now + 290..=now + 310).contains(&lease), "{lease} vs {now}");
@@ -1084,7 +1207,10 @@ async fn a_batch_is_leased_to_one_caller_until_its_lease_runs_out() {
     assert!(!again[0].active, "soft-deleted before it was indexed");
     assert!(again[1].active);
     assert_eq!(again[1].content, "text 3");
-    assert_eq!((again[1].user_id.as_str(), again[1].kind.as_str()), ("ana", "fact"));
+    assert_eq!(
+        (again[1].user_id.as_str(), again[1].kind.as_str()),
+        ("ana", "fact")
+    );
     let later = store
         .lease_index_batch(3, now + super::super::index_queue::LEASE_SECONDS + 60)
         .await
@@ -1125,7 +1251,11 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
     let store = open_fresh().await;
     store.ensure_vector_index(3, "tiny").await.unwrap();
     queue(&store, 5).await;
-    sql(&store, "UPDATE memories SET valid_until = 1 WHERE id = 'q0004'").await;
+    sql(
+        &store,
+        "UPDATE memories SET valid_until = 1 WHERE id = 'q0004'",
+    )
+    .await;
     let batch = store.next_index_batch(10).await.unwrap();
     let vector = |x: f32| Some(vec![x, 1.0, 0.0]);
     let items: Vec<(IndexItem, Option<Vec<f32>>)> = batch
@@ -1217,9 +1347,15 @@ async fn the_embedding_cache_round_trips_by_model() {
     store.cache_vectors(&[], "m", at(30)).await.unwrap();
     let cached = store.cached_vectors(&hashes, "m").await.unwrap();
     assert_eq!(cached.len(), 2);
-    assert_eq!(cached["h1"], vectors[0].1, "the first vector stays, bit for bit");
+    assert_eq!(
+        cached["h1"], vectors[0].1,
+        "the first vector stays, bit for bit"
+    );
     assert_eq!(cached["h2"], vectors[1].1);
-    assert_eq!(store.cached_vectors(&hashes, "other").await.unwrap()["h1"], [7.0]);
+    assert_eq!(
+        store.cached_vectors(&hashes, "other").await.unwrap()["h1"],
+        [7.0]
+    );
     let created: i64 = count(
         &store,
         "SELECT created_at FROM embedding_cache WHERE content_hash = 'h1' AND model_id = 'm'",
