@@ -26,9 +26,11 @@ use crate::store::VectorStatus;
 use crate::types::SearchRequest;
 
 /// A user's (and kind's) vectors up to this many are searched exactly rather than through the
-/// HNSW index: reading them through the user index costs about what an HNSW scan deep enough to
-/// find them among everyone's would.
-pub(super) const EXACT_ROWS: i64 = 5_000;
+/// HNSW index. Reading them through the user index costs less than an HNSW scan deep enough to
+/// hold `k` of theirs among everyone's: with 3,000 vectors of 30 users, a whole search (100 of
+/// one user's exactly) took 7 ms, the HNSW scan at `ef_search` 1000 alone 24 ms; exact search
+/// over 7,000 vectors took 5 ms.
+const EXACT_ROWS: i64 = 5_000;
 
 /// pgvector's largest `hnsw.ef_search`.
 const MAX_EF_SEARCH: usize = 1_000;
