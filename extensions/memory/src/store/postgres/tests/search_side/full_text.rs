@@ -2,7 +2,8 @@
 
 use super::super::open_fresh;
 use super::{ana, insert, row, sql, Row};
-use crate::store::backend::FullTextIndex;
+use crate::search::{search_fts, CorpusStats};
+use crate::store::backend::{FullTextIndex, MemoryRecords};
 use crate::types::SearchRequest;
 
 #[tokio::test]
@@ -133,4 +134,83 @@ async fn full_text_finds_the_best_few_among_many() {
         .unwrap();
     assert_eq!(best, all);
     assert_eq!(store.fts_match_count("\"garden\"").await.unwrap(), 3000);
+
+    // Through the search layer: over 2,000 memories, a query whose words match many is
+    // narrowed to its rare word or all its common words together.
+    let request = SearchRequest {
+        query: "gardens, notes and 17".into(),
+        ..ana()
+    };
+    let found = search_fts(&store, &CorpusStats::default(), &request, 3)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 3);
+    let mut contents = Vec::new();
+    for (id, _) in &found {
+        contents.push(store.get(id).await.unwrap().unwrap().content);
+    }
+    assert!(
+        contents.iter().all(|content| content.contains("garden")),
+        "{contents:?}"
+    );
+    // The query's form can use the GIN index (a table this small is read whole otherwise).
+    let mut tx = store.pool().begin().await.unwrap();
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN SELECT id FROM memories WHERE search_text @@ to_tsquery('english', $1)",
+    )
+    .bind("'note' & '17'")
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    assert!(
+        plan.join("\n").contains("idx_memories_search_text"),
+        "{plan:?}"
+    );
+}
+
+#[tokio::test]
+async fn any_query_text_is_answered_without_an_error() {
+    let store = open_fresh().await;
+    insert(
+        &store,
+        &row(
+            "m",
+            "Lisbon's café: naïve \"quotes\" and O'Brien (2024) AND/OR NOT",
+        ),
+    )
+    .await;
+    for text in [
+        "",
+        "\"",
+        "'",
+        "''' \"\"\" \\",
+        "AND OR NOT",
+        "( ) ( (",
+        "a & b | !c <-> d:*",
+        "café naïve 東京 Ωμέγα",
+        "O'Brien's",
+        "NEAR(a b) col:term ^x *",
+        "the of and",
+        "2024-01-01 12:00",
+        "x\u{1}y",
+    ] {
+        let request = SearchRequest {
+            query: text.to_owned(),
+            ..ana()
+        };
+        let found = search_fts(&store, &CorpusStats::default(), &request, 5).await;
+        assert!(found.is_ok(), "{text:?}: {found:?}");
+    }
+    let request = SearchRequest {
+        query: "what about o'brien and the cafes?".into(),
+        ..ana()
+    };
+    let found = search_fts(&store, &CorpusStats::default(), &request, 5)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
 }
