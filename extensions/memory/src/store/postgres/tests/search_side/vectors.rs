@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use super::super::open_fresh;
-use super::{ana, insert, row, sql};
+use super::{ana, count, insert, row, sql};
 use crate::store::backend::{IndexQueue, VectorIndex};
 use crate::store::postgres::vectors::vector_text;
 use crate::store::postgres::{PostgresOptions, PostgresStore};
@@ -443,4 +443,35 @@ async fn approximate_search_uses_the_hnsw_index_and_exact_search_does_not() {
     ))
     .await;
     assert!(filtered.contains("memory_vectors_hnsw_384"), "{filtered}");
+}
+
+#[tokio::test]
+async fn instances_starting_together_agree_on_one_provider() {
+    let store = open_fresh().await;
+    // A second instance on the same database (it shares the pool, not the vector status).
+    let other = PostgresStore {
+        pool: store.pool().clone(),
+        vector: std::sync::RwLock::new(VectorStatus::Disabled {
+            reason: "not checked".into(),
+        }),
+        ef_search: 100,
+    };
+    let (first, second) = tokio::join!(
+        store.ensure_vector_index(4, "small"),
+        other.ensure_vector_index(8, "large")
+    );
+    let enabled = [first.unwrap(), second.unwrap()]
+        .iter()
+        .filter(|status| matches!(status, VectorStatus::Enabled { .. }))
+        .count();
+    assert_eq!(
+        enabled, 1,
+        "the first recorded provider wins; the other is refused"
+    );
+    let hnsw = count(
+        &store,
+        "SELECT COUNT(*) FROM pg_indexes WHERE indexname LIKE 'memory_vectors_hnsw_%'",
+    )
+    .await;
+    assert_eq!(hnsw, 1);
 }
