@@ -188,7 +188,7 @@ impl PostgresStore {
     /// The `k` nearest of `owner`'s vectors (of `kind`, when given): exactly while they are at
     /// most [`EXACT_ROWS`]; else through the HNSW index at its deepest, and exactly if that
     /// finds fewer than `k`.
-    pub(super) async fn nearest_filtered(
+    async fn nearest_filtered(
         &self,
         vector: &[f32],
         dimensions: usize,
