@@ -1,46 +1,195 @@
-//! STUB: to be written (PostgreSQL port of ../sqlite/records.rs).
+//! Reading memories: by id, through a request's filters, the keys ranking needs, and the
+//! listings the service, tools and jobs ask for; counting accesses.
+//!
+//! PostgreSQL has no rowid: where the SQLite store breaks a tie of event times by insertion
+//! order (`rowid`), this one breaks it by `created_at`, then by id. Two memories stored in the
+//! same second with the same event time are therefore ordered by id, not by which came first.
 
-#![allow(unused_variables, unused_imports, dead_code)]
-
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use mnemo_ner_api::ExtractedEntity;
-use serde_json::Value;
+use sqlx::{Postgres, QueryBuilder, Row};
 
+use super::open::WriteScope;
+use super::scope::push_filters;
 use super::PostgresStore;
-use crate::error::{MemoryError, Result};
-use crate::store::backend::*;
-use crate::store::*;
-use crate::types::*;
+use crate::error::Result;
+use crate::store::backend::MemoryRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::RankKey;
+use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
+
+/// The kinds' names, for binding as a list.
+fn kind_names(kinds: &[MemoryKind]) -> Vec<String> {
+    kinds.iter().map(|kind| kind.as_str().to_owned()).collect()
+}
 
 #[async_trait]
 impl MemoryRecords for PostgresStore {
     async fn get(&self, id: &str) -> Result<Option<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
     }
+
     async fn load_filtered(
         &self,
         ids: &[String],
         request: &SearchRequest,
     ) -> Result<HashMap<String, Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY("
+        ));
+        builder.push_bind(ids.to_vec()).push(")");
+        push_filters(&mut builder, request);
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| memory_from_row(row).map(|memory| (memory.id.clone(), memory)))
+            .collect()
     }
+
     async fn rank_keys(
         &self,
         ids: &[String],
         request: &SearchRequest,
         neighbours: bool,
     ) -> Result<HashMap<String, RankKey>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
+        if neighbours {
+            // Each turn's neighbours in the same user's session and chat, through the session
+            // index; turns are ordered by (event time, creation time, id).
+            builder.push(
+                "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
+                 (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
+                  AND p.user_id = m.user_id AND p.chat_id IS NOT DISTINCT FROM m.chat_id \
+                  AND p.kind = 'episode' \
+                  AND (p.event_time, p.created_at, p.id) < (m.event_time, m.created_at, m.id) \
+                  ORDER BY p.event_time DESC, p.created_at DESC, p.id DESC LIMIT 1) END, \
+                 CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
+                 (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
+                  AND n.user_id = m.user_id AND n.chat_id IS NOT DISTINCT FROM m.chat_id \
+                  AND n.kind = 'episode' \
+                  AND (n.event_time, n.created_at, n.id) > (m.event_time, m.created_at, m.id) \
+                  ORDER BY n.event_time, n.created_at, n.id LIMIT 1) END",
+            );
+        } else {
+            builder.push("NULL::text, NULL::text");
+        }
+        builder.push(" FROM memories m WHERE m.id = ANY(");
+        builder.push_bind(ids.to_vec()).push(")");
+        push_filters(&mut builder, request);
+        type Row = (String, f64, i64, Option<String>, Option<String>);
+        Ok(builder
+            .build_query_as::<Row>()
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|(id, confidence, event_time, previous, next)| {
+                (
+                    id,
+                    RankKey {
+                        confidence,
+                        event_time,
+                        previous,
+                        next,
+                    },
+                )
+            })
+            .collect())
     }
+
+    /// A touch is a write to each owner's memories: the ids are grouped by owner and each
+    /// owner's are updated in a transaction holding that owner's write lock (so decay, which
+    /// holds the whole store, never interleaves with it). Owners are touched one after another,
+    /// not all in one transaction.
     async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let owned: Vec<(String, String)> =
+            sqlx::query_as("SELECT id, COALESCE(user_id, '') FROM memories WHERE id = ANY($1)")
+                .bind(ids)
+                .fetch_all(&self.pool)
+                .await?;
+        let mut by_owner: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (id, owner) in owned {
+            by_owner.entry(owner).or_default().push(id);
+        }
+        for (owner, ids) in by_owner {
+            let mut tx = self.begin_write(WriteScope::Owner(&owner)).await?;
+            // A recalled fact that had faded is back: in the context again, with the confidence
+            // of a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
+            sqlx::query(
+                "UPDATE memories SET access_count = access_count + 1, \
+                 confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
+                 ELSE confidence END, faded_at = NULL, last_accessed = $1 \
+                 WHERE id = ANY($2) AND COALESCE(user_id, '') = $3",
+            )
+            .bind(ts(at))
+            .bind(&ids)
+            .bind(&owner)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        }
+        Ok(())
     }
+
     async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        let mut builder = QueryBuilder::new(
+            "SELECT m.kind, COUNT(*), MAX(m.event_time) FROM memories m \
+             WHERE m.valid_until IS NULL AND m.superseded_at IS NULL",
+        );
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        builder.push(" GROUP BY m.kind");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        let mut stats = MemoryStats::default();
+        for row in rows {
+            let kind: String = row.try_get(0)?;
+            let count: i64 = row.try_get(1)?;
+            let latest: Option<i64> = row.try_get(2)?;
+            match kind.as_str() {
+                "episode" => stats.episodes = count,
+                "fact" => stats.facts = count,
+                "reflection" => stats.reflections = count,
+                _ => {}
+            }
+            if let Some(latest) = latest.map(from_ts) {
+                stats.latest = Some(stats.latest.map_or(latest, |known| known.max(latest)));
+            }
+        }
+        let mut builder = QueryBuilder::new("SELECT COUNT(*) FROM entities e WHERE 1 = 1");
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND e.owner_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        stats.entities = builder.build_query_scalar().fetch_one(&self.pool).await?;
+        let mut builder = QueryBuilder::new("SELECT COUNT(*) FROM embedding_queue q");
+        if let Some(user_id) = user_id {
+            builder
+                .push(" JOIN memories m ON m.id = q.memory_id WHERE m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        stats.pending_index = builder.build_query_scalar().fetch_one(&self.pool).await?;
+        Ok(stats)
     }
+
     async fn memories_for_enrichment(
         &self,
         kinds: &[MemoryKind],
@@ -48,30 +197,105 @@ impl MemoryRecords for PostgresStore {
         max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        // `->>` gives SQL NULL for a missing key and for JSON null alike, as `json_extract`
+        // does; an attempt count that is not a number counts as none.
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
+             AND (m.attributes::jsonb ->> 'enriched_at') IS NULL \
+             AND COALESCE(CASE WHEN jsonb_typeof(m.attributes::jsonb -> 'enrichment_attempts') \
+             = 'number' THEN (m.attributes::jsonb ->> 'enrichment_attempts')::double precision \
+             END, 0) < "
+        ));
+        builder.push_bind(max_attempts);
+        builder
+            .push(" AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= ");
+        builder.push_bind(i64::try_from(max_entities).unwrap_or(i64::MAX));
+        if !kinds.is_empty() {
+            builder
+                .push(" AND m.kind = ANY(")
+                .push_bind(kind_names(kinds))
+                .push(")");
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        self.fetch_memories(builder).await
     }
+
     async fn latest_reflection(
         &self,
         user_id: Option<&str>,
         chat_id: Option<&str>,
     ) -> Result<Option<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' \
+             AND m.valid_until IS NULL \
+             AND (m.user_id IS NOT DISTINCT FROM $1 OR m.user_id IS NULL) \
+             AND m.chat_id IS NOT DISTINCT FROM $2 \
+             ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT 1"
+        ))
+        .bind(user_id)
+        .bind(chat_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
     }
+
     async fn recent_memories(
         &self,
         user_id: Option<&str>,
         since: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
+             AND m.superseded_at IS NULL AND m.kind IN ('fact', 'episode') AND m.event_time >= "
+        ));
+        builder.push_bind(ts(since));
+        if let Some(user_id) = user_id {
+            builder
+                .push(" AND m.user_id = ")
+                .push_bind(user_id.to_owned());
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        self.fetch_memories(builder).await
     }
+
     async fn list_memories(
         &self,
         request: &ListRequest,
         now: DateTime<Utc>,
     ) -> Result<Vec<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = "
+        ));
+        builder.push_bind(request.user_id.clone());
+        if let Some(chat_id) = &request.chat_id {
+            builder.push(" AND m.chat_id = ").push_bind(chat_id.clone());
+        }
+        if !request.kinds.is_empty() {
+            builder
+                .push(" AND m.kind = ANY(")
+                .push_bind(kind_names(&request.kinds))
+                .push(")");
+        }
+        if !request.include_inactive {
+            builder
+                .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL")
+                .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
+                .push_bind(ts(now))
+                .push(")");
+        }
+        builder
+            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+            .push(" OFFSET ")
+            .push_bind(i64::try_from(request.offset).unwrap_or(i64::MAX));
+        self.fetch_memories(builder).await
     }
+
     async fn context_value(
         &self,
         owner: &str,
@@ -79,6 +303,36 @@ impl MemoryRecords for PostgresStore {
         key: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Memory>> {
-        Err(MemoryError::Invalid("not written yet".into()))
+        // In a chat: the value set in that chat, else the owner's value set outside any chat
+        // (`chat_id IS NULL` is false for the chat's own, which sorts first).
+        let row = sqlx::query(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = $1 \
+             AND m.memory_type = 'context' \
+             AND (m.chat_id IS NULL OR m.chat_id = $2) \
+             AND m.valid_until IS NULL AND m.superseded_at IS NULL \
+             AND (m.expires_at IS NULL OR m.expires_at > $3) \
+             AND (m.attributes::jsonb ->> 'key') = $4 \
+             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.id DESC LIMIT 1"
+        ))
+        .bind(owner)
+        .bind(chat_id)
+        .bind(ts(now))
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(memory_from_row).transpose()
+    }
+}
+
+impl PostgresStore {
+    /// The memories a built query (selecting `MEMORY_COLUMNS`) returns, in its order.
+    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Postgres>) -> Result<Vec<Memory>> {
+        builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect()
     }
 }
