@@ -64,10 +64,58 @@ async fn owners_of(executor: impl PgExecutor<'_>, ids: &[String]) -> Result<Owne
     Ok(owners)
 }
 
+/// A JSON object's members in their written order (serde_json's own map sorts them), so that
+/// setting one key keeps the others where they were, as SQLite's `json_set` does.
+struct Members(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Value>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// SQLite's `json_set(text, '$.<key>', value)` on a JSON object: the key's value replaced where
+/// it stands, or the key appended, written compact. `None` when `text` is JSON but not an
+/// object, which `json_set` leaves as it is.
+fn json_set(text: &str, key: &str, value: Value) -> std::result::Result<Option<String>, String> {
+    let parsed: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
+    if !parsed.is_object() {
+        return Ok(None);
+    }
+    let Members(mut members) = serde_json::from_str(text).map_err(|error| error.to_string())?;
+    match members.iter_mut().find(|(name, _)| name == key) {
+        Some((_, old)) => *old = value,
+        None => members.push((key.to_owned(), value)),
+    }
+    let written: Vec<String> = members
+        .into_iter()
+        .map(|(name, value)| format!("{}:{value}", Value::String(name)))
+        .collect();
+    Ok(Some(format!("{{{}}}", written.join(","))))
+}
+
 /// Records `supersedes: old_id` in the attributes of memory `id`, as SQLite's
-/// `json_set(attributes, '$.supersedes', old_id)` does (the JSON is written compact, its keys in
-/// serde_json's order); a memory that does not exist, or whose attributes are not an object, is
-/// left alone.
+/// `json_set(attributes, '$.supersedes', old_id)` does; a memory that does not exist, or whose
+/// attributes are not an object, is left alone.
 async fn set_supersedes(tx: &mut Transaction<'_, Postgres>, id: &str, old_id: &str) -> Result<()> {
     let attributes: Option<String> =
         sqlx::query_scalar("SELECT attributes FROM memories WHERE id = $1 FOR UPDATE")
@@ -77,22 +125,15 @@ async fn set_supersedes(tx: &mut Transaction<'_, Postgres>, id: &str, old_id: &s
     let Some(attributes) = attributes else {
         return Ok(());
     };
-    let mut object = match serde_json::from_str::<Value>(&attributes) {
-        Ok(Value::Object(object)) => object,
-        // JSON that is not an object has no key to set: SQLite leaves it as it is.
-        Ok(_) => return Ok(()),
-        Err(error) => {
-            return Err(MemoryError::Corrupt(format!(
-                "attributes of `{id}`: {error}"
-            )))
-        }
-    };
-    object.insert("supersedes".to_owned(), Value::String(old_id.to_owned()));
-    sqlx::query("UPDATE memories SET attributes = $1 WHERE id = $2")
-        .bind(Value::Object(object).to_string())
-        .bind(id)
-        .execute(&mut **tx)
-        .await?;
+    let updated = json_set(&attributes, "supersedes", Value::String(old_id.to_owned()))
+        .map_err(|error| MemoryError::Corrupt(format!("attributes of `{id}`: {error}")))?;
+    if let Some(updated) = updated {
+        sqlx::query("UPDATE memories SET attributes = $1 WHERE id = $2")
+            .bind(updated)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
@@ -235,6 +276,9 @@ impl FactLifecycle for PostgresStore {
             ids.push(row.try_get::<String, _>("id")?);
             confidences.push(decayed_confidence);
             fadings.push(faded);
+        }
+        if ids.is_empty() {
+            return Ok(report);
         }
         // One statement for the whole run rather than one per fact.
         sqlx::query(

@@ -103,9 +103,10 @@ impl MemoryRemoval for PostgresStore {
                 .await?;
         // Sorted byte by byte, as SQLite sorts text.
         let session_ids: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM memories WHERE user_id = $1 AND session_id IS NOT NULL \
-             UNION SELECT session_id FROM sessions_consolidations WHERE user_id = $1 \
-             ORDER BY 1 COLLATE \"C\"",
+            "SELECT session_id FROM (SELECT session_id FROM memories \
+             WHERE user_id = $1 AND session_id IS NOT NULL \
+             UNION SELECT session_id FROM sessions_consolidations WHERE user_id = $1) AS s \
+             ORDER BY session_id COLLATE \"C\"",
         )
         .bind(user_id)
         .fetch_all(&mut *tx)
