@@ -1,6 +1,8 @@
 //! Tests of the PostgreSQL store on a real server (the shared test server of
 //! `mnemo-pg-fixture`, a fresh database each), and the helpers they share.
 
+mod lifecycle_and_export;
+
 use std::time::Duration;
 
 use super::{PostgresOptions, PostgresStore};
