@@ -1,7 +1,9 @@
 //! Tests of the PostgreSQL store on a real server (the shared test server of
 //! `mnemo-pg-fixture`, a fresh database each), and the helpers they share.
 
+mod ingest_and_entities;
 mod lifecycle_and_export;
+mod sessions_and_people;
 
 use std::time::Duration;
 
