@@ -238,8 +238,8 @@ async fn import_takes_what_sqlite_takes_and_refuses_the_rest() {
     );
 }
 
-/// A SQLite store as the service fills it, with the odd values plain SQL can put there.
-async fn filled_sqlite(store: &MemoryStore) {
+/// Fills a store as the service does, through its own methods; returns the turns' ids.
+async fn fill_through_methods(store: &dyn MemoryBackend) -> Vec<String> {
     let mut ids = Vec::new();
     for (index, text) in [
         "Maria met Jonas in Porto",
@@ -299,18 +299,55 @@ async fn filled_sqlite(store: &MemoryStore) {
         .await
         .unwrap();
     store.resolve_conflict(&bob, &ids[1]).await.unwrap();
-    store.touch(&ids[1..2], at(BASE + 40)).await.unwrap();
     store.decay(0.1, at(BASE + 50 * DAY)).await.unwrap();
-    for statement in [
+    ids
+}
+
+/// What plain SQL can put in either store and the methods do not: a big integer, a real that
+/// needs all its digits, a legacy event, a consolidated session.
+const ODD_VALUES: [&str; 3] = [
+    "UPDATE memories SET confidence = 0.30000000000000004, event_time = 9007199254740993 \
+     WHERE user_id = 'bob'",
+    "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES ('', 'old', 'gone')",
+    "UPDATE sessions_consolidations SET consolidated_at = 7, attempts = 2, \
+     last_error = 'timeout', provider = 'p'",
+];
+
+/// A SQLite store as the service fills it, with the odd values plain SQL can put there.
+async fn filled_sqlite(store: &MemoryStore) {
+    let ids = fill_through_methods(store).await;
+    store.touch(&ids[1..2], at(BASE + 40)).await.unwrap();
+    for statement in ODD_VALUES.into_iter().chain([
         "UPDATE entities SET embedding = X'00ff10', summary = 'sum' WHERE canonical_name = 'Maria'",
-        "UPDATE memories SET confidence = 0.30000000000000004, event_time = 9007199254740993 \
-         WHERE user_id = 'bob'",
-        "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES ('', 'old', 'gone')",
-        "UPDATE sessions_consolidations SET consolidated_at = 7, attempts = 2, \
-         last_error = 'timeout', provider = 'p'",
-    ] {
+    ]) {
         sqlx::query(statement).execute(store.pool()).await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_postgres_store_moves_to_sqlite_and_back_without_a_difference() {
+    let postgres = open_fresh().await;
+    fill_through_methods(&postgres).await;
+    for statement in ODD_VALUES {
+        sqlx::query(statement)
+            .execute(postgres.pool())
+            .await
+            .unwrap();
+    }
+    sqlx::query("UPDATE entities SET embedding = $1 WHERE canonical_name = 'Maria'")
+        .bind(vec![0_u8, 0xff, 0x10])
+        .execute(postgres.pool())
+        .await
+        .unwrap();
+    let from_postgres = postgres.export_rows(None).await.unwrap();
+    // 7 memories, 2 entities, 5 links, 2 sessions, 4 events.
+    assert_eq!(from_postgres.len(), 20);
+    let (_dir, sqlite) = open_sqlite().await;
+    import_all(&sqlite, &from_postgres).await;
+    assert_eq!(sqlite.export_rows(None).await.unwrap(), from_postgres);
+    let back = open_fresh().await;
+    import_all(&back, &sqlite.export_rows(None).await.unwrap()).await;
+    assert_eq!(back.export_rows(None).await.unwrap(), from_postgres);
 }
 
 #[tokio::test]
