@@ -2,6 +2,7 @@
 //! `mnemo-pg-fixture`, a fresh database each), and the helpers they share.
 
 mod ingest_and_entities;
+mod lifecycle_and_export;
 mod search_side;
 mod sessions_and_people;
 
