@@ -2,7 +2,7 @@
 -- the same columns and values, so that `mnemo migrate-store` copies rows as they are. Times are
 -- Unix seconds (BIGINT) and lists are JSON text, as in SQLite. What differs is PostgreSQL's own:
 -- full text is a generated tsvector with a GIN index (instead of FTS5), vectors are pgvector
--- (instead of sqlite-vec), link order is an identity column (instead of SQLite's rowid), and
+-- (instead of sqlite-vec), storing and link order are identity columns (instead of SQLite's rowid), and
 -- the indexer's queue and the sessions carry leases, so that one instance of several takes
 -- each item.
 
@@ -37,6 +37,8 @@ CREATE TABLE memories (
     subject_ids      TEXT NOT NULL DEFAULT '[]',
     consolidated_at  BIGINT,
     faded_at         BIGINT,
+    -- The order rows were stored in (SQLite's rowid): turns of one second keep their order.
+    seq              BIGINT GENERATED ALWAYS AS IDENTITY,
     -- Full text: English stemming, as FTS5's porter tokenizer does.
     search_text      tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
 );

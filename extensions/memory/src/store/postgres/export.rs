@@ -5,7 +5,8 @@
 //! A record is `{"type": table, "row": {column: value}}` with SQLite's values: integers as JSON
 //! integers, reals as JSON floats, text as strings, blobs as lowercase hex strings, NULL as null;
 //! rows ordered by key, byte by byte as SQLite compares text. The PostgreSQL-only columns (the
-//! generated full text, the link order, the queue's lease) are left out, and an import binds
+//! generated full text, the storing and link orders, the queue's lease) and the sessions'
+//! leases are left out, and an import binds
 //! each value with its column's PostgreSQL type, read from the catalog.
 
 use std::collections::HashMap;
@@ -30,10 +31,14 @@ const EXPORT_TABLES: [(&str, &str); 5] = [
     ("ingested_events", "user_id, event_id"),
 ];
 
-/// Columns only the PostgreSQL schema has: they are derived (the tsvector, the link order made
-/// again in import order) and neither exported nor accepted.
-const POSTGRES_ONLY: [(&str, &str); 3] = [
+/// Columns that are not exported or accepted: PostgreSQL's own derived ones (the tsvector, and
+/// the storing and link orders, made again in import order), and the lease of the process at
+/// work on a session (which SQLite does not export either).
+const POSTGRES_ONLY: [(&str, &str); 6] = [
     ("memories", "search_text"),
+    ("memories", "seq"),
+    ("sessions_consolidations", "leased_by"),
+    ("sessions_consolidations", "leased_until"),
     ("memory_entities", "position"),
     ("embedding_queue", "claimed_until"),
 ];

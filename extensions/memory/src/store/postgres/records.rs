@@ -68,20 +68,20 @@ impl MemoryRecords for PostgresStore {
         let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
         if neighbours {
             // Each turn's neighbours in the same user's session and chat, through the session
-            // index; turns are ordered by (event time, creation time, id).
+            // index; turns are ordered by event time, then as stored (`seq`).
             builder.push(
                 "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
                   AND p.user_id = m.user_id AND p.chat_id IS NOT DISTINCT FROM m.chat_id \
                   AND p.kind = 'episode' \
-                  AND (p.event_time, p.created_at, p.id) < (m.event_time, m.created_at, m.id) \
-                  ORDER BY p.event_time DESC, p.created_at DESC, p.id DESC LIMIT 1) END, \
+                  AND (p.event_time, p.seq) < (m.event_time, m.seq) \
+                  ORDER BY p.event_time DESC, p.seq DESC LIMIT 1) END, \
                  CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
                   AND n.user_id = m.user_id AND n.chat_id IS NOT DISTINCT FROM m.chat_id \
                   AND n.kind = 'episode' \
-                  AND (n.event_time, n.created_at, n.id) > (m.event_time, m.created_at, m.id) \
-                  ORDER BY n.event_time, n.created_at, n.id LIMIT 1) END",
+                  AND (n.event_time, n.seq) > (m.event_time, m.seq) \
+                  ORDER BY n.event_time, n.seq LIMIT 1) END",
             );
         } else {
             builder.push("NULL::text, NULL::text");
@@ -217,7 +217,7 @@ impl MemoryRecords for PostgresStore {
                 .push(")");
         }
         builder
-            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
             .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.fetch_memories(builder).await
     }
@@ -232,7 +232,7 @@ impl MemoryRecords for PostgresStore {
              AND m.valid_until IS NULL \
              AND (m.user_id IS NOT DISTINCT FROM $1 OR m.user_id IS NULL) \
              AND m.chat_id IS NOT DISTINCT FROM $2 \
-             ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT 1"
+             ORDER BY m.event_time DESC, m.seq DESC LIMIT 1"
         ))
         .bind(user_id)
         .bind(chat_id)
@@ -258,7 +258,7 @@ impl MemoryRecords for PostgresStore {
                 .push_bind(user_id.to_owned());
         }
         builder
-            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
             .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.fetch_memories(builder).await
     }
@@ -289,7 +289,7 @@ impl MemoryRecords for PostgresStore {
                 .push(")");
         }
         builder
-            .push(" ORDER BY m.event_time DESC, m.created_at DESC, m.id DESC LIMIT ")
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
             .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .push(" OFFSET ")
             .push_bind(i64::try_from(request.offset).unwrap_or(i64::MAX));
@@ -312,7 +312,7 @@ impl MemoryRecords for PostgresStore {
              AND m.valid_until IS NULL AND m.superseded_at IS NULL \
              AND (m.expires_at IS NULL OR m.expires_at > $3) \
              AND (m.attributes::jsonb ->> 'key') = $4 \
-             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.id DESC LIMIT 1"
+             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.seq DESC LIMIT 1"
         ))
         .bind(owner)
         .bind(chat_id)

@@ -45,12 +45,11 @@ pub(super) async fn close_other_sessions(
     Ok(pending)
 }
 
-/// The order of a session's turns, oldest first, for alias `m`. SQLite breaks a tie of event
-/// times by rowid (insertion order); PostgreSQL's `memories` has no such column, so a tie is
-/// broken by creation time, then id.
-const TURN_ORDER: &str = "m.event_time, m.created_at, m.id COLLATE \"C\"";
+/// The order of a session's turns, oldest first, for alias `m`: a tie of event times is broken
+/// by the order they were stored in (`seq`, as SQLite's rowid does).
+const TURN_ORDER: &str = "m.event_time, m.seq";
 /// [`TURN_ORDER`] reversed.
-const TURN_ORDER_DESC: &str = "m.event_time DESC, m.created_at DESC, m.id COLLATE \"C\" DESC";
+const TURN_ORDER_DESC: &str = "m.event_time DESC, m.seq DESC";
 
 #[async_trait]
 impl SessionRecords for PostgresStore {
