@@ -22,7 +22,7 @@ use crate::store::rows::{blob_vector, ts, vector_blob};
 use crate::store::IndexItem;
 
 /// How long a taken batch is reserved for the instance that took it, in seconds.
-pub(super) const LEASE_SECONDS: i64 = 300;
+pub(super) const LEASE_SECONDS: i64 = 60;
 
 impl PostgresStore {
     /// [`IndexQueue::next_index_batch`] at `now` (Unix seconds): the oldest rows whose lease is
@@ -184,5 +184,14 @@ impl IndexQueue for PostgresStore {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
             .fetch_one(&self.pool)
             .await?)
+    }
+
+    async fn release_index_leases(&self) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE embedding_queue SET claimed_until = NULL WHERE claimed_until IS NOT NULL",
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
     }
 }
