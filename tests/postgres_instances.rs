@@ -31,7 +31,7 @@ fn turn(user: &str, index: usize) -> Value {
         + chrono::Duration::minutes(index as i64);
     json!({
         "id": format!("{user}-{index}"),
-        "type": if index % 2 == 0 { "user_message" } else { "agent_response" },
+        "type": if index.is_multiple_of(2) { "user_message" } else { "agent_response" },
         "at": at.to_rfc3339(),
         "session_id": format!("{user}-s{}", index / 10),
         "text": format!("{user} turn {index}: the Lisbon trip with Dana, note {}", index * 7),
@@ -86,7 +86,7 @@ async fn three_instances_lose_duplicate_and_repeat_nothing() {
                 let body = json!({"events": [turn(user, index)]});
                 let first = &instances[index % 3];
                 let second = &instances[(index + 1) % 3];
-                let sends = if index % 4 == 0 { 2 } else { 1 };
+                let sends = if index.is_multiple_of(4) { 2 } else { 1 };
                 let replies =
                     futures::future::join_all([first, second][..sends].iter().map(|instance| {
                         instance.call(
