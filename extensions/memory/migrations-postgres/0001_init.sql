@@ -8,6 +8,16 @@
 
 CREATE EXTENSION IF NOT EXISTS vector;
 
+-- Full text stems English words as FTS5's porter tokenizer does, and, like FTS5, drops no word:
+-- PostgreSQL's `english` configuration would drop "don", "can", "not", "after" and a hundred
+-- more, so that "what does Don like" could never match Don. Snowball's English stemmer without
+-- a stop-word file.
+CREATE TEXT SEARCH DICTIONARY mnemo_english_stem (TEMPLATE = snowball, LANGUAGE = english);
+CREATE TEXT SEARCH CONFIGURATION mnemo_english (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION mnemo_english
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+    WITH mnemo_english_stem;
+
 CREATE TABLE memories (
     id               TEXT PRIMARY KEY,             -- ep_*, fact_*, ref_*
     kind             TEXT NOT NULL CHECK (kind IN ('episode', 'fact', 'reflection')),
@@ -39,8 +49,8 @@ CREATE TABLE memories (
     faded_at         BIGINT,
     -- The order rows were stored in (SQLite's rowid): turns of one second keep their order.
     seq              BIGINT GENERATED ALWAYS AS IDENTITY,
-    -- Full text: English stemming, as FTS5's porter tokenizer does.
-    search_text      tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
+    -- Full text: English stemming without stop words (see mnemo_english above).
+    search_text      tsvector GENERATED ALWAYS AS (to_tsvector('mnemo_english', content)) STORED
 );
 CREATE INDEX idx_memories_user_kind ON memories (user_id, kind, valid_until);
 CREATE INDEX idx_memories_session ON memories (session_id, user_id, event_time);

@@ -262,9 +262,9 @@ pub(crate) async fn consolidate(
     Ok(outcome)
 }
 
-/// How long a process holds a session's consolidation before another may take it over: far
-/// longer than a consolidation takes, short enough that a process that died leaves the session
-/// to the next nightly run.
+/// How long a process holds a session's consolidation before another may take it over, from its
+/// last page read: far longer than the model takes for a page, short enough that a process that
+/// died leaves the session to the next nightly run.
 const CONSOLIDATION_LEASE_SECS: i64 = 15 * 60;
 
 /// Consolidates a session this process holds the lease of.
@@ -301,6 +301,16 @@ async fn consolidate_leased(
     let mut ungrounded = 0;
     let mut offset = 0;
     loop {
+        // Each page may wait minutes on the model: the lease runs from the last page read.
+        if offset > 0
+            && !memory
+                .lease_consolidation(session, CONSOLIDATION_LEASE_SECS)
+                .await?
+        {
+            return Ok(Outcome::Skipped(
+                "another process took the consolidation over".to_owned(),
+            ));
+        }
         let page = memory
             .get_episodes_for_consolidation(session, offset)
             .await?;

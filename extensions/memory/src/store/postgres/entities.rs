@@ -417,8 +417,8 @@ pub(super) async fn link_earlier_mentions(
     let Some(query) = tsquery(&phrase) else {
         return Ok(());
     };
-    // PostgreSQL drops English stop words from the phrase ('will smith' becomes 'smith', 'don'
-    // nothing), where FTS5 keeps every word: then the words are also matched in the text.
+    // Where the text search parser leaves a word out of the phrase (mnemo_english drops no stop
+    // word, but a word it cannot parse is dropped), the words are also matched in the text.
     let nodes: i32 = sqlx::query_scalar(&format!("SELECT numnode(to_tsquery('{CONFIG}', $1))"))
         .bind(&query)
         .fetch_one(&mut **tx)

@@ -1,6 +1,6 @@
 //! Full-text queries over `memories.search_text` (a generated English tsvector with a GIN
 //! index): ranked matches and match counts. The search layer writes its queries in FTS5's
-//! syntax; [`tsquery`] turns them into tsquery text, which `to_tsquery('english', …)` stems
+//! syntax; [`tsquery`] turns them into tsquery text, which `to_tsquery('mnemo_english', …)` stems
 //! as the column was stemmed. Which query to run is the search layer's choice (see
 //! `crate::search::full_text`).
 //!

@@ -154,8 +154,18 @@ impl IndexQueue for PostgresStore {
             .iter()
             .map(|(item, _)| item.memory_id.clone())
             .collect();
-        let mut tx = self.begin_write(WriteScope::Store).await?;
+        let mut tx = self.begin_write(WriteScope::Beside).await?;
         if !ids.is_empty() {
+            // Their memories stay as they are until this commits: a purge or a soft delete
+            // waits, then takes the vector away with the memory; one that came first leaves
+            // the memory out of the join below, and no vector is stored for it.
+            sqlx::query(
+                "SELECT 1 FROM memories WHERE id = ANY($1) AND valid_until IS NULL \
+                 ORDER BY id FOR SHARE",
+            )
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(
                 "INSERT INTO memory_vectors (memory_id, embedding, user_id, kind) \
                  SELECT v.id, v.embedding::vector, v.user_id, v.kind \

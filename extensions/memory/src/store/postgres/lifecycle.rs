@@ -13,7 +13,7 @@ use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
 use super::ingest::insert_in_tx;
 use super::open::WriteScope;
-use super::vectors::drop_vector;
+use super::vectors::drop_vectors;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::FactLifecycle;
@@ -187,7 +187,7 @@ impl FactLifecycle for PostgresStore {
         if retired != 1 {
             return Err(MemoryError::NotFound(format!("no active fact `{old_id}`")));
         }
-        drop_vector(&mut tx, &old.id).await?;
+        drop_vectors(&mut tx, std::slice::from_ref(&old.id)).await?;
         let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
         // Provenance both ways: the new fact names the old (`corrects`), the old its successor.
         sqlx::query("UPDATE memories SET superseded_by_id = $1 WHERE id = $2")
@@ -329,9 +329,7 @@ impl FactLifecycle for PostgresStore {
         .bind(ts(now))
         .fetch_all(&mut *tx)
         .await?;
-        for id in &ids {
-            drop_vector(&mut tx, id).await?;
-        }
+        drop_vectors(&mut tx, &ids).await?;
         tx.commit().await?;
         Ok(ids.len() as u64)
     }

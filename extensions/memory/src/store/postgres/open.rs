@@ -36,10 +36,19 @@ pub(crate) enum WriteScope<'a> {
     /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
     /// of the same owner take turns, writers of different owners run in parallel.
     Owner(&'a str),
+    /// Rows of several owners that no owner's writer changes (vectors, the indexer's queue): runs
+    /// beside owners' writers, and waits only for whole-store writers.
+    Beside,
     /// Anything of anyone (decay, expiry, imports, rebuilding the vector index): every other
     /// writer waits.
     Store,
 }
+
+/// How long a writer waits for the advisory locks of its scope (and then for row locks) before
+/// it fails: far longer than `lock_timeout` of plain statements, since a whole-store writer
+/// (decay or an erasure over a large store) holds the store for seconds, and the writers behind
+/// it are meant to wait their turn, as SQLite's do.
+const WRITER_WAIT: &str = "60s";
 
 /// The URL with its password hidden, for messages and logs.
 pub(crate) fn redacted(url: &str) -> String {
@@ -103,7 +112,16 @@ impl PostgresStore {
         scope: WriteScope<'_>,
     ) -> Result<Transaction<'static, Postgres>> {
         let mut tx = self.pool.begin().await?;
+        sqlx::query(&format!("SET LOCAL lock_timeout = '{WRITER_WAIT}'"))
+            .execute(&mut *tx)
+            .await?;
         match scope {
+            WriteScope::Beside => {
+                sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")
+                    .bind(STORE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             WriteScope::Owner(owner) => {
                 sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")
                     .bind(STORE_LOCK)

@@ -1,17 +1,15 @@
 //! Reading memories: by id, through a request's filters, the keys ranking needs, and the
 //! listings the service, tools and jobs ask for; counting accesses.
 //!
-//! PostgreSQL has no rowid: where the SQLite store breaks a tie of event times by insertion
-//! order (`rowid`), this one breaks it by `created_at`, then by id. Two memories stored in the
-//! same second with the same event time are therefore ordered by id, not by which came first.
+//! Where the SQLite store breaks a tie of event times by insertion order (`rowid`), this one
+//! uses `seq`, the order rows were stored in.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, QueryBuilder, Row};
 
-use super::open::WriteScope;
 use super::scope::push_filters;
 use super::PostgresStore;
 use crate::error::Result;
@@ -117,32 +115,19 @@ impl MemoryRecords for PostgresStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let owned: Vec<(String, String)> =
-            sqlx::query_as("SELECT id, COALESCE(user_id, '') FROM memories WHERE id = ANY($1)")
-                .bind(ids)
-                .fetch_all(&self.pool)
-                .await?;
-        let mut by_owner: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (id, owner) in owned {
-            by_owner.entry(owner).or_default().push(id);
-        }
-        for (owner, ids) in by_owner {
-            let mut tx = self.begin_write(WriteScope::Owner(&owner)).await?;
-            // A recalled fact that had faded is back: in the context again, with the confidence
-            // of a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
-            sqlx::query(
-                "UPDATE memories SET access_count = access_count + 1, \
-                 confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
-                 ELSE confidence END, faded_at = NULL, last_accessed = $1 \
-                 WHERE id = ANY($2) AND COALESCE(user_id, '') = $3",
-            )
-            .bind(ts(at))
-            .bind(&ids)
-            .bind(&owner)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        }
+        // No advisory lock: the row locks of one statement are enough, and a search never
+        // waits for a writer of the owner (or for a whole-store writer such as decay) to count
+        // its accesses. A recalled fact that had faded is back: in the context again, with the
+        // confidence of a fact in doubt (0.5) if it had fallen below that.
+        sqlx::query(
+            "UPDATE memories SET access_count = access_count + 1, \
+             confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
+             ELSE confidence END, faded_at = NULL, last_accessed = $1 WHERE id = ANY($2)",
+        )
+        .bind(ts(at))
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 

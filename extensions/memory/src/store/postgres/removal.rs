@@ -124,13 +124,14 @@ impl MemoryRemoval for PostgresStore {
             .await?;
         // Set-based, as in SQLite; what references a row goes before it (foreign keys).
         for statement in [
-            "DELETE FROM ingested_events WHERE user_id = $1 \
-             OR memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            // Each condition its own statement, so that each can use its index.
+            "DELETE FROM ingested_events WHERE user_id = $1",
+            "DELETE FROM ingested_events WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             "DELETE FROM memory_entities WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             "DELETE FROM embedding_queue WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             // The vector rows carry their memory's owner; the memory ids catch any without.
-            "DELETE FROM memory_vectors WHERE user_id = $1 \
-             OR memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM memory_vectors WHERE user_id = $1",
+            "DELETE FROM memory_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             "DELETE FROM memories WHERE user_id = $1",
             "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = $1)",
             "DELETE FROM entities WHERE owner_id = $1",

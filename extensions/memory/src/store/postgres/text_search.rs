@@ -1,12 +1,12 @@
 //! Full-text queries in PostgreSQL's words. The search layer writes its queries in the small
 //! part of FTS5's syntax it uses (see `crate::search::fts_query`): double-quoted terms (a quote
 //! inside doubled), `AND`, `OR`, `NOT` and brackets, with terms side by side meaning AND. That
-//! is turned into the text of a `tsquery` that `to_tsquery('english', …)` reads, which stems
+//! is turned into the text of a `tsquery` that `to_tsquery('mnemo_english', …)` reads, which stems
 //! each word as the `search_text` column was stemmed. A quoted term of several words becomes a
 //! phrase, as in FTS5.
 
 /// The text search configuration of `memories.search_text`; queries must use the same one.
-pub(super) const CONFIG: &str = "english";
+pub(super) const CONFIG: &str = "mnemo_english";
 
 #[derive(Debug, PartialEq)]
 enum Token {

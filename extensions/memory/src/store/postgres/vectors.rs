@@ -438,17 +438,17 @@ impl VectorIndex for PostgresStore {
     }
 }
 
-/// Takes a memory off the indexer's queue and out of the vector index, inside `tx`.
-pub(super) async fn drop_vector(
+/// Takes memories off the indexer's queue and out of the vector index, inside `tx`.
+pub(super) async fn drop_vectors(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    memory_id: &str,
+    memory_ids: &[String],
 ) -> Result<()> {
-    sqlx::query("DELETE FROM embedding_queue WHERE memory_id = $1")
-        .bind(memory_id)
+    sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ANY($1)")
+        .bind(memory_ids)
         .execute(&mut **tx)
         .await?;
-    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = $1")
-        .bind(memory_id)
+    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = ANY($1)")
+        .bind(memory_ids)
         .execute(&mut **tx)
         .await?;
     Ok(())

@@ -92,10 +92,12 @@ async fn full_text_ranks_stems_and_filters() {
         .await
         .unwrap()
         .is_empty());
-    // Counts: every memory is a document; stopwords and empty queries match nothing.
+    // Counts: every memory is a document; as in FTS5, no word is a stop word ("no", "the"), and
+    // empty queries match nothing.
     assert_eq!(store.fts_document_count().await.unwrap(), 6);
     assert_eq!(store.fts_match_count("\"running\"").await.unwrap(), 4);
-    assert_eq!(store.fts_match_count("\"the\"").await.unwrap(), 0);
+    assert_eq!(store.fts_match_count("\"the\"").await.unwrap(), 1);
+    assert_eq!(store.fts_match_count("\"no\" AND \"sugar\"").await.unwrap(), 1);
     assert_eq!(store.fts_match_count("").await.unwrap(), 0);
     assert!(store
         .fts_best_matches("", &ana(), 5)
@@ -160,7 +162,7 @@ async fn full_text_finds_the_best_few_among_many() {
         .await
         .unwrap();
     let plan: Vec<String> = sqlx::query_scalar(
-        "EXPLAIN SELECT id FROM memories WHERE search_text @@ to_tsquery('english', $1)",
+        "EXPLAIN SELECT id FROM memories WHERE search_text @@ to_tsquery('mnemo_english', $1)",
     )
     .bind("'note' & '17'")
     .fetch_all(&mut *tx)

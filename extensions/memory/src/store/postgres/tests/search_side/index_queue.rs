@@ -7,7 +7,7 @@ use super::super::open_fresh;
 use super::{at, count, sql};
 use crate::store::backend::{IndexQueue, VectorIndex};
 use crate::store::postgres::index_queue::LEASE_SECONDS;
-use crate::store::postgres::vectors::drop_vector;
+use crate::store::postgres::vectors::drop_vectors;
 use crate::store::postgres::PostgresStore;
 use crate::store::rows::ts;
 use crate::store::IndexItem;
@@ -196,7 +196,7 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
     )
     .await;
     let mut tx = store.pool().begin().await.unwrap();
-    drop_vector(&mut tx, "q0003").await.unwrap();
+    drop_vectors(&mut tx, &["q0003".to_owned()]).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(store.mirror_size().await.unwrap(), (2, 0));
     assert_eq!(store.pending_index().await.unwrap(), 0);
