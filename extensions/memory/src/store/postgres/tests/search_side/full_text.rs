@@ -97,7 +97,10 @@ async fn full_text_ranks_stems_and_filters() {
     assert_eq!(store.fts_document_count().await.unwrap(), 6);
     assert_eq!(store.fts_match_count("\"running\"").await.unwrap(), 4);
     assert_eq!(store.fts_match_count("\"the\"").await.unwrap(), 1);
-    assert_eq!(store.fts_match_count("\"no\" AND \"sugar\"").await.unwrap(), 1);
+    assert_eq!(
+        store.fts_match_count("\"no\" AND \"sugar\"").await.unwrap(),
+        1
+    );
     assert_eq!(store.fts_match_count("").await.unwrap(), 0);
     assert!(store
         .fts_best_matches("", &ana(), 5)
