@@ -19,8 +19,12 @@ fmt:
 lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
+# The PostgreSQL tests share one server (mnemo-pg-fixture starts it); it is discarded with its
+# databases when the tests end, whatever their outcome.
+PG_TESTS = $${CARGO_TARGET_DIR:-target}/tools/pg-tests
+
 unit:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked; status=$$?; scripts/postgres discard "$(PG_TESTS)"; exit $$status
 
 # The crash-safety loop at length (200 SIGKILLs instead of the 20 `make test` runs), and
 # several processes writing one store at length (5 writers x 2,000 events instead of 4 x 150).

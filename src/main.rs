@@ -4,6 +4,7 @@ mod commands;
 mod input;
 mod keys;
 mod mcp;
+mod migrate_store;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -217,6 +218,16 @@ enum Command {
         /// Only this user's memory.
         #[arg(long, value_parser = user_id)]
         user: Option<String>,
+    },
+    /// Copy the memory store into an empty one, between SQLite and PostgreSQL either way, and
+    /// check the copy row for row; run it with the server stopped.
+    MigrateStore {
+        /// The store to copy: sqlite:PATH or a postgres:// URL.
+        #[arg(long)]
+        from: String,
+        /// The empty store to copy into (made if needed): sqlite:PATH or a postgres:// URL.
+        #[arg(long)]
+        to: String,
     },
     /// Re-embed memories after an embedding-model change (resumable, with progress).
     Reindex {
@@ -483,6 +494,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Check { json } => commands::check(load_config(&cli)?, *json).await,
         Command::Import { file } => commands::import(load_config(&cli)?, file).await,
         Command::Ingest => commands::ingest(load_config(&cli)?).await,
+        Command::MigrateStore { from, to } => migrate_store::run(from, to).await,
         Command::Reindex { all } => commands::reindex(load_config(&cli)?, *all).await,
         Command::Export { format, user } => {
             commands::export(load_config(&cli)?, format, user.as_deref()).await

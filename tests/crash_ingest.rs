@@ -5,7 +5,11 @@
 //! with the table, once the indexer has caught up every active memory has exactly one vector and
 //! no vector is an orphan, and every acknowledged event is stored exactly once.
 //!
-//! `MNEMO_CRASH_KILLS` sets how many kills (default 20; `make stress` runs 200).
+//! The same loop runs with the store in PostgreSQL (`…_on_postgres`); there the database is
+//! PostgreSQL's to keep, and the check is that every acknowledged event is there once.
+//!
+//! `MNEMO_CRASH_KILLS` sets how many kills (default 20, 10 on PostgreSQL; `make stress` runs
+//! 200).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -34,8 +38,9 @@ impl Rng {
     }
 }
 
+/// `mnemo` on `dir`, whose `config.toml` [`crash_loop`] wrote.
 fn mnemo(dir: &Path) -> Command {
-    common::mnemo(dir, CONFIG)
+    common::mnemo_in(dir)
 }
 
 fn event(index: usize) -> String {
@@ -186,11 +191,31 @@ fn command_output(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn sigkill_at_random_points_loses_and_duplicates_nothing() {
+    crash_loop(None, 20);
+}
+
+/// The same with the memory store in PostgreSQL: what was acknowledged was committed there.
+#[test]
+fn sigkill_at_random_points_loses_and_duplicates_nothing_on_postgres() {
+    crash_loop(Some(mnemo_pg_fixture::fresh_database()), 10);
+}
+
+/// Kills `mnemo ingest` `MNEMO_CRASH_KILLS` times (default `default_kills`), on PostgreSQL
+/// when `database_url` is given, then checks the store.
+fn crash_loop(database_url: Option<String>, default_kills: usize) {
     let kills: usize = std::env::var("MNEMO_CRASH_KILLS")
         .ok()
         .and_then(|value| value.parse().ok())
-        .unwrap_or(20);
+        .unwrap_or(default_kills);
     let dir = tempfile::tempdir().unwrap();
+    let database = database_url
+        .map(|url| format!("database_url = \"{url}\"\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("{CONFIG}{database}"),
+    )
+    .unwrap();
     let events: Vec<String> = (0..kills * KILL_WINDOW + 60).map(event).collect();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut next, mut done_kills, mut resent_stored_before) = (0, 0, 0);

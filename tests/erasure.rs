@@ -127,10 +127,48 @@ async fn memory_id(kernel: &Kernel, user: &str, text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_and_erase_reach_the_markdown_mirror() {
+    forget_and_erase(None).await;
+}
+
+/// The same with the memory store in PostgreSQL: there the text must be in no row of the
+/// database (a dump of it), nor in any file of the data directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_and_erase_reach_the_markdown_mirror_on_postgres() {
+    forget_and_erase(Some(mnemo_pg_fixture::fresh_database())).await;
+}
+
+/// Where a secret could still be: the files under `root`, and the PostgreSQL database.
+struct Places<'a> {
+    root: &'a Path,
+    database_url: Option<&'a str>,
+}
+
+impl Places<'_> {
+    /// The files (and the database) holding `needle`.
+    fn holding(&self, needle: &str) -> Vec<String> {
+        let mut found = files_containing(self.root, needle);
+        if let Some(url) = self.database_url {
+            if mnemo_pg_fixture::dump(url).contains(needle) {
+                found.push(format!("the PostgreSQL database {url}"));
+            }
+        }
+        found
+    }
+}
+
+async fn forget_and_erase(database_url: Option<String>) {
+    let config_text = match &database_url {
+        Some(url) => CONFIG.replacen(
+            "[extensions.memory]\n",
+            &format!("[extensions.memory]\ndatabase_url = \"{url}\"\n"),
+            1,
+        ),
+        None => CONFIG.to_owned(),
+    };
     let dir = tempfile::tempdir().unwrap();
     let kernel = Kernel::builder(
         mnemo_host::builtin_extensions(),
-        Config::parse(CONFIG, "test.toml").unwrap(),
+        Config::parse(&config_text, "test.toml").unwrap(),
     )
     .virtual_clock(start_time())
     .data_dir(dir.path())
@@ -200,14 +238,24 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
 
     // Before: every secret is somewhere, in the store and in the files.
     let root = dir.path();
-    let locker_files = files_containing(root, "31-17-42");
-    for expected in ["HISTORY.md", "daily", "memory.db"] {
+    let places = Places {
+        root,
+        database_url: database_url.as_deref(),
+    };
+    let store_place = if database_url.is_some() {
+        "PostgreSQL"
+    } else {
+        "memory.db"
+    };
+    let locker_files = places.holding("31-17-42");
+    for expected in ["HISTORY.md", "daily", store_place] {
         assert!(
             locker_files.iter().any(|path| path.contains(expected)),
             "the locker code should be in {expected}: {locker_files:?}"
         );
     }
-    assert!(files_containing(root, "flowerpot")
+    assert!(places
+        .holding("flowerpot")
         .iter()
         .any(|path| path.contains(".sessions")));
     assert!(every_route(&kernel, "ana", "locker combination")
@@ -244,19 +292,15 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
     let private_id = memory_id(&kernel, "ana", "Noted, I will keep that private").await;
     kernel.shutdown().await;
     for secret in ["31-17-42", "flowerpot"] {
-        assert_eq!(
-            files_containing(root, secret),
-            Vec::<String>::new(),
-            "{secret}"
-        );
+        assert_eq!(places.holding(secret), Vec::<String>::new(), "{secret}");
     }
     // What was not forgotten is still there.
-    assert!(!files_containing(root, "dentist for Tuesday").is_empty());
+    assert!(!places.holding("dentist for Tuesday").is_empty());
 
     // `mnemo forget` from the command line reaches the markdown mirror too.
-    assert!(!files_containing(root, "keep that private").is_empty());
+    assert!(!places.holding("keep that private").is_empty());
     let config = root.join("config.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, &config_text).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .arg("--config")
         .arg(&config)
@@ -271,15 +315,12 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(
-        files_containing(root, "keep that private"),
-        Vec::<String>::new()
-    );
+    assert_eq!(places.holding("keep that private"), Vec::<String>::new());
 
     // Bob is erased: his memories and his markdown workspace are gone; Ana keeps hers.
     let kernel = Kernel::builder(
         mnemo_host::builtin_extensions(),
-        Config::parse(CONFIG, "test.toml").unwrap(),
+        Config::parse(&config_text, "test.toml").unwrap(),
     )
     .virtual_clock(start_time() + Duration::hours(3))
     .data_dir(dir.path())
@@ -303,5 +344,5 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
         .await
         .contains("dentist for Tuesday"));
     kernel.shutdown().await;
-    assert_eq!(files_containing(root, "XK-558-1209"), Vec::<String>::new());
+    assert_eq!(places.holding("XK-558-1209"), Vec::<String>::new());
 }

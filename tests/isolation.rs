@@ -65,14 +65,27 @@ fn tokens(text: &str) -> Vec<String> {
 #[tokio::test]
 async fn no_read_path_returns_another_scope() {
     for seed in [7_u64, 1_234, 98_765] {
-        check_seed(seed).await;
+        check_seed(seed, None).await;
     }
 }
 
-async fn check_seed(seed: u64) {
+/// The same property with the memory store in PostgreSQL.
+#[tokio::test]
+async fn no_read_path_returns_another_scope_on_postgres() {
+    for seed in [7_u64, 1_234, 98_765] {
+        check_seed(seed, Some(mnemo_pg_fixture::fresh_database())).await;
+    }
+}
+
+async fn check_seed(seed: u64, database_url: Option<String>) {
+    let database = database_url
+        .map(|url| format!("database_url = \"{url}\"\n"))
+        .unwrap_or_default();
     let config = Config::parse(
-        "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
-         [extensions.markdown_memory]\n",
+        &format!(
+            "[extensions.ner]\n[extensions.memory]\n{database}tools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
+             [extensions.markdown_memory]\n"
+        ),
         "test.toml",
     )
     .unwrap();

@@ -1,13 +1,21 @@
-//! Every replay scenario of `tests/scenarios/` is its own test case: the real binary replays it
-//! on the shipped config, and every expectation in it must hold. A scenario file without a test
-//! case here is an error (`every_scenario_file_is_a_test_case`).
+//! Every replay scenario of `tests/scenarios/` is its own test case, twice: the real binary
+//! replays it on the shipped config, with the memory store in SQLite (`sqlite::…`) and in
+//! PostgreSQL (`postgres::…`, a fresh database of the shared test server each), and every
+//! expectation in it must hold on both. A scenario file without a test case here is an error
+//! (`every_scenario_file_is_a_test_case`).
 
 use std::path::Path;
 use std::process::Command;
 
-/// Replays one scenario; every expectation must hold.
-fn replay(scenario: &str) {
-    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+/// Replays one scenario, on PostgreSQL when `database_url` is given; every expectation must
+/// hold.
+fn replay(scenario: &str, database_url: Option<String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    match database_url {
+        Some(url) => command.env("MNEMO_DATABASE_URL", url),
+        None => command.env_remove("MNEMO_DATABASE_URL"),
+    };
+    let output = command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("RUST_LOG")
         .args(["--config", "config.toml", "replay"])
@@ -25,12 +33,26 @@ fn replay(scenario: &str) {
 
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                replay(concat!(stringify!($name), ".jsonl"));
-            }
-        )*
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    super::replay(concat!(stringify!($name), ".jsonl"), None);
+                }
+            )*
+        }
+
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    super::replay(
+                        concat!(stringify!($name), ".jsonl"),
+                        Some(mnemo_pg_fixture::fresh_database()),
+                    );
+                }
+            )*
+        }
 
         /// Every scenario with a test case above.
         const SCENARIOS: &[&str] = &[$(concat!(stringify!($name), ".jsonl")),*];

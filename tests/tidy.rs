@@ -14,6 +14,7 @@ fn crate_dirs() -> Vec<std::path::PathBuf> {
         root().join("server"),
         root().join("devtools"),
         root().join("tests/harness"),
+        root().join("tests/pg-fixture"),
     ];
     for group in ["apis", "extensions", "examples"] {
         for entry in std::fs::read_dir(root().join(group)).unwrap() {

@@ -288,6 +288,22 @@ pub trait SchedulerProvider: Send + Sync {
     async fn run_job(&self, ctx: &KernelContext, name: &str) -> Result<JobReport, BoxError>;
 }
 
+/// Shared record of scheduled runs, for instances of mnemo that share one store (several
+/// `mnemo serve` on one PostgreSQL database, or several processes on one SQLite file): each
+/// instance's scheduler asks it before a run it found due, so that a run due at one time happens
+/// in one instance only. A store extension provides it as a service (`dyn JobClaims`); without
+/// one every instance runs every job.
+#[async_trait]
+pub trait JobClaims: Send + Sync {
+    /// Claims the run of `job` due at `due`: true for the first instance to ask, false for the
+    /// others.
+    ///
+    /// # Errors
+    /// The record cannot be reached; the scheduler then runs the job anyway (a job whose store
+    /// is down fails on its own, and a run is never lost to a claim that could not be made).
+    async fn claim_run(&self, job: &str, due: DateTime<Utc>) -> Result<bool, BoxError>;
+}
+
 /// Subscribes to events on the bus.
 ///
 /// Each subscriber has its own bounded queue and task: events arrive in publish order, one at a

@@ -52,8 +52,8 @@ pub use event::{
     MAX_ID_BYTES, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 pub use extension::{
-    ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, JobReport, JobSpec,
-    Registrar, SchedulerProvider, ToolError, ToolProvider, ToolScope, ToolSpec,
+    ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, JobClaims,
+    JobReport, JobSpec, Registrar, SchedulerProvider, ToolError, ToolProvider, ToolScope, ToolSpec,
 };
 pub use kernel::KernelContext;
 pub use llm::{

@@ -21,6 +21,7 @@ pub(crate) fn mnemo_in(dir: &Path) -> Command {
         .arg("--data-dir")
         .arg(dir.join("data"))
         .env_remove("RUST_LOG")
+        .env_remove("MNEMO_DATABASE_URL")
         .env_remove("MNEMO_LLM_BASE_URL")
         .env_remove("MNEMO_LLM_API_KEY")
         .env_remove("MNEMO_LLM_MODEL");

@@ -74,6 +74,21 @@ pub trait MemoryApi: Send + Sync + 'static {
         episode_ids: &[String],
     ) -> Result<()>;
 
+    /// Leases the session's consolidation to this process for `seconds`: true when no other
+    /// process holds a live lease on it. Processes sharing one store (several servers on one
+    /// PostgreSQL database, or several on one SQLite file) then never consolidate one session at
+    /// once; a lease whose process died runs out.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn lease_consolidation(&self, session: &SessionKey, seconds: i64) -> Result<bool>;
+
+    /// Gives up this process's lease on the session's consolidation (it ended, done or not).
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn release_consolidation(&self, session: &SessionKey) -> Result<()>;
+
     /// Records a failed consolidation; returns the attempts so far.
     ///
     /// # Errors

@@ -115,6 +115,26 @@ impl MemoryApi for MemoryService {
             .await?)
     }
 
+    async fn lease_consolidation(&self, session: &SessionKey, seconds: i64) -> Result<bool> {
+        let now = chrono::Utc::now();
+        Ok(self
+            .store()?
+            .lease_session(
+                session,
+                self.instance_id(),
+                now + chrono::Duration::seconds(seconds),
+                now,
+            )
+            .await?)
+    }
+
+    async fn release_consolidation(&self, session: &SessionKey) -> Result<()> {
+        Ok(self
+            .store()?
+            .release_session(session, self.instance_id())
+            .await?)
+    }
+
     async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
         Ok(self
             .store()?

@@ -7,8 +7,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// Database file, relative to the data directory (or absolute).
+    /// Database file, relative to the data directory (or absolute), when the store is SQLite.
     pub database: String,
+    /// `postgres://…`: keep the store in PostgreSQL (with pgvector) instead of SQLite, so that
+    /// several `mnemo serve` instances share it; no SQLite file is written then. Empty = SQLite.
+    /// `MNEMO_DATABASE_URL` overrides it.
+    pub database_url: String,
+    /// PostgreSQL: connections in each instance's pool.
+    pub max_connections: u32,
     /// SQLite `synchronous`: `full` (a committed write survives power loss) or `normal`.
     pub synchronous: String,
     /// How long a connection waits for a database lock, in milliseconds.
@@ -102,6 +108,8 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
             database: "memory.db".to_owned(),
+            database_url: String::new(),
+            max_connections: 8,
             synchronous: "full".to_owned(),
             busy_timeout_ms: 5_000,
             context_limit: 10,
@@ -152,6 +160,16 @@ impl ValidateConfig for MemoryConfig {
             !self.database.trim().is_empty(),
             "database",
             "must not be empty",
+        );
+        need(
+            self.database_url.is_empty() || is_postgres_url(&self.database_url),
+            "database_url",
+            "must be empty (SQLite) or a postgres:// or postgresql:// URL",
+        );
+        need(
+            (1..=1000).contains(&self.max_connections),
+            "max_connections",
+            "must be between 1 and 1000",
         );
         need(
             self.context_limit <= 50,
@@ -229,5 +247,36 @@ impl ValidateConfig for MemoryConfig {
             "must be at least 1",
         );
         problems
+    }
+}
+
+/// The variable that overrides `database_url`.
+pub const DATABASE_URL_ENV: &str = "MNEMO_DATABASE_URL";
+
+/// True for a URL PostgreSQL's clients read.
+fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+impl MemoryConfig {
+    /// The PostgreSQL URL to use, if any: `MNEMO_DATABASE_URL` (from `lookup`) when it is set and
+    /// not empty, else `database_url`; `None` means SQLite.
+    ///
+    /// # Errors
+    /// The variable is set to something that is not a PostgreSQL URL.
+    pub fn postgres_url(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<String>, String> {
+        if let Some(url) = lookup(DATABASE_URL_ENV).filter(|url| !url.trim().is_empty()) {
+            return if is_postgres_url(url.trim()) {
+                Ok(Some(url.trim().to_owned()))
+            } else {
+                Err(format!(
+                    "{DATABASE_URL_ENV} must be a postgres:// or postgresql:// URL"
+                ))
+            };
+        }
+        Ok((!self.database_url.is_empty()).then(|| self.database_url.clone()))
     }
 }

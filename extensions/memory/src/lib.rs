@@ -20,6 +20,7 @@ mod api_impl;
 mod config;
 mod context;
 mod error;
+mod migrate;
 mod people;
 mod search;
 mod service;
@@ -36,8 +37,9 @@ use mnemo_kernel::{
     SchedulerProvider, ToolError, ToolProvider, ToolSet, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 
-pub use config::{MemoryConfig, ToolProfile};
+pub use config::{MemoryConfig, ToolProfile, DATABASE_URL_ENV};
 pub use error::{MemoryError, Result};
+pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, ListMatch, ListRequest, Memory, MemoryApi,
     MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts,
@@ -107,6 +109,8 @@ impl Extension for MemoryExtension {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
         // The concrete service too, for hosts that drive it directly (commands, bench, eval).
         registrar.provide::<MemoryService>(self.service.clone());
+        // Scheduled runs are claimed in the store, so that instances sharing it run each once.
+        registrar.provide::<dyn mnemo_kernel::JobClaims>(self.service.clone());
         Ok(())
     }
 

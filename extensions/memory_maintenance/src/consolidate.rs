@@ -245,6 +245,39 @@ pub(crate) async fn consolidate(
             "a consolidation of it is running".to_owned(),
         ));
     };
+    // Other processes may share the store (several servers on one database): one of them at a
+    // time consolidates a session.
+    if !memory
+        .lease_consolidation(session, CONSOLIDATION_LEASE_SECS)
+        .await?
+    {
+        return Ok(Outcome::Skipped(
+            "another process is consolidating it".to_owned(),
+        ));
+    }
+    let outcome = consolidate_leased(ctx, memory, settings, session).await;
+    let released = memory.release_consolidation(session).await;
+    let outcome = outcome?;
+    released?;
+    Ok(outcome)
+}
+
+/// How long a process holds a session's consolidation before another may take it over, from its
+/// last page read: far longer than the model takes for a page, short enough that a process that
+/// died leaves the session to the next nightly run.
+const CONSOLIDATION_LEASE_SECS: i64 = 15 * 60;
+
+/// Consolidates a session this process holds the lease of.
+async fn consolidate_leased(
+    ctx: &KernelContext,
+    memory: &dyn MemoryApi,
+    settings: &Settings,
+    session: &SessionKey,
+) -> Result<Outcome, mnemo_memory_api::MemoryApiError> {
+    // Another process may have finished it between the check above and the lease.
+    if memory.is_session_consolidated(session).await? {
+        return Ok(Outcome::Skipped("already consolidated".to_owned()));
+    }
     if let Some(pending) = memory
         .get_pending_consolidations()
         .await?
@@ -268,6 +301,16 @@ pub(crate) async fn consolidate(
     let mut ungrounded = 0;
     let mut offset = 0;
     loop {
+        // Each page may wait minutes on the model: the lease runs from the last page read.
+        if offset > 0
+            && !memory
+                .lease_consolidation(session, CONSOLIDATION_LEASE_SECS)
+                .await?
+        {
+            return Ok(Outcome::Skipped(
+                "another process took the consolidation over".to_owned(),
+            ));
+        }
         let page = memory
             .get_episodes_for_consolidation(session, offset)
             .await?;

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use super::{panic_message, Kernel, KernelInner};
 use crate::clock::Clock;
 use crate::error::KernelError;
-use crate::extension::JobSpec;
+use crate::extension::{JobClaims, JobSpec};
 use crate::schedule::CronSchedule;
 
 /// One run of a job.
@@ -83,6 +83,18 @@ async fn run_on_schedule(
             return;
         }
         last_due = Some(due);
+        if let Some(claims) = inner.ctx.services().get::<dyn JobClaims>() {
+            match claims.claim_run(&name, due).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(job = %name, %due, "another instance ran this run");
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(job = %name, %error, "cannot claim the run; running it anyway");
+                }
+            }
+        }
         let kernel = Kernel { inner };
         if let Err(error) = kernel.run_job(&name).await {
             tracing::warn!(job = %name, %error, "scheduled job could not run");

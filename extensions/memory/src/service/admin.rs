@@ -133,3 +133,17 @@ impl MemoryService {
             .await
     }
 }
+
+#[async_trait::async_trait]
+impl mnemo_kernel::JobClaims for MemoryService {
+    async fn claim_run(
+        &self,
+        job: &str,
+        due: chrono::DateTime<chrono::Utc>,
+    ) -> std::result::Result<bool, mnemo_kernel::BoxError> {
+        Ok(self
+            .store()?
+            .claim_job_run(job, due, chrono::Utc::now())
+            .await?)
+    }
+}

@@ -113,7 +113,9 @@ impl MemoryService {
 
     /// Prepares a re-index: with `all`, or when `vec_memories` does not match the embedding
     /// provider, rebuilds the vector table and queues every active memory; otherwise keeps what
-    /// is indexed (a re-index that was stopped resumes where it was). Returns the queue length.
+    /// is indexed (a re-index that was stopped resumes where it was), and takes over the batches
+    /// other processes took and did not finish (see `release_index_leases`). Returns the queue
+    /// length.
     ///
     /// # Errors
     /// No embedding provider is ready, or the store fails.
@@ -139,6 +141,15 @@ impl MemoryService {
             tracing::info!(queued, model = %embedder.model_id(), "vector index rebuilt; memories queued");
         }
         *self.vector_checked.lock().await = true;
+        // Batches a process that died had taken are this run's to embed now, not once their
+        // leases run out.
+        let freed = state.store.release_index_leases().await?;
+        if freed > 0 {
+            tracing::info!(
+                freed,
+                "batches other processes had taken are indexed by this run"
+            );
+        }
         state.store.pending_index().await
     }
 

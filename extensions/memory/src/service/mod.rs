@@ -25,6 +25,7 @@ pub use ingest::content_event_id;
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::search::CorpusStats;
+use crate::store::postgres::{PostgresOptions, PostgresStore};
 use crate::store::{content_hash, MemoryBackend, MemoryStore, StoreOptions, VectorStatus};
 use crate::types::Memory;
 
@@ -57,6 +58,8 @@ pub struct MemoryService {
     stopping: AtomicBool,
     /// Recent query vectors: a search never writes to the database.
     query_vectors: Mutex<QueryVectorCache>,
+    /// This process's name in leases it holds in a store other processes share.
+    instance_id: String,
 }
 
 /// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
@@ -108,7 +111,13 @@ impl MemoryService {
             indexer: Mutex::new(None),
             stopping: AtomicBool::new(false),
             query_vectors: Mutex::new(QueryVectorCache::default()),
+            instance_id: crate::store::new_id("instance"),
         }
+    }
+
+    /// This process's name in leases it holds in a shared store.
+    pub(crate) fn instance_id(&self) -> &str {
+        &self.instance_id
     }
 
     /// The configuration.
@@ -133,29 +142,57 @@ impl MemoryService {
     /// # Errors
     /// The database cannot be opened or migrated.
     pub(crate) async fn open(&self, ctx: &KernelContext) -> Result<()> {
-        let path = {
-            let configured = std::path::Path::new(&self.config.database);
-            if configured.is_absolute() {
-                configured.to_path_buf()
-            } else {
-                ctx.data_dir().join(configured)
+        let postgres_url = self
+            .config
+            .postgres_url(|key| std::env::var(key).ok())
+            .map_err(MemoryError::Invalid)?;
+        let (store, location): (Arc<dyn MemoryBackend>, String) = match postgres_url {
+            Some(url) => {
+                let location = crate::store::postgres::redacted(&url);
+                let store = PostgresStore::open(&PostgresOptions {
+                    url,
+                    max_connections: self.config.max_connections,
+                    lock_timeout: Duration::from_millis(self.config.busy_timeout_ms),
+                    ef_search: if self.config.vector_oversample == 0 {
+                        0
+                    } else {
+                        (self.config.candidates_per_list * 4).max(100)
+                    },
+                })
+                .await
+                .map_err(|source| MemoryError::Open {
+                    path: location.clone(),
+                    source: Box::new(source),
+                })?;
+                (Arc::new(store), location)
+            }
+            None => {
+                let path = {
+                    let configured = std::path::Path::new(&self.config.database);
+                    if configured.is_absolute() {
+                        configured.to_path_buf()
+                    } else {
+                        ctx.data_dir().join(configured)
+                    }
+                };
+                let store = MemoryStore::open(
+                    &path,
+                    &StoreOptions {
+                        busy_timeout: Duration::from_millis(self.config.busy_timeout_ms),
+                        synchronous: self.config.synchronous.clone(),
+                        max_connections: 4,
+                        vector_oversample: self.config.vector_oversample,
+                        wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
+                    },
+                )
+                .await
+                .map_err(|source| MemoryError::Open {
+                    path: path.display().to_string(),
+                    source: Box::new(source),
+                })?;
+                (Arc::new(store), path.display().to_string())
             }
         };
-        let store = MemoryStore::open(
-            &path,
-            &StoreOptions {
-                busy_timeout: Duration::from_millis(self.config.busy_timeout_ms),
-                synchronous: self.config.synchronous.clone(),
-                max_connections: 4,
-                vector_oversample: self.config.vector_oversample,
-                wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
-            },
-        )
-        .await
-        .map_err(|source| MemoryError::Open {
-            path: path.display().to_string(),
-            source: Box::new(source),
-        })?;
         let embedder = ctx.services().get::<dyn EmbeddingApi>();
         let ner = ctx.services().get::<dyn NerApi>();
         if embedder.is_none() {
@@ -166,9 +203,9 @@ impl MemoryService {
                 "no ner extension: memories are linked to entities only when a tool names them"
             );
         }
-        tracing::info!(path = %path.display(), "memory store open");
+        tracing::info!(store = %location, "memory store open");
         let _ = self.state.set(State {
-            store: Arc::new(store),
+            store,
             stats: CorpusStats::default(),
             ctx: ctx.clone(),
             embedder,

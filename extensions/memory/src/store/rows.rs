@@ -1,34 +1,41 @@
-//! Converting between Rust values and their stored form: timestamps, JSON lists, vector
-//! blobs, memory rows, and new ids.
+//! Converting between Rust values and their stored form, the same in every backend: timestamps
+//! (Unix seconds), JSON lists, vector blobs, memory rows, and new ids.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::error::{MemoryError, Result};
 use crate::types::{Memory, MemoryKind};
 
 /// The columns [`memory_from_row`] reads, for alias `m`.
-pub(super) const MEMORY_COLUMNS: &str =
+pub(crate) const MEMORY_COLUMNS: &str =
     "m.id, m.kind, m.content, m.session_id, m.user_id, m.chat_id, \
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
     m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
     m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids, \
     m.faded_at";
 
-pub(super) fn ts(time: DateTime<Utc>) -> i64 {
+pub(crate) fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
 }
 
-pub(super) fn from_ts(seconds: i64) -> DateTime<Utc> {
+pub(crate) fn from_ts(seconds: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(seconds, 0).unwrap_or_default()
 }
 
-pub(super) fn json_list(text: &str, column: &str) -> Result<Vec<String>> {
+pub(crate) fn json_list(text: &str, column: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|err| MemoryError::Corrupt(format!("{column}: {err}")))
 }
 
-pub(crate) fn memory_from_row(row: &SqliteRow) -> Result<Memory> {
+/// A memory from a row holding [`MEMORY_COLUMNS`], in either backend.
+pub(crate) fn memory_from_row<'r, R>(row: &'r R) -> Result<Memory>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    f64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let kind: String = row.try_get("kind")?;
     let attributes: String = row.try_get("attributes")?;
     Ok(Memory {
@@ -89,14 +96,14 @@ pub(crate) fn content_hash(text: &str) -> String {
         .collect()
 }
 
-pub(super) fn vector_blob(vector: &[f32]) -> Vec<u8> {
+pub(crate) fn vector_blob(vector: &[f32]) -> Vec<u8> {
     vector
         .iter()
         .flat_map(|value| value.to_le_bytes())
         .collect()
 }
 
-pub(super) fn blob_vector(blob: &[u8]) -> Vec<f32> {
+pub(crate) fn blob_vector(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4)
         .map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
         .collect()

@@ -43,3 +43,23 @@ pub(crate) trait StoreAdmin: Send + Sync {
     /// The database cannot be read at all.
     async fn check_integrity(&self) -> Result<IntegrityReport>;
 }
+
+/// How long a claimed run is remembered, in seconds: far longer than the period of any
+/// schedule that matters here (a weekly reflection).
+pub(crate) const JOB_CLAIMS_KEPT_SECS: i64 = 30 * 24 * 3600;
+
+/// Runs of scheduled jobs claimed across the instances that share the store.
+#[async_trait]
+pub(crate) trait JobRecords: Send + Sync {
+    /// Claims the run of `job` due at `due` (at `now`, wall clock): true when no instance had
+    /// claimed it. Claims older than 30 days are dropped on the way.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn claim_job_run(
+        &self,
+        job: &str,
+        due: chrono::DateTime<chrono::Utc>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool>;
+}

@@ -167,6 +167,15 @@ pub(crate) trait IndexQueue: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn pending_index(&self) -> Result<i64>;
+
+    /// Frees every batch of the queue that a process took and has not finished (one that died,
+    /// or one still at work, which then stores its vectors again), so that the caller takes them
+    /// now: an operator's `mnemo reindex` after a crash. Returns how many memories that freed; a
+    /// store whose queue is never leased (SQLite's one writer) frees none.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn release_index_leases(&self) -> Result<u64>;
 }
 
 /// Entities: linking memories to them, finding them by name, describing one, and the link

@@ -13,10 +13,10 @@ mod indexes;
 mod memories;
 mod people_and_sessions;
 
-pub(crate) use admin::{MemoryExport, StoreAdmin};
+pub(crate) use admin::{JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
-pub(crate) use people_and_sessions::{PeopleRecords, SessionRecords};
+pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};
 
 /// Everything a memory store provides: the storage traits together.
 pub(crate) trait MemoryBackend:
@@ -29,11 +29,14 @@ pub(crate) trait MemoryBackend:
     + IndexQueue
     + EntityLinks
     + SessionRecords
+    + SessionLeases
     + PeopleRecords
     + MemoryExport
     + StoreAdmin
+    + JobRecords
     + std::fmt::Debug
 {
 }
 
-impl MemoryBackend for super::MemoryStore {}
+impl MemoryBackend for super::sqlite::MemoryStore {}
+impl MemoryBackend for super::postgres::PostgresStore {}

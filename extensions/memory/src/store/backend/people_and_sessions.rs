@@ -106,3 +106,28 @@ pub(crate) trait PeopleRecords: Send + Sync {
     /// The database fails.
     async fn known_people(&self, owner: &str) -> Result<Vec<Person>>;
 }
+
+/// Leases on a session's consolidation, so that processes sharing the store never consolidate
+/// one session at once.
+#[async_trait]
+pub(crate) trait SessionLeases: Send + Sync {
+    /// Leases the session to `holder` until `until`: true when it had no lease, its lease ran
+    /// out before `now`, or `holder` held it. A session without a consolidation record has
+    /// nothing to share: true.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn lease_session(
+        &self,
+        session: &SessionKey,
+        holder: &str,
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+
+    /// Ends `holder`'s lease on the session, if it holds one.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn release_session(&self, session: &SessionKey, holder: &str) -> Result<()>;
+}

@@ -1,50 +1,45 @@
-//! The visibility rule and a search request's filters, as SQL conditions on alias `m`.
+//! The visibility rule and a search request's filters, as SQL conditions on alias `m`: the
+//! SQLite store's rules (see `../sqlite/scope.rs`) in PostgreSQL's words.
 
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::{Postgres, QueryBuilder};
 
-use super::rows::ts;
+use crate::store::rows::ts;
 use crate::types::SearchRequest;
 
 /// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
 /// a chat, also their own memories of that chat and the chat's shared memories; never another
 /// user's personal memories or another chat's.
-///
-/// The columns carry a unary `+` so that SQLite never drives a query by the owner or chat index:
-/// every caller has a far narrower starting point (an id list, FTS matches, entity links), and
-/// scanning all of a user's memories instead made searches grow with the store.
 pub(super) fn push_scope(
-    builder: &mut QueryBuilder<'_, Sqlite>,
+    builder: &mut QueryBuilder<'_, Postgres>,
     user_id: Option<&str>,
     chat_id: Option<&str>,
 ) {
     match (user_id, chat_id) {
         (Some(user), Some(chat)) => {
             builder
-                .push(" AND ((+m.user_id = ")
+                .push(" AND ((m.user_id = ")
                 .push_bind(user.to_owned())
-                .push(" AND (+m.chat_id IS NULL OR +m.chat_id = ")
+                .push(" AND (m.chat_id IS NULL OR m.chat_id = ")
                 .push_bind(chat.to_owned())
-                .push(")) OR (m.shared = 1 AND +m.chat_id = ")
+                .push(")) OR (m.shared = 1 AND m.chat_id = ")
                 .push_bind(chat.to_owned())
                 .push("))");
         }
         (Some(user), None) => {
             builder
-                .push(" AND +m.user_id = ")
+                .push(" AND m.user_id = ")
                 .push_bind(user.to_owned())
-                .push(" AND +m.chat_id IS NULL");
+                .push(" AND m.chat_id IS NULL");
         }
         (None, Some(chat)) => {
-            builder
-                .push(" AND +m.chat_id = ")
-                .push_bind(chat.to_owned());
+            builder.push(" AND m.chat_id = ").push_bind(chat.to_owned());
         }
         (None, None) => {}
     }
 }
 
 /// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
-pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest) {
+pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Postgres>, request: &SearchRequest) {
     if !request.include_deleted {
         builder.push(" AND m.valid_until IS NULL");
     }
@@ -74,25 +69,25 @@ pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &Sea
     }
     if !request.about.is_empty() {
         builder.push(
-            " AND EXISTS (SELECT 1 FROM memory_entities about WHERE about.memory_id = m.id AND about.entity_id IN (",
+            " AND EXISTS (SELECT 1 FROM memory_entities about WHERE about.memory_id = m.id AND about.entity_id = ANY(",
         );
-        let mut separated = builder.separated(", ");
-        for entity_id in &request.about {
-            separated.push_bind(entity_id.clone());
-        }
+        builder.push_bind(request.about.clone());
         builder.push("))");
     }
     if !request.kinds.is_empty() {
-        builder.push(" AND +m.kind IN (");
-        let mut separated = builder.separated(", ");
-        for kind in &request.kinds {
-            separated.push_bind(kind.as_str());
-        }
+        builder.push(" AND m.kind = ANY(");
+        builder.push_bind(
+            request
+                .kinds
+                .iter()
+                .map(|kind| kind.as_str().to_owned())
+                .collect::<Vec<String>>(),
+        );
         builder.push(")");
     }
     if let Some(session) = &request.exclude_session {
         builder
-            .push(" AND (m.session_id IS NULL OR m.session_id != ")
+            .push(" AND (m.session_id IS NULL OR m.session_id <> ")
             .push_bind(session.clone())
             .push(")");
     }
@@ -104,8 +99,8 @@ pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &Sea
     }
     for tag in &request.tags {
         builder
-            .push(" AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
+            .push(" AND m.tags::jsonb @> jsonb_build_array(")
             .push_bind(tag.clone())
-            .push(")");
+            .push("::text)");
     }
 }

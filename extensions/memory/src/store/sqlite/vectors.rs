@@ -7,29 +7,13 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
-use super::backend::{MemoryRecords, VectorIndex};
-use super::rows::{blob_vector, vector_blob};
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::{MemoryRecords, VectorIndex};
+use crate::store::rows::{blob_vector, vector_blob};
+use crate::store::VectorStatus;
 use crate::types::SearchRequest;
 use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
-
-/// Whether vector search can be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VectorStatus {
-    /// `vec_memories` matches the embedding provider.
-    Enabled {
-        /// Vector length.
-        dimensions: usize,
-        /// The provider's model id.
-        model_id: String,
-    },
-    /// Vector search is off; the reason says why and what to do.
-    Disabled {
-        /// Why.
-        reason: String,
-    },
-}
 
 /// The stored `vector_generation` (0 before the first change to `vec_memories`).
 pub(super) async fn vector_generation<'e, E>(executor: E) -> Result<i64>

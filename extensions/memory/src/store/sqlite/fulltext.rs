@@ -4,10 +4,10 @@
 use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
-use super::backend::FullTextIndex;
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::FullTextIndex;
 use crate::types::SearchRequest;
 
 #[async_trait]

@@ -1,36 +1,16 @@
 //! People: the person entities of an owner, by name or relation.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-use super::backend::PeopleRecords;
 use super::entities::link_earlier_mentions;
-use super::rows::{json_list, new_id};
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
-
-/// A person the owner told us about: an entity of type `person`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Person {
-    /// `ent_*`.
-    pub id: String,
-    /// The user who told us.
-    pub owner: String,
-    /// Name (the entity's canonical name).
-    pub name: String,
-    /// How the owner relates to them ("wife", "boss").
-    pub relation: Option<String>,
-    /// Other names.
-    pub aliases: Vec<String>,
-    /// Extensible metadata.
-    pub metadata: Map<String, Value>,
-    /// Stable identity from an outside provider.
-    pub external_id: Option<String>,
-    /// The provider of `external_id`.
-    pub provider: Option<String>,
-}
+use crate::store::backend::PeopleRecords;
+use crate::store::rows::{json_list, new_id};
+use crate::store::Person;
 
 pub(super) fn person_from_row(row: &SqliteRow) -> Result<Person> {
     let metadata: String = row.try_get("metadata")?;

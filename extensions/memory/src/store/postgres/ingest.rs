@@ -1,92 +1,32 @@
 //! Storing new memories: a conversation turn on the hot path, or any memory, each in one
-//! transaction with its entity links and its place in the index queue.
+//! transaction with its entity links and its place in the index queue. Each transaction holds
+//! its owner's write lock (see `open`), so that two instances storing the same event, or
+//! opening the same session, take turns.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
-use serde_json::{Map, Value};
-use sqlx::{Sqlite, Transaction};
+use serde_json::Value;
+use sqlx::{Postgres, Transaction};
 
-use super::backend::MemoryIngest;
 use super::entities::link_entities;
-use super::rows::{new_id, ts};
+use super::open::WriteScope;
 use super::sessions::{chat_key, close_other_sessions};
-use super::MemoryStore;
+use super::PostgresStore;
 use crate::error::Result;
-use crate::types::{MemoryKind, SessionKey};
-
-/// A memory to insert.
-#[derive(Debug, Clone)]
-pub(crate) struct NewMemory {
-    /// Kind.
-    pub(crate) kind: MemoryKind,
-    /// Text.
-    pub(crate) content: String,
-    /// Session.
-    pub(crate) session_id: Option<String>,
-    /// Owner.
-    pub(crate) user_id: Option<String>,
-    /// Chat.
-    pub(crate) chat_id: Option<String>,
-    /// When it happened.
-    pub(crate) event_time: DateTime<Utc>,
-    /// When recorded.
-    pub(crate) created_at: DateTime<Utc>,
-    /// Speaker, for episodes.
-    pub(crate) source_role: Option<String>,
-    /// Provenance.
-    pub(crate) source_ids: Vec<String>,
-    /// Tags.
-    pub(crate) tags: Vec<String>,
-    /// Metadata.
-    pub(crate) attributes: Map<String, Value>,
-    /// Decay per day.
-    pub(crate) decay_rate: f64,
-    /// Initial confidence.
-    pub(crate) confidence: f64,
-    /// Seed 001's type, if given.
-    pub(crate) memory_type: Option<String>,
-    /// When it stops being retrievable.
-    pub(crate) expires_at: Option<DateTime<Utc>>,
-    /// Visible to every member of `chat_id`.
-    pub(crate) shared: bool,
-    /// The people it is about (person entity ids); they are linked as entities too.
-    pub(crate) subject_ids: Vec<String>,
-}
-
-impl NewMemory {
-    /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
-    pub(crate) fn session_key(&self) -> Option<SessionKey> {
-        Some(SessionKey {
-            user_id: self.user_id.clone()?,
-            chat_id: self.chat_id.clone(),
-            session_id: self.session_id.clone()?,
-        })
-    }
-}
-
-/// What [`MemoryStore::insert_turn`] stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoredTurn {
-    /// The new memory; `None` when the event was stored before.
-    pub memory_id: Option<String>,
-    /// True when this turn opened its session.
-    pub new_session: bool,
-    /// The user's other open sessions in the same chat (or personal conversation), which this
-    /// turn closed by opening a new one and which still wait for consolidation: each is reported
-    /// once, by the turn that closed it.
-    pub closed_sessions: Vec<SessionKey>,
-}
+use crate::store::backend::MemoryIngest;
+use crate::store::rows::{new_id, ts};
+use crate::store::{NewMemory, StoredTurn};
+use crate::types::SessionKey;
 
 #[async_trait]
-impl MemoryIngest for MemoryStore {
+impl MemoryIngest for PostgresStore {
     async fn insert_memory(
         &self,
         memory: &NewMemory,
         entities: &[ExtractedEntity],
     ) -> Result<String> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
+        let owner = memory.user_id.as_deref().unwrap_or_default();
+        let mut tx = self.begin_write(WriteScope::Owner(owner)).await?;
         let id = insert_in_tx(&mut tx, memory, entities).await?;
         tx.commit().await?;
         Ok(id)
@@ -99,16 +39,19 @@ impl MemoryIngest for MemoryStore {
         event_id: Option<&str>,
         record_session: bool,
     ) -> Result<StoredTurn> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
+        let owner = memory.user_id.as_deref().unwrap_or_default();
+        // The owner's lock makes the event check and the session's opening atomic across
+        // instances: a second instance storing the same event waits, then sees it stored.
+        let mut tx = self.begin_write(WriteScope::Owner(owner)).await?;
         if let Some(event_id) = event_id {
-            // Ids are unique per user; a row from before schema 7 ('') stands for any user's.
+            // Ids are unique per user; a row with user '' stands for any user's (as in SQLite,
+            // where such rows come from before events were per user).
             let known: Option<String> = sqlx::query_scalar(
                 "SELECT memory_id FROM ingested_events \
-                 WHERE event_id = ? AND user_id IN (?, '') LIMIT 1",
+                 WHERE event_id = $1 AND user_id IN ($2, '') LIMIT 1",
             )
             .bind(event_id)
-            .bind(memory.user_id.as_deref().unwrap_or_default())
+            .bind(owner)
             .fetch_optional(&mut *tx)
             .await?;
             if known.is_some() {
@@ -119,8 +62,9 @@ impl MemoryIngest for MemoryStore {
         let mut closed_sessions = Vec::new();
         if let (true, Some(session)) = (record_session, memory.session_key()) {
             new_session = sqlx::query(
-                "INSERT OR IGNORE INTO sessions_consolidations \
-                 (user_id, chat_id, session_id, first_seen_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO sessions_consolidations \
+                 (user_id, chat_id, session_id, first_seen_at) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
             )
             .bind(&session.user_id)
             .bind(chat_key(session.chat_id.as_deref()))
@@ -144,7 +88,7 @@ impl MemoryIngest for MemoryStore {
                 // consolidation reads the episodes it has not read yet.
                 sqlx::query(
                     "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
-                     WHERE user_id = ? AND chat_id = ? AND session_id = ? \
+                     WHERE user_id = $1 AND chat_id = $2 AND session_id = $3 \
                      AND consolidated_at IS NOT NULL",
                 )
                 .bind(&session.user_id)
@@ -157,9 +101,9 @@ impl MemoryIngest for MemoryStore {
         let id = insert_in_tx(&mut tx, memory, entities).await?;
         if let Some(event_id) = event_id {
             sqlx::query(
-                "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES (?, ?, ?)",
+                "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES ($1, $2, $3)",
             )
-            .bind(memory.user_id.as_deref().unwrap_or_default())
+            .bind(owner)
             .bind(event_id)
             .bind(&id)
             .execute(&mut *tx)
@@ -174,9 +118,10 @@ impl MemoryIngest for MemoryStore {
     }
 }
 
-/// Inserts a memory, queues it for a vector and links its entities, inside `tx`.
+/// Inserts a memory, queues it for a vector and links its entities, inside `tx` (the caller
+/// holds the owner's write lock); returns its id. Used by `lifecycle` for corrections.
 pub(super) async fn insert_in_tx(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Postgres>,
     memory: &NewMemory,
     entities: &[ExtractedEntity],
 ) -> Result<String> {
@@ -185,7 +130,7 @@ pub(super) async fn insert_in_tx(
         "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
          created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
          memory_type, expires_at, shared, subject_ids) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
     .bind(&id)
     .bind(memory.kind.as_str())
@@ -208,13 +153,16 @@ pub(super) async fn insert_in_tx(
     .execute(&mut **tx)
     .await?;
     for subject in &memory.subject_ids {
-        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
-            .bind(&id)
-            .bind(subject)
-            .execute(&mut **tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&id)
+        .bind(subject)
+        .execute(&mut **tx)
+        .await?;
     }
-    sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES (?, ?)")
+    sqlx::query("INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES ($1, $2)")
         .bind(&id)
         .bind(ts(memory.created_at))
         .execute(&mut **tx)

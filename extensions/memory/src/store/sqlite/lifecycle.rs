@@ -7,11 +7,12 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::Row;
 
-use super::backend::{FactLifecycle, MemoryRecords};
-use super::ingest::{insert_in_tx, NewMemory};
-use super::rows::ts;
+use super::ingest::insert_in_tx;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
+use crate::store::backend::{FactLifecycle, MemoryRecords};
+use crate::store::rows::ts;
+use crate::store::NewMemory;
 use crate::types::{DecayReport, Memory, MemoryKind};
 
 impl MemoryStore {

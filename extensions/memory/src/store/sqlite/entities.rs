@@ -9,11 +9,11 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use super::backend::EntityLinks;
-use super::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
 use super::scope::push_scope;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
+use crate::store::backend::EntityLinks;
+use crate::store::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
 use crate::types::EntityInfo;
 
 #[async_trait]

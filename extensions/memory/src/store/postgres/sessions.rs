@@ -1,13 +1,15 @@
-//! Sessions: their consolidation records, and the turns of one session.
+//! Sessions: their consolidation records, and the turns of one session. A session's writes
+//! hold its user's write lock; giving every failed session a fresh start holds the store's.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{Postgres, QueryBuilder, Row, Transaction};
 
-use super::backend::SessionRecords;
-use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
-use super::MemoryStore;
+use super::open::WriteScope;
+use super::PostgresStore;
 use crate::error::Result;
+use crate::store::backend::SessionRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
 
 /// The stored form of a session's chat: '' for a personal conversation, so that the session
@@ -17,15 +19,15 @@ pub(super) fn chat_key(chat_id: Option<&str>) -> &str {
 }
 
 /// Closes the user's other open sessions in the same chat (or personal conversation) as
-/// `session`; returns the ids of those not consolidated yet.
+/// `session`; returns the ids of those not consolidated yet, sorted.
 pub(super) async fn close_other_sessions(
-    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Postgres>,
     session: &SessionKey,
     at: DateTime<Utc>,
 ) -> Result<Vec<String>> {
     let closed: Vec<(String, Option<i64>)> = sqlx::query_as(
-        "UPDATE sessions_consolidations SET closed_at = ? \
-         WHERE user_id = ? AND chat_id = ? AND closed_at IS NULL AND session_id != ? \
+        "UPDATE sessions_consolidations SET closed_at = $1 \
+         WHERE user_id = $2 AND chat_id = $3 AND closed_at IS NULL AND session_id <> $4 \
          RETURNING session_id, consolidated_at",
     )
     .bind(ts(at))
@@ -43,10 +45,16 @@ pub(super) async fn close_other_sessions(
     Ok(pending)
 }
 
+/// The order of a session's turns, oldest first, for alias `m`: a tie of event times is broken
+/// by the order they were stored in (`seq`, as SQLite's rowid does).
+const TURN_ORDER: &str = "m.event_time, m.seq";
+/// [`TURN_ORDER`] reversed.
+const TURN_ORDER_DESC: &str = "m.event_time DESC, m.seq DESC";
+
 #[async_trait]
-impl SessionRecords for MemoryStore {
+impl SessionRecords for PostgresStore {
     async fn pending_consolidations(&self, user_id: Option<&str>) -> Result<Vec<PendingSession>> {
-        let mut builder = QueryBuilder::new(
+        let mut builder = QueryBuilder::<Postgres>::new(
             "SELECT user_id, chat_id, session_id, first_seen_at, attempts \
              FROM sessions_consolidations WHERE consolidated_at IS NULL",
         );
@@ -55,7 +63,11 @@ impl SessionRecords for MemoryStore {
                 .push(" AND user_id = ")
                 .push_bind(user_id.to_owned());
         }
-        builder.push(" ORDER BY first_seen_at, user_id, chat_id, session_id");
+        // Byte order, as SQLite sorts text.
+        builder.push(
+            " ORDER BY first_seen_at, user_id COLLATE \"C\", chat_id COLLATE \"C\", \
+             session_id COLLATE \"C\"",
+        );
         let rows = builder.build().fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
@@ -76,7 +88,7 @@ impl SessionRecords for MemoryStore {
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
         let at: Option<Option<i64>> = sqlx::query_scalar(
             "SELECT consolidated_at FROM sessions_consolidations \
-             WHERE user_id = ? AND chat_id = ? AND session_id = ?",
+             WHERE user_id = $1 AND chat_id = $2 AND session_id = $3",
         )
         .bind(&session.user_id)
         .bind(chat_key(session.chat_id.as_deref()))
@@ -92,22 +104,20 @@ impl SessionRecords for MemoryStore {
         episode_ids: &[String],
         at: DateTime<Utc>,
     ) -> Result<()> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        for chunk in episode_ids.chunks(500) {
-            let mut builder = QueryBuilder::new("UPDATE memories SET consolidated_at = ");
-            builder.push_bind(ts(at)).push(" WHERE id IN (");
-            let mut separated = builder.separated(", ");
-            for id in chunk {
-                separated.push_bind(id.clone());
-            }
-            builder.push(")");
-            builder.build().execute(&mut *tx).await?;
+        let mut tx = self
+            .begin_write(WriteScope::Owner(&session.user_id))
+            .await?;
+        if !episode_ids.is_empty() {
+            sqlx::query("UPDATE memories SET consolidated_at = $1 WHERE id = ANY($2)")
+                .bind(ts(at))
+                .bind(episode_ids)
+                .execute(&mut *tx)
+                .await?;
         }
         let unread: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
-             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
-             AND m.consolidated_at IS NULL AND m.source_role = 'user')",
+            "SELECT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = $1 AND m.user_id = $2 \
+             AND m.chat_id IS NOT DISTINCT FROM $3 AND m.kind = 'episode' \
+             AND m.valid_until IS NULL AND m.consolidated_at IS NULL AND m.source_role = 'user')",
         )
         .bind(&session.session_id)
         .bind(&session.user_id)
@@ -118,9 +128,11 @@ impl SessionRecords for MemoryStore {
         sqlx::query(
             "INSERT INTO sessions_consolidations \
              (user_id, chat_id, session_id, first_seen_at, consolidated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5) \
-             ON CONFLICT(user_id, chat_id, session_id) DO UPDATE SET consolidated_at = ?5, \
-             attempts = CASE WHEN ?5 IS NULL THEN attempts ELSE 0 END",
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (user_id, chat_id, session_id) DO UPDATE \
+             SET consolidated_at = EXCLUDED.consolidated_at, \
+             attempts = CASE WHEN EXCLUDED.consolidated_at IS NULL \
+             THEN sessions_consolidations.attempts ELSE 0 END",
         )
         .bind(&session.user_id)
         .bind(chat_key(session.chat_id.as_deref()))
@@ -134,8 +146,7 @@ impl SessionRecords for MemoryStore {
     }
 
     async fn reset_failed_attempts(&self) -> Result<(u64, u64)> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_write(WriteScope::Store).await?;
         let sessions = sqlx::query(
             "UPDATE sessions_consolidations SET attempts = 0 \
              WHERE consolidated_at IS NULL AND attempts > 0",
@@ -143,9 +154,12 @@ impl SessionRecords for MemoryStore {
         .execute(&mut *tx)
         .await?
         .rows_affected();
+        // `->>` is NULL both for a missing key and a JSON null, as SQLite's json_extract; the
+        // LIKE spares parsing the attributes of every memory.
         let memories = sqlx::query(
-            "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
-             WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL",
+            "UPDATE memories SET attributes = (attributes::jsonb - 'enrichment_attempts')::text \
+             WHERE attributes LIKE '%enrichment\\_attempts%' \
+             AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL",
         )
         .execute(&mut *tx)
         .await?
@@ -155,17 +169,20 @@ impl SessionRecords for MemoryStore {
     }
 
     async fn record_consolidation_failure(&self, session: &SessionKey, error: &str) -> Result<i64> {
-        let _write = self.write_lock.lock().await;
+        let mut tx = self
+            .begin_write(WriteScope::Owner(&session.user_id))
+            .await?;
         let attempts: Option<i64> = sqlx::query_scalar(
-            "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ? \
-             WHERE user_id = ? AND chat_id = ? AND session_id = ? RETURNING attempts",
+            "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = $1 \
+             WHERE user_id = $2 AND chat_id = $3 AND session_id = $4 RETURNING attempts",
         )
         .bind(error)
         .bind(&session.user_id)
         .bind(chat_key(session.chat_id.as_deref()))
         .bind(&session.session_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(attempts.unwrap_or(0))
     }
 
@@ -176,15 +193,16 @@ impl SessionRecords for MemoryStore {
         limit: usize,
     ) -> Result<EpisodePage> {
         let rows = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
-             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
-             AND m.consolidated_at IS NULL ORDER BY m.event_time, m.rowid LIMIT ? OFFSET ?"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = $1 AND m.user_id = $2 \
+             AND m.chat_id IS NOT DISTINCT FROM $3 AND m.kind = 'episode' \
+             AND m.valid_until IS NULL AND m.consolidated_at IS NULL \
+             ORDER BY {TURN_ORDER} LIMIT $4 OFFSET $5"
         ))
         .bind(&session.session_id)
         .bind(&session.user_id)
         .bind(&session.chat_id)
-        .bind(limit as i64 + 1)
-        .bind(offset as i64)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         let mut episodes = rows
@@ -201,14 +219,14 @@ impl SessionRecords for MemoryStore {
 
     async fn recent_turns(&self, session: &SessionKey, limit: usize) -> Result<Vec<Memory>> {
         let rows = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = ? AND m.user_id = ? \
-             AND m.chat_id IS ? AND m.kind = 'episode' AND m.valid_until IS NULL \
-             ORDER BY m.event_time DESC, m.rowid DESC LIMIT ?"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = $1 AND m.user_id = $2 \
+             AND m.chat_id IS NOT DISTINCT FROM $3 AND m.kind = 'episode' \
+             AND m.valid_until IS NULL ORDER BY {TURN_ORDER_DESC} LIMIT $4"
         ))
         .bind(&session.session_id)
         .bind(&session.user_id)
         .bind(&session.chat_id)
-        .bind(limit as i64)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
         let mut turns = rows

@@ -2,63 +2,11 @@
 
 use async_trait::async_trait;
 
-use super::backend::StoreAdmin;
 use super::checkpoint::checkpoint;
 use super::MemoryStore;
 use crate::error::Result;
-
-/// What the store's integrity check (`mnemo check`) found. Consistent when [`Self::problems`]
-/// is empty.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct IntegrityReport {
-    /// `PRAGMA integrity_check`'s findings; empty when it says `ok`.
-    pub database: Vec<String>,
-    /// The full-text index disagrees with `memories` (FTS5 `integrity-check`): why.
-    pub full_text: Option<String>,
-    /// Rows of `memories` (active or not).
-    pub memories: i64,
-    /// Active memories (not soft-deleted).
-    pub active: i64,
-    /// Vectors in `vec_memories`; `None` when no vector index exists.
-    pub vectors: Option<i64>,
-    /// Vectors whose memory is gone or soft-deleted.
-    pub orphan_vectors: i64,
-    /// Active memories with neither a vector nor a place in the indexer's queue: lost from
-    /// semantic search.
-    pub unindexed: i64,
-    /// Active memories waiting in the indexer's queue (not a fault: the indexer catches up).
-    pub queued: i64,
-    /// Recorded event ids whose memory was forgotten: kept on purpose (an id, no content), so
-    /// that replaying the same events does not bring the memory back. Not a fault.
-    pub forgotten_events: i64,
-}
-
-impl IntegrityReport {
-    /// What is wrong, one line each; empty when the store is consistent.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems: Vec<String> = self
-            .database
-            .iter()
-            .map(|finding| format!("database: {finding}"))
-            .collect();
-        if let Some(reason) = &self.full_text {
-            problems.push(format!("full-text index: {reason}"));
-        }
-        if self.orphan_vectors > 0 {
-            problems.push(format!(
-                "{} vectors belong to no active memory",
-                self.orphan_vectors
-            ));
-        }
-        if self.unindexed > 0 {
-            problems.push(format!(
-                "{} active memories have no vector and are not queued for one",
-                self.unindexed
-            ));
-        }
-        problems
-    }
-}
+use crate::store::backend::StoreAdmin;
+use crate::store::IntegrityReport;
 
 #[async_trait]
 impl StoreAdmin for MemoryStore {

@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row};
 
-use super::backend::MemoryExport;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
+use crate::store::backend::MemoryExport;
 
 /// Tables a full export holds, with the key that orders their rows.
 pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
@@ -17,6 +17,10 @@ pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
     ("sessions_consolidations", "user_id, chat_id, session_id"),
     ("ingested_events", "user_id, event_id"),
 ];
+
+/// Columns that say which process works on a row right now: not the store's content, and not
+/// exported (a copy starts with no process at work on it).
+pub(crate) const LEASE_COLUMNS: [&str; 2] = ["leased_by", "leased_until"];
 
 pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
     use sqlx::{TypeInfo, ValueRef};
@@ -71,6 +75,9 @@ impl MemoryExport for MemoryStore {
             for row in &rows {
                 let mut object = Map::new();
                 for (index, column) in row.columns().iter().enumerate() {
+                    if LEASE_COLUMNS.contains(&column.name()) {
+                        continue;
+                    }
                     object.insert(column.name().to_owned(), column_value(row, index)?);
                 }
                 records.push(serde_json::json!({"type": table, "row": object}));

@@ -7,27 +7,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
-use super::backend::IndexQueue;
-use super::rows::{blob_vector, ts, vector_blob};
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::IndexQueue;
+use crate::store::rows::{blob_vector, ts, vector_blob};
+use crate::store::IndexItem;
 use crate::vector_index::VectorRow;
-
-/// A memory waiting for its vector.
-#[derive(Debug, Clone)]
-pub struct IndexItem {
-    /// The memory.
-    pub memory_id: String,
-    /// Its text.
-    pub content: String,
-    /// Its owner (a vector-table metadata column).
-    pub user_id: String,
-    /// Its kind (a vector-table metadata column).
-    pub kind: String,
-    /// False when it was deleted before being indexed.
-    pub active: bool,
-}
 
 #[async_trait]
 impl IndexQueue for MemoryStore {
@@ -153,5 +139,10 @@ impl IndexQueue for MemoryStore {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
             .fetch_one(&self.pool)
             .await?)
+    }
+
+    async fn release_index_leases(&self) -> Result<u64> {
+        // One process at a time takes batches from a SQLite store, and holds none between calls.
+        Ok(0)
     }
 }

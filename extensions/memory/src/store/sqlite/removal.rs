@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
-use super::backend::MemoryRemoval;
-use super::rows::content_hash;
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
+use crate::store::backend::MemoryRemoval;
+use crate::store::rows::content_hash;
 use crate::types::{MemoryForgotten, MemoryKind, UserErased};
 
 /// What every removal of memories ends with, inside its transaction: the full-text index is
@@ -48,7 +48,7 @@ impl MemoryStore {
         let mut tx = self.begin_write().await?;
         let changed =
             sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
-                .bind(super::rows::ts(at))
+                .bind(crate::store::rows::ts(at))
                 .bind(id)
                 .execute(&mut *tx)
                 .await?

@@ -1,37 +1,33 @@
 //! Reading memories: by id, through a request's filters, the keys ranking needs, and the
 //! listings the service, tools and jobs ask for; counting accesses.
+//!
+//! Where the SQLite store breaks a tie of event times by insertion order (`rowid`), this one
+//! uses `seq`, the order rows were stored in.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{Postgres, QueryBuilder, Row};
 
-use super::backend::MemoryRecords;
-use super::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use super::scope::push_filters;
-use super::MemoryStore;
+use super::PostgresStore;
 use crate::error::Result;
+use crate::store::backend::MemoryRecords;
+use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::RankKey;
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
-/// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RankKey {
-    /// The memory's confidence.
-    pub(crate) confidence: f64,
-    /// Its event time, in seconds.
-    pub(crate) event_time: i64,
-    /// The turn before it in its session (episodes only, when asked for).
-    pub(crate) previous: Option<String>,
-    /// The turn after it in its session (episodes only, when asked for).
-    pub(crate) next: Option<String>,
+/// The kinds' names, for binding as a list.
+fn kind_names(kinds: &[MemoryKind]) -> Vec<String> {
+    kinds.iter().map(|kind| kind.as_str().to_owned()).collect()
 }
 
 #[async_trait]
-impl MemoryRecords for MemoryStore {
+impl MemoryRecords for PostgresStore {
     async fn get(&self, id: &str) -> Result<Option<Memory>> {
         let row = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ?"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1"
         ))
         .bind(id)
         .fetch_optional(&self.pool)
@@ -48,13 +44,9 @@ impl MemoryRecords for MemoryStore {
             return Ok(HashMap::new());
         }
         let mut builder = QueryBuilder::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id IN ("
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY("
         ));
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
+        builder.push_bind(ids.to_vec()).push(")");
         push_filters(&mut builder, request);
         let rows = builder.build().fetch_all(&self.pool).await?;
         rows.iter()
@@ -73,29 +65,27 @@ impl MemoryRecords for MemoryStore {
         }
         let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
         if neighbours {
-            // The session index finds each turn's neighbours in the same user's session (`+kind`
-            // and `+chat_id` keep SQLite on it).
+            // Each turn's neighbours in the same user's session and chat, through the session
+            // index; turns are ordered by event time, then as stored (`seq`).
             builder.push(
                 "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
-                  AND p.user_id = m.user_id AND +p.chat_id IS m.chat_id AND +p.kind = 'episode' AND (p.event_time < m.event_time \
-                  OR (p.event_time = m.event_time AND p.rowid < m.rowid)) \
-                  ORDER BY p.event_time DESC, p.rowid DESC LIMIT 1) END, \
+                  AND p.user_id = m.user_id AND p.chat_id IS NOT DISTINCT FROM m.chat_id \
+                  AND p.kind = 'episode' \
+                  AND (p.event_time, p.seq) < (m.event_time, m.seq) \
+                  ORDER BY p.event_time DESC, p.seq DESC LIMIT 1) END, \
                  CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT n.id FROM memories n WHERE n.session_id = m.session_id \
-                  AND n.user_id = m.user_id AND +n.chat_id IS m.chat_id AND +n.kind = 'episode' AND (n.event_time > m.event_time \
-                  OR (n.event_time = m.event_time AND n.rowid > m.rowid)) \
-                  ORDER BY n.event_time, n.rowid LIMIT 1) END",
+                  AND n.user_id = m.user_id AND n.chat_id IS NOT DISTINCT FROM m.chat_id \
+                  AND n.kind = 'episode' \
+                  AND (n.event_time, n.seq) > (m.event_time, m.seq) \
+                  ORDER BY n.event_time, n.seq LIMIT 1) END",
             );
         } else {
-            builder.push("NULL, NULL");
+            builder.push("NULL::text, NULL::text");
         }
-        builder.push(" FROM memories m WHERE m.id IN (");
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
+        builder.push(" FROM memories m WHERE m.id = ANY(");
+        builder.push_bind(ids.to_vec()).push(")");
         push_filters(&mut builder, request);
         type Row = (String, f64, i64, Option<String>, Option<String>);
         Ok(builder
@@ -117,25 +107,27 @@ impl MemoryRecords for MemoryStore {
             .collect())
     }
 
+    /// A touch is a write to each owner's memories: the ids are grouped by owner and each
+    /// owner's are updated in a transaction holding that owner's write lock (so decay, which
+    /// holds the whole store, never interleaves with it). Owners are touched one after another,
+    /// not all in one transaction.
     async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let _write = self.write_lock.lock().await;
-        // A recalled fact that had faded is back: in the context again, with the confidence of
-        // a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
-        let mut builder = QueryBuilder::new(
+        // No advisory lock: the row locks of one statement are enough, and a search never
+        // waits for a writer of the owner (or for a whole-store writer such as decay) to count
+        // its accesses. A recalled fact that had faded is back: in the context again, with the
+        // confidence of a fact in doubt (0.5) if it had fallen below that.
+        sqlx::query(
             "UPDATE memories SET access_count = access_count + 1, \
-             confidence = CASE WHEN faded_at IS NOT NULL THEN MAX(confidence, 0.5) ELSE confidence END, \
-             faded_at = NULL, last_accessed = ",
-        );
-        builder.push_bind(ts(at)).push(" WHERE id IN (");
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        builder.build().execute(&self.pool).await?;
+             confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
+             ELSE confidence END, faded_at = NULL, last_accessed = $1 WHERE id = ANY($2)",
+        )
+        .bind(ts(at))
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -190,26 +182,28 @@ impl MemoryRecords for MemoryStore {
         max_attempts: i64,
         limit: usize,
     ) -> Result<Vec<Memory>> {
+        // `->>` gives SQL NULL for a missing key and for JSON null alike, as `json_extract`
+        // does; an attempt count that is not a number counts as none.
         let mut builder = QueryBuilder::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
-             AND json_extract(m.attributes, '$.enriched_at') IS NULL \
-             AND COALESCE(json_extract(m.attributes, '$.enrichment_attempts'), 0) < "
+             AND (m.attributes::jsonb ->> 'enriched_at') IS NULL \
+             AND COALESCE(CASE WHEN jsonb_typeof(m.attributes::jsonb -> 'enrichment_attempts') \
+             = 'number' THEN (m.attributes::jsonb ->> 'enrichment_attempts')::double precision \
+             END, 0) < "
         ));
         builder.push_bind(max_attempts);
         builder
             .push(" AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= ");
-        builder.push_bind(max_entities as i64);
+        builder.push_bind(i64::try_from(max_entities).unwrap_or(i64::MAX));
         if !kinds.is_empty() {
-            builder.push(" AND m.kind IN (");
-            let mut separated = builder.separated(", ");
-            for kind in kinds {
-                separated.push_bind(kind.as_str());
-            }
-            builder.push(")");
+            builder
+                .push(" AND m.kind = ANY(")
+                .push_bind(kind_names(kinds))
+                .push(")");
         }
         builder
-            .push(" ORDER BY m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
+            .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.fetch_memories(builder).await
     }
 
@@ -219,9 +213,11 @@ impl MemoryRecords for MemoryStore {
         chat_id: Option<&str>,
     ) -> Result<Option<Memory>> {
         let row = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' AND m.valid_until IS NULL \
-             AND (m.user_id IS ?1 OR m.user_id IS NULL) AND m.chat_id IS ?2 \
-             ORDER BY m.event_time DESC, m.rowid DESC LIMIT 1"
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' \
+             AND m.valid_until IS NULL \
+             AND (m.user_id IS NOT DISTINCT FROM $1 OR m.user_id IS NULL) \
+             AND m.chat_id IS NOT DISTINCT FROM $2 \
+             ORDER BY m.event_time DESC, m.seq DESC LIMIT 1"
         ))
         .bind(user_id)
         .bind(chat_id)
@@ -247,8 +243,8 @@ impl MemoryRecords for MemoryStore {
                 .push_bind(user_id.to_owned());
         }
         builder
-            .push(" ORDER BY m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
+            .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
         self.fetch_memories(builder).await
     }
 
@@ -265,12 +261,10 @@ impl MemoryRecords for MemoryStore {
             builder.push(" AND m.chat_id = ").push_bind(chat_id.clone());
         }
         if !request.kinds.is_empty() {
-            builder.push(" AND m.kind IN (");
-            let mut kinds = builder.separated(", ");
-            for kind in &request.kinds {
-                kinds.push_bind(kind.as_str());
-            }
-            builder.push(")");
+            builder
+                .push(" AND m.kind = ANY(")
+                .push_bind(kind_names(&request.kinds))
+                .push(")");
         }
         if !request.include_inactive {
             builder
@@ -280,7 +274,7 @@ impl MemoryRecords for MemoryStore {
                 .push(")");
         }
         builder
-            .push(" ORDER BY m.event_time DESC, m.rowid DESC LIMIT ")
+            .push(" ORDER BY m.event_time DESC, m.seq DESC LIMIT ")
             .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .push(" OFFSET ")
             .push_bind(i64::try_from(request.offset).unwrap_or(i64::MAX));
@@ -294,14 +288,16 @@ impl MemoryRecords for MemoryStore {
         key: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<Memory>> {
-        // In a chat: the value set in that chat, else the owner's value set outside any chat.
+        // In a chat: the value set in that chat, else the owner's value set outside any chat
+        // (`chat_id IS NULL` is false for the chat's own, which sorts first).
         let row = sqlx::query(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.memory_type = 'context' \
-             AND (m.chat_id IS NULL OR m.chat_id = ?) \
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = $1 \
+             AND m.memory_type = 'context' \
+             AND (m.chat_id IS NULL OR m.chat_id = $2) \
              AND m.valid_until IS NULL AND m.superseded_at IS NULL \
-             AND (m.expires_at IS NULL OR m.expires_at > ?) \
-             AND json_extract(m.attributes, '$.key') = ? \
-             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.rowid DESC LIMIT 1"
+             AND (m.expires_at IS NULL OR m.expires_at > $3) \
+             AND (m.attributes::jsonb ->> 'key') = $4 \
+             ORDER BY m.chat_id IS NULL, m.created_at DESC, m.seq DESC LIMIT 1"
         ))
         .bind(owner)
         .bind(chat_id)
@@ -313,9 +309,9 @@ impl MemoryRecords for MemoryStore {
     }
 }
 
-impl MemoryStore {
+impl PostgresStore {
     /// The memories a built query (selecting `MEMORY_COLUMNS`) returns, in its order.
-    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Sqlite>) -> Result<Vec<Memory>> {
+    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Postgres>) -> Result<Vec<Memory>> {
         builder
             .build()
             .fetch_all(&self.pool)

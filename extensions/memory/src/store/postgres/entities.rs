@@ -1,0 +1,545 @@
+//! Entities: linking memories to the entities they name, finding entities by name, and
+//! describing one with its memories. Link order is `memory_entities.position` (SQLite's rowid).
+//! An entity is found or created under its owner's write lock, and created with
+//! `ON CONFLICT DO NOTHING` on the `(owner, lower(name), type)` index, so that two writers
+//! naming the same new entity end with one.
+
+use std::collections::{HashMap, HashSet};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_ner_api::ExtractedEntity;
+use serde_json::Value;
+use sqlx::{Postgres, QueryBuilder, Row, Transaction};
+
+use super::open::WriteScope;
+use super::scope::push_scope;
+use super::text_search::{tsquery, CONFIG};
+use super::PostgresStore;
+use crate::error::{MemoryError, Result};
+use crate::store::backend::EntityLinks;
+use crate::store::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
+use crate::types::EntityInfo;
+
+#[async_trait]
+impl EntityLinks for PostgresStore {
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize> {
+        let not_found = || MemoryError::NotFound(format!("no memory `{memory_id}`"));
+        // A memory's owner never changes: read it to take the owner's lock, then again under
+        // the lock in case the memory was removed meanwhile.
+        let owner = memory_owner(&self.pool, memory_id)
+            .await?
+            .ok_or_else(not_found)?;
+        let mut tx = self.begin_write(WriteScope::Owner(&owner)).await?;
+        memory_owner(&mut *tx, memory_id)
+            .await?
+            .ok_or_else(not_found)?;
+        let count = link_entities(&mut tx, memory_id, &owner, entities, None).await?;
+        if let Some(at) = enriched_at {
+            sqlx::query(
+                "UPDATE memories SET attributes = \
+                 jsonb_set(attributes::jsonb, '{enriched_at}', to_jsonb($1::bigint))::text \
+                 WHERE id = $2",
+            )
+            .bind(ts(at))
+            .bind(memory_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(count)
+    }
+
+    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
+        let names: Vec<String> = names
+            .iter()
+            .map(|name| name.trim().to_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder = QueryBuilder::<Postgres>::new(
+            "SELECT e.id FROM entities e WHERE (lower(e.canonical_name) = ANY(",
+        );
+        builder.push_bind(names.clone()).push(
+            ") OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e.aliases::jsonb) alias \
+             WHERE lower(alias) = ANY(",
+        );
+        builder.push_bind(names).push(")))");
+        if let Some(owner) = owner {
+            builder
+                .push(" AND e.owner_id = ")
+                .push_bind(owner.to_owned());
+        }
+        Ok(builder
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn entity_info(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        name: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let ids = self.entities_named(owner, &[name.to_owned()]).await?;
+        let Some(id) = ids.first() else {
+            return Ok(None);
+        };
+        self.entity_info_by_id(owner, chat_id, id, memory_limit)
+            .await
+    }
+
+    async fn entity_info_by_id(
+        &self,
+        owner: Option<&str>,
+        chat_id: Option<&str>,
+        id: &str,
+        memory_limit: usize,
+    ) -> Result<Option<EntityInfo>> {
+        let Some(row) = sqlx::query(
+            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities \
+             WHERE id = $1 AND ($2::text IS NULL OR owner_id = $2)",
+        )
+        .bind(id)
+        .bind(owner)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let mut builder = QueryBuilder::<Postgres>::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
+             WHERE me.entity_id = "
+        ));
+        builder
+            .push_bind(id.to_owned())
+            .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
+        push_scope(&mut builder, owner, chat_id);
+        builder
+            .push(" ORDER BY m.event_time DESC LIMIT ")
+            .push_bind(i64::try_from(memory_limit).unwrap_or(i64::MAX));
+        let memories = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(memory_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(EntityInfo {
+            id: row.try_get("id")?,
+            name: row.try_get("canonical_name")?,
+            entity_type: row.try_get("type")?,
+            aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
+            mention_count: row.try_get("mention_count")?,
+            summary: row.try_get("summary")?,
+            memories,
+        }))
+    }
+
+    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        Ok(sqlx::query_as::<_, (String, String)>(
+            "SELECT id, canonical_name FROM entities WHERE id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .collect())
+    }
+
+    async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
+        let Some(owner) = memory_owner(&self.pool, memory_id).await? else {
+            return Ok(());
+        };
+        let mut tx = self.begin_write(WriteScope::Owner(&owner)).await?;
+        sqlx::query(
+            "UPDATE memories SET attributes = jsonb_set(attributes::jsonb, \
+             '{enrichment_attempts}', to_jsonb(COALESCE(\
+             (attributes::jsonb ->> 'enrichment_attempts')::numeric, 0) + 1))::text \
+             WHERE id = $1",
+        )
+        .bind(memory_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn co_mentions(
+        &self,
+        driver: &str,
+        others: &[String],
+        scan: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        // SQLite reads a negative OFFSET as 0; PostgreSQL refuses it.
+        Ok(sqlx::query_as(
+            "SELECT a.memory_id, a.position, 1 + (SELECT COUNT(*) FROM memory_entities b \
+             WHERE b.memory_id = a.memory_id AND b.entity_id = ANY($2)) \
+             FROM memory_entities a WHERE a.entity_id = $1 \
+             AND a.position >= COALESCE((SELECT position FROM memory_entities \
+             WHERE entity_id = $1 ORDER BY position DESC LIMIT 1 OFFSET $3), 0) \
+             AND EXISTS (SELECT 1 FROM memory_entities c \
+             WHERE c.memory_id = a.memory_id AND c.entity_id = ANY($2)) \
+             ORDER BY a.position DESC LIMIT $4",
+        )
+        .bind(driver)
+        .bind(others)
+        .bind((scan - 1).max(0))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        // A negative depth is no limit, as in SQLite (LIMIT NULL is LIMIT ALL).
+        Ok(sqlx::query_as(
+            "SELECT memory_id, position FROM memory_entities WHERE entity_id = $1 \
+             ORDER BY position DESC LIMIT $2",
+        )
+        .bind(entity_id)
+        .bind((depth >= 0).then_some(depth))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
+        Ok(sqlx::query_as::<_, (String, i64)>(
+            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id = ANY($1) \
+             GROUP BY entity_id",
+        )
+        .bind(entity_ids)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .collect())
+    }
+
+    async fn linked_memory_count(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+}
+
+/// The owner of a memory ('' for nobody's); `None` if there is no such memory.
+async fn memory_owner(
+    executor: impl sqlx::PgExecutor<'_>,
+    memory_id: &str,
+) -> Result<Option<String>> {
+    let owner: Option<Option<String>> =
+        sqlx::query_scalar("SELECT user_id FROM memories WHERE id = $1")
+            .bind(memory_id)
+            .fetch_optional(executor)
+            .await?;
+    Ok(owner.map(Option::unwrap_or_default))
+}
+
+/// The owner's entity of `entity_type` named `name` (canonical name or alias, case-insensitive)
+/// with its aliases; a canonical match first.
+async fn find_entity(
+    tx: &mut Transaction<'_, Postgres>,
+    owner: &str,
+    entity_type: &str,
+    name: &str,
+) -> Result<Option<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, aliases FROM entities WHERE owner_id = $1 AND type = $2 AND \
+         (lower(canonical_name) = lower($3) OR EXISTS \
+          (SELECT 1 FROM jsonb_array_elements_text(aliases::jsonb) alias \
+           WHERE lower(alias) = lower($3))) \
+         ORDER BY (lower(canonical_name) = lower($3)) DESC LIMIT 1",
+    )
+    .bind(owner)
+    .bind(entity_type)
+    .bind(name)
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+/// Counts one more mention of a found entity: its surface form becomes an alias unless it is
+/// the name or an alias already, and it gets the relation if it had none.
+async fn mention_found(
+    tx: &mut Transaction<'_, Postgres>,
+    id: &str,
+    aliases: &str,
+    entity: &ExtractedEntity,
+) -> Result<()> {
+    let canonical = entity.canonical.trim();
+    let mut aliases = json_list(aliases, "aliases")?;
+    let surface = entity.surface.trim();
+    if !surface.eq_ignore_ascii_case(canonical)
+        && !aliases
+            .iter()
+            .any(|alias| alias.eq_ignore_ascii_case(surface))
+    {
+        aliases.push(surface.to_owned());
+    }
+    sqlx::query(
+        "UPDATE entities SET mention_count = mention_count + 1, aliases = $1, \
+         relation = COALESCE(relation, $2) WHERE id = $3",
+    )
+    .bind(Value::from(aliases).to_string())
+    .bind(&entity.relation)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Creates or finds each entity for `owner` and links it to the memory, then links the owner's
+/// known entities named in `text`; returns the memory's link count (see `../sqlite/entities.rs`).
+pub(super) async fn link_entities(
+    tx: &mut Transaction<'_, Postgres>,
+    memory_id: &str,
+    owner: &str,
+    entities: &[ExtractedEntity],
+    text: Option<&str>,
+) -> Result<usize> {
+    for entity in entities {
+        let canonical = entity.canonical.trim();
+        if canonical.is_empty() {
+            continue;
+        }
+        let entity_type = entity.entity_type.as_str();
+        let entity_id = match find_entity(tx, owner, entity_type, canonical).await? {
+            Some((id, aliases)) => {
+                mention_found(tx, &id, &aliases, entity).await?;
+                id
+            }
+            None => {
+                let id = new_id("ent");
+                let surface = entity.surface.trim();
+                let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
+                    Vec::new()
+                } else {
+                    vec![surface]
+                };
+                let created = sqlx::query(
+                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                )
+                .bind(&id)
+                .bind(owner)
+                .bind(canonical)
+                .bind(entity_type)
+                .bind(Value::from(aliases).to_string())
+                .bind(&entity.relation)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected()
+                    == 1;
+                if created {
+                    if LINKABLE_TYPES.contains(&entity_type) {
+                        link_earlier_mentions(tx, &id, owner, canonical).await?;
+                    }
+                    id
+                } else {
+                    // A writer that does not hold this owner's lock created it meanwhile.
+                    let (id, aliases) = find_entity(tx, owner, entity_type, canonical)
+                        .await?
+                        .ok_or_else(|| {
+                            MemoryError::NotFound(format!(
+                                "entity `{canonical}` ({entity_type}) vanished while linking"
+                            ))
+                        })?;
+                    mention_found(tx, &id, &aliases, entity).await?;
+                    id
+                }
+            }
+        };
+        sqlx::query(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(memory_id)
+        .bind(&entity_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if let Some(text) = text {
+        link_known_entities(tx, memory_id, owner, text).await?;
+    }
+    let linked: Vec<String> = sqlx::query_scalar(
+        "SELECT entity_id FROM memory_entities WHERE memory_id = $1 \
+         ORDER BY entity_id COLLATE \"C\"",
+    )
+    .bind(memory_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE memories SET entity_ids = $1 WHERE id = $2")
+        .bind(Value::from(linked.clone()).to_string())
+        .bind(memory_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(linked.len())
+}
+
+/// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
+pub(super) const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
+
+/// Most earlier memories linked to a newly created entity.
+pub(super) const MAX_EARLIER_MENTIONS: i64 = 500;
+
+/// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
+/// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
+pub(super) async fn link_earlier_mentions(
+    tx: &mut Transaction<'_, Postgres>,
+    entity_id: &str,
+    owner: &str,
+    name: &str,
+) -> Result<()> {
+    let words = crate::search::fts_query::terms(name);
+    if words.is_empty()
+        || (words.len() == 1
+            && (words[0].chars().count() < 3 || crate::search::fts_query::is_stopword(&words[0])))
+    {
+        return Ok(());
+    }
+    // The phrase as the search layer writes it for FTS5, then as a tsquery phrase.
+    let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
+    let Some(query) = tsquery(&phrase) else {
+        return Ok(());
+    };
+    // Where the text search parser leaves a word out of the phrase (mnemo_english drops no stop
+    // word, but a word it cannot parse is dropped), the words are also matched in the text.
+    let nodes: i32 = sqlx::query_scalar(&format!("SELECT numnode(to_tsquery('{CONFIG}', $1))"))
+        .bind(&query)
+        .fetch_one(&mut **tx)
+        .await?;
+    let every_word = 2 * words.len() as i32 - 1;
+    let mut insert = QueryBuilder::<Postgres>::new(
+        "INSERT INTO memory_entities (memory_id, entity_id) SELECT m.id, ",
+    );
+    insert
+        .push_bind(entity_id.to_owned())
+        .push(" FROM memories m WHERE m.user_id IS NOT DISTINCT FROM ")
+        .push_bind((!owner.is_empty()).then(|| owner.to_owned()))
+        .push(" AND m.valid_until IS NULL");
+    if nodes > 0 {
+        insert
+            .push(format!(" AND m.search_text @@ to_tsquery('{CONFIG}', "))
+            .push_bind(query)
+            .push(")");
+    }
+    if nodes < every_word {
+        insert
+            .push(" AND m.content ~* ")
+            .push_bind(phrase_pattern(&words));
+    }
+    let linked = insert
+        .push(" LIMIT ")
+        .push_bind(MAX_EARLIER_MENTIONS)
+        .push(" ON CONFLICT DO NOTHING")
+        .build()
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    if linked > 0 {
+        sqlx::query("UPDATE entities SET mention_count = mention_count + $1 WHERE id = $2")
+            .bind(i64::try_from(linked).unwrap_or(i64::MAX))
+            .bind(entity_id)
+            .execute(&mut **tx)
+            .await?;
+        // Each memory's links as compact JSON sorted bytewise, as SQLite writes them.
+        sqlx::query(
+            "UPDATE memories SET entity_ids = COALESCE((SELECT '[' || \
+             string_agg(to_json(l.entity_id)::text, ',' ORDER BY l.entity_id COLLATE \"C\") \
+             || ']' FROM memory_entities l WHERE l.memory_id = memories.id), '[]') \
+             WHERE id IN (SELECT memory_id FROM memory_entities WHERE entity_id = $1)",
+        )
+        .bind(entity_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A regular expression (case-insensitive) finding `words` in a text as FTS5 finds their phrase,
+/// stemming aside: in order, whole, with nothing but non-alphanumerics between them. The words
+/// are letters and digits only, so nothing in them is regular-expression syntax.
+fn phrase_pattern(words: &[String]) -> String {
+    format!(
+        "(^|[^[:alnum:]]){}([^[:alnum:]]|$)",
+        words.join("[^[:alnum:]]+")
+    )
+}
+
+/// Most word n-grams of one text tried against the owner's known entities.
+pub(super) const MAX_MENTIONS: usize = 256;
+
+/// Links entities the owner already has (people, organisations, places, projects) whose name or
+/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
+/// vegetarian", at the start of a sentence).
+pub(super) async fn link_known_entities(
+    tx: &mut Transaction<'_, Postgres>,
+    memory_id: &str,
+    owner: &str,
+    text: &str,
+) -> Result<()> {
+    let words = crate::search::fts_query::terms(text);
+    let mut mentions: Vec<String> = Vec::new();
+    for size in 1..=3 {
+        for window in words.windows(size) {
+            if size == 1
+                && (window[0].chars().count() < 3
+                    || crate::search::fts_query::is_stopword(&window[0]))
+            {
+                continue;
+            }
+            let mention = window.join(" ");
+            if !mentions.contains(&mention) {
+                mentions.push(mention);
+            }
+        }
+    }
+    mentions.truncate(MAX_MENTIONS);
+    if mentions.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<String> = sqlx::query_scalar(
+        "SELECT e.id FROM entities e WHERE e.type = ANY($1) AND e.owner_id = $2 \
+         AND (lower(e.canonical_name) = ANY($3) OR EXISTS \
+          (SELECT 1 FROM jsonb_array_elements_text(e.aliases::jsonb) alias \
+           WHERE lower(alias) = ANY($3)))",
+    )
+    .bind(&LINKABLE_TYPES[..])
+    .bind(owner)
+    .bind(&mentions)
+    .fetch_all(&mut **tx)
+    .await?;
+    for entity_id in known {
+        let added = sqlx::query(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(memory_id)
+        .bind(&entity_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if added == 1 {
+            sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = $1")
+                .bind(&entity_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
+}

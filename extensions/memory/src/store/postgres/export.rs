@@ -1,0 +1,386 @@
+//! Lossless export of the memory tables as JSON records, and importing them back: the SQLite
+//! store's records (`../sqlite/export.rs`) exactly, so that `mnemo migrate-store` copies a store
+//! between the two backends in either direction.
+//!
+//! A record is `{"type": table, "row": {column: value}}` with SQLite's values: integers as JSON
+//! integers, reals as JSON floats, text as strings, blobs as lowercase hex strings, NULL as null;
+//! rows ordered by key, byte by byte as SQLite compares text. The PostgreSQL-only columns (the
+//! generated full text, the storing and link orders, the queue's lease) and the sessions'
+//! leases are left out, and an import binds
+//! each value with its column's PostgreSQL type, read from the catalog.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use serde_json::{Map, Number, Value};
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Postgres, QueryBuilder, Row};
+use tokio::sync::OnceCell;
+
+use super::open::WriteScope;
+use super::PostgresStore;
+use crate::error::{MemoryError, Result};
+use crate::store::backend::MemoryExport;
+
+/// Tables a full export holds, with the key that orders their rows: the SQLite store's.
+const EXPORT_TABLES: [(&str, &str); 5] = [
+    ("memories", "id"),
+    ("entities", "id"),
+    ("memory_entities", "memory_id, entity_id"),
+    ("sessions_consolidations", "user_id, chat_id, session_id"),
+    ("ingested_events", "user_id, event_id"),
+];
+
+/// Columns that are not exported or accepted: PostgreSQL's own derived ones (the tsvector, and
+/// the storing and link orders, made again in import order), and the lease of the process at
+/// work on a session (which SQLite does not export either).
+const POSTGRES_ONLY: [(&str, &str); 6] = [
+    ("memories", "search_text"),
+    ("memories", "seq"),
+    ("sessions_consolidations", "leased_by"),
+    ("sessions_consolidations", "leased_until"),
+    ("memory_entities", "position"),
+    ("embedding_queue", "claimed_until"),
+];
+
+/// SQLite's storage class of a column, from its PostgreSQL type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Storage {
+    /// BIGINT.
+    Integer,
+    /// DOUBLE PRECISION.
+    Real,
+    /// TEXT.
+    Text,
+    /// BYTEA, exported as lowercase hex.
+    Blob,
+}
+
+impl Storage {
+    fn sql_type(self) -> &'static str {
+        match self {
+            Self::Integer => "BIGINT",
+            Self::Real => "DOUBLE PRECISION",
+            Self::Text => "TEXT",
+            Self::Blob => "BYTEA",
+        }
+    }
+}
+
+/// An exported column.
+#[derive(Debug, Clone)]
+struct Column {
+    name: String,
+    storage: Storage,
+}
+
+/// The exported columns of every exported table, in table order.
+type Schema = HashMap<&'static str, Vec<Column>>;
+
+/// The exported columns, read from the catalog once per process: every database a process
+/// opens is migrated by the same migrations, so their columns are the same.
+async fn schema(pool: &PgPool) -> Result<&'static Schema> {
+    static SCHEMA: OnceCell<Schema> = OnceCell::const_new();
+    SCHEMA.get_or_try_init(|| read_schema(pool)).await
+}
+
+async fn read_schema(pool: &PgPool) -> Result<Schema> {
+    let tables: Vec<String> = EXPORT_TABLES
+        .iter()
+        .map(|(table, _)| (*table).to_owned())
+        .collect();
+    let rows = sqlx::query(
+        "SELECT table_name::text AS table_name, column_name::text AS column_name, \
+         data_type::text AS data_type FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name = ANY($1) \
+         ORDER BY table_name, ordinal_position",
+    )
+    .bind(&tables)
+    .fetch_all(pool)
+    .await?;
+    let mut schema = Schema::new();
+    for row in rows {
+        let table: String = row.try_get("table_name")?;
+        let name: String = row.try_get("column_name")?;
+        let data_type: String = row.try_get("data_type")?;
+        let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
+            continue;
+        };
+        if POSTGRES_ONLY.contains(&(*table, name.as_str())) {
+            continue;
+        }
+        let storage = match data_type.as_str() {
+            "bigint" => Storage::Integer,
+            "double precision" => Storage::Real,
+            "text" => Storage::Text,
+            "bytea" => Storage::Blob,
+            other => {
+                return Err(MemoryError::Corrupt(format!(
+                    "column `{table}.{name}` has type {other}, which the export does not know"
+                )))
+            }
+        };
+        schema
+            .entry(*table)
+            .or_default()
+            .push(Column { name, storage });
+    }
+    for (table, _) in EXPORT_TABLES {
+        if !schema.contains_key(table) {
+            return Err(MemoryError::Corrupt(format!("table `{table}` is missing")));
+        }
+    }
+    Ok(schema)
+}
+
+/// The user filter of one table's export, with the user as `$1`.
+fn user_filter(table: &str) -> Result<&'static str> {
+    Ok(match table {
+        "memories" => " WHERE user_id = $1",
+        "entities" => " WHERE owner_id = $1",
+        "memory_entities" => " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+        "ingested_events" => {
+            " WHERE user_id = $1 OR (user_id = '' AND memory_id IN \
+             (SELECT id FROM memories WHERE user_id = $1))"
+        }
+        "sessions_consolidations" => " WHERE user_id = $1",
+        // A table added to the export without a user filter must not export everyone's rows
+        // under one user's name.
+        other => {
+            return Err(MemoryError::Invalid(format!(
+                "the export of one user has no filter for table `{other}`"
+            )))
+        }
+    })
+}
+
+fn column_value(row: &PgRow, index: usize, storage: Storage) -> Result<Value> {
+    Ok(match storage {
+        Storage::Integer => row.try_get::<Option<i64>, _>(index)?.map(Value::from),
+        Storage::Real => row.try_get::<Option<f64>, _>(index)?.map(Value::from),
+        Storage::Text => row.try_get::<Option<String>, _>(index)?.map(Value::from),
+        Storage::Blob => row
+            .try_get::<Option<Vec<u8>>, _>(index)?
+            .map(|bytes| Value::from(hex(&bytes))),
+    }
+    .unwrap_or(Value::Null))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| {
+            text.get(at..at + 2)
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+        })
+        .collect()
+}
+
+/// Binds `value` for `column` of `table` with the column's type, converting as SQLite's column
+/// affinity does (a whole real into an integer column, a number into a text column).
+fn push_value(
+    separated: &mut sqlx::query_builder::Separated<'_, '_, Postgres, &'static str>,
+    table: &str,
+    column: &Column,
+    value: &Value,
+) -> Result<()> {
+    let name = column.name.as_str();
+    let mismatch = |what: &str| {
+        MemoryError::Invalid(format!(
+            "`{table}` record: column `{name}` holds {what}, which does not fit its type {}",
+            column.storage.sql_type()
+        ))
+    };
+    match (column.storage, value) {
+        // Exports made before sessions were keyed by user and chat (schema 6) hold NULL where the
+        // key now holds ''.
+        (Storage::Text, Value::Null)
+            if table == "sessions_consolidations" && matches!(name, "user_id" | "chat_id") =>
+        {
+            separated.push_bind(String::new());
+        }
+        (Storage::Integer, Value::Null) => {
+            separated.push_bind(None::<i64>);
+        }
+        (Storage::Real, Value::Null) => {
+            separated.push_bind(None::<f64>);
+        }
+        (Storage::Text, Value::Null) => {
+            separated.push_bind(None::<String>);
+        }
+        (Storage::Blob, Value::Null) => {
+            separated.push_bind(None::<Vec<u8>>);
+        }
+        (Storage::Integer, Value::Number(number)) => {
+            separated.push_bind(whole(number).ok_or_else(|| mismatch(&number.to_string()))?);
+        }
+        (Storage::Real, Value::Number(number)) => {
+            separated.push_bind(
+                number
+                    .as_f64()
+                    .ok_or_else(|| mismatch(&number.to_string()))?,
+            );
+        }
+        (Storage::Text, Value::Number(number)) => {
+            separated.push_bind(number.to_string());
+        }
+        (Storage::Text, Value::String(text)) => {
+            separated.push_bind(text.clone());
+        }
+        (Storage::Blob, Value::String(text)) => {
+            separated.push_bind(unhex(text).ok_or_else(|| mismatch("text that is not hex"))?);
+        }
+        (_, Value::Bool(_) | Value::Array(_) | Value::Object(_)) => {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: column `{name}` holds {value}, not a plain value"
+            )))
+        }
+        (_, Value::String(_)) => return Err(mismatch("text")),
+        (Storage::Blob, Value::Number(number)) => return Err(mismatch(&number.to_string())),
+    }
+    Ok(())
+}
+
+/// A JSON number as an integer, if it is one: SQLite stores a whole real in an integer column
+/// as an integer.
+fn whole(number: &Number) -> Option<i64> {
+    if let Some(integer) = number.as_i64() {
+        return Some(integer);
+    }
+    let real = number.as_f64()?;
+    let integer = real as i64;
+    (real.fract() == 0.0 && integer as f64 == real).then_some(integer)
+}
+
+/// PostgreSQL's error codes for a NULL in a NOT NULL column and a failed CHECK: SQLite's
+/// `INSERT OR IGNORE` skips such a row rather than failing.
+const IGNORED_VIOLATIONS: [&str; 2] = ["23502", "23514"];
+
+#[async_trait]
+impl MemoryExport for PostgresStore {
+    async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
+        let schema = schema(&self.pool).await?;
+        // One snapshot for every table, so that links and events match the memories exported.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let mut records = Vec::new();
+        for (table, key) in EXPORT_TABLES {
+            let columns = schema.get(table).map(Vec::as_slice).unwrap_or_default();
+            let filter = if user_id.is_some() {
+                user_filter(table)?
+            } else {
+                ""
+            };
+            let select = columns
+                .iter()
+                .map(|column| format!("\"{}\"", column.name))
+                .collect::<Vec<_>>()
+                .join(", ");
+            // Byte order, as SQLite compares text.
+            let order = key
+                .split(", ")
+                .map(|part| format!("{part} COLLATE \"C\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("SELECT {select} FROM {table}{filter} ORDER BY {order}");
+            let mut query = sqlx::query(&sql);
+            if let Some(user) = user_id {
+                query = query.bind(user);
+            }
+            let rows = query.fetch_all(&mut *tx).await?;
+            for row in &rows {
+                let mut object = Map::new();
+                for (index, column) in columns.iter().enumerate() {
+                    object.insert(
+                        column.name.clone(),
+                        column_value(row, index, column.storage)?,
+                    );
+                }
+                records.push(serde_json::json!({"type": table, "row": object}));
+            }
+        }
+        tx.commit().await?;
+        Ok(records)
+    }
+
+    async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
+        let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
+            return Err(MemoryError::Invalid(format!(
+                "unknown record type `{table}`"
+            )));
+        };
+        let Some(object) = row.as_object() else {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: `row` must be an object"
+            )));
+        };
+        if object.is_empty() {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: bad column names"
+            )));
+        }
+        let known = schema(&self.pool)
+            .await?
+            .get(table)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut columns = Vec::with_capacity(object.len());
+        for name in object.keys() {
+            let column = known
+                .iter()
+                .find(|column| column.name == *name)
+                .ok_or_else(|| {
+                    MemoryError::Invalid(format!("`{table}` record: unknown column `{name}`"))
+                })?;
+            columns.push(column);
+        }
+        let mut builder = QueryBuilder::<Postgres>::new(format!(
+            "INSERT INTO {table} ({}) VALUES (",
+            columns
+                .iter()
+                .map(|column| format!("\"{}\"", column.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let mut separated = builder.separated(", ");
+        for column in &columns {
+            let value = object.get(&column.name).unwrap_or(&Value::Null);
+            push_value(&mut separated, table, column, value)?;
+        }
+        builder.push(") ON CONFLICT DO NOTHING");
+        let mut tx = self.begin_write(WriteScope::Store).await?;
+        let inserted = match builder.build().execute(&mut *tx).await {
+            Ok(done) => done.rows_affected() == 1,
+            Err(sqlx::Error::Database(error))
+                if error
+                    .code()
+                    .is_some_and(|code| IGNORED_VIOLATIONS.contains(&code.as_ref())) =>
+            {
+                // The transaction is spoilt; dropping it rolls it back.
+                return Ok(false);
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if inserted && *table == "memories" {
+            sqlx::query(
+                "INSERT INTO embedding_queue (memory_id, enqueued_at) \
+                 SELECT id, created_at FROM memories WHERE id = $1 AND valid_until IS NULL \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(object.get("id").and_then(Value::as_str))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+}

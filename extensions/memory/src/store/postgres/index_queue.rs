@@ -1,0 +1,207 @@
+//! The indexer's queue: memories waiting for a vector, the embedding cache, and storing the
+//! vectors the indexer made.
+//!
+//! Several instances share the queue, so taking a batch leases it: its rows get
+//! `claimed_until` (now + [`LEASE_SECONDS`]), and rows under a live lease are skipped, as are
+//! rows another instance is leasing at the same moment (`FOR UPDATE SKIP LOCKED`). Storing the
+//! vectors takes the rows off the queue; a batch that was not stored (its instance died, or
+//! embedding failed) is taken again once its lease runs out, not at once as in SQLite.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::open::WriteScope;
+use super::vectors::vector_text;
+use super::PostgresStore;
+use crate::error::Result;
+use crate::store::backend::IndexQueue;
+use crate::store::rows::{blob_vector, ts, vector_blob};
+use crate::store::IndexItem;
+
+/// How long a taken batch is reserved for the instance that took it, in seconds.
+pub(super) const LEASE_SECONDS: i64 = 60;
+
+impl PostgresStore {
+    /// [`IndexQueue::next_index_batch`] at `now` (Unix seconds): the oldest rows whose lease is
+    /// free or ran out, leased until `now + LEASE_SECONDS`.
+    pub(super) async fn lease_index_batch(&self, limit: usize, now: i64) -> Result<Vec<IndexItem>> {
+        let rows = sqlx::query(
+            "WITH leased AS (UPDATE embedding_queue q SET claimed_until = $1 \
+             WHERE q.memory_id IN (SELECT memory_id FROM embedding_queue \
+             WHERE claimed_until IS NULL OR claimed_until <= $2 \
+             ORDER BY enqueued_at, memory_id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             RETURNING q.memory_id, q.enqueued_at) \
+             SELECT l.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
+             FROM leased l JOIN memories m ON m.id = l.memory_id \
+             ORDER BY l.enqueued_at, l.memory_id",
+        )
+        .bind(now.saturating_add(LEASE_SECONDS))
+        .bind(now)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(IndexItem {
+                    memory_id: row.try_get("memory_id")?,
+                    content: row.try_get("content")?,
+                    user_id: row
+                        .try_get::<Option<String>, _>("user_id")?
+                        .unwrap_or_default(),
+                    kind: row.try_get("kind")?,
+                    active: row.try_get("active")?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl IndexQueue for PostgresStore {
+    /// The oldest memories waiting for a vector that no other instance holds, leased to this
+    /// caller for [`LEASE_SECONDS`] (see the module docs).
+    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
+        self.lease_index_batch(limit, ts(Utc::now())).await
+    }
+
+    async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        if hashes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = sqlx::query(
+            "SELECT content_hash, vector FROM embedding_cache \
+             WHERE model_id = $1 AND content_hash = ANY($2)",
+        )
+        .bind(model_id)
+        .bind(hashes)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let blob: Vec<u8> = row.try_get("vector")?;
+                Ok((row.try_get("content_hash")?, blob_vector(&blob)))
+            })
+            .collect()
+    }
+
+    /// One statement, without a write lock: the cache belongs to no owner, and a vector cached
+    /// twice at once is kept once.
+    async fn cache_vectors(
+        &self,
+        vectors: &[(String, Vec<f32>)],
+        model_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let hashes: Vec<String> = vectors.iter().map(|(hash, _)| hash.clone()).collect();
+        let blobs: Vec<Vec<u8>> = vectors
+            .iter()
+            .map(|(_, vector)| vector_blob(vector))
+            .collect();
+        sqlx::query(
+            "INSERT INTO embedding_cache (content_hash, model_id, vector, created_at) \
+             SELECT hash, $3, vector, $4 FROM unnest($1::text[], $2::bytea[]) AS v (hash, vector) \
+             ON CONFLICT (content_hash, model_id) DO NOTHING",
+        )
+        .bind(hashes)
+        .bind(blobs)
+        .bind(model_id)
+        .bind(ts(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Under the store's write lock, as SQLite's one writer. A memory that was soft-deleted or
+    /// removed after its batch was taken (decay, a purge) gets no vector: it only leaves the
+    /// queue, so no vector outlives its memory.
+    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        // One row per memory (the last vector given for it): an upsert takes each row once.
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        let mut ids = Vec::new();
+        let mut texts = Vec::new();
+        let mut users = Vec::new();
+        let mut kinds = Vec::new();
+        for (item, vector) in items {
+            let Some(vector) = vector else {
+                continue;
+            };
+            if let Some(&at) = position.get(item.memory_id.as_str()) {
+                texts[at] = vector_text(vector);
+                users[at] = item.user_id.clone();
+                kinds[at] = item.kind.clone();
+                continue;
+            }
+            position.insert(&item.memory_id, ids.len());
+            ids.push(item.memory_id.clone());
+            texts.push(vector_text(vector));
+            users.push(item.user_id.clone());
+            kinds.push(item.kind.clone());
+        }
+        let queued: Vec<String> = items
+            .iter()
+            .map(|(item, _)| item.memory_id.clone())
+            .collect();
+        let mut tx = self.begin_write(WriteScope::Beside).await?;
+        if !ids.is_empty() {
+            // Their memories stay as they are until this commits: a purge or a soft delete
+            // waits, then takes the vector away with the memory; one that came first leaves
+            // the memory out of the join below, and no vector is stored for it.
+            sqlx::query(
+                "SELECT 1 FROM memories WHERE id = ANY($1) AND valid_until IS NULL \
+                 ORDER BY id FOR SHARE",
+            )
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO memory_vectors (memory_id, embedding, user_id, kind) \
+                 SELECT v.id, v.embedding::vector, v.user_id, v.kind \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) \
+                 AS v (id, embedding, user_id, kind) \
+                 JOIN memories m ON m.id = v.id AND m.valid_until IS NULL \
+                 ON CONFLICT (memory_id) DO UPDATE SET embedding = EXCLUDED.embedding, \
+                 user_id = EXCLUDED.user_id, kind = EXCLUDED.kind",
+            )
+            .bind(&ids)
+            .bind(&texts)
+            .bind(&users)
+            .bind(&kinds)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ANY($1)")
+            .bind(&queued)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn pending_index(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn release_index_leases(&self) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE embedding_queue SET claimed_until = NULL WHERE claimed_until IS NOT NULL",
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+}

@@ -1,0 +1,53 @@
+//! The PostgreSQL store: several `mnemo serve` instances on one database. [`PostgresStore`]
+//! implements the storage traits of [`super::backend`] file by file, as the SQLite store does:
+//! the same tables and values (see `migrations-postgres/`), with PostgreSQL's own full text (a
+//! generated tsvector with a GIN index), pgvector's HNSW index for vectors, and what several
+//! instances need to share one database:
+//!
+//! - writes are serialised per owner by transaction-level advisory locks ([`open`]), so that
+//!   what SQLite's one writer made atomic (finding or creating an entity, opening a session)
+//!   stays atomic across instances, while different users write in parallel;
+//! - the indexer's queue is taken by lease with `FOR UPDATE SKIP LOCKED` (`index_queue`), so
+//!   one instance embeds each memory.
+//!
+//! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
+//! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
+//! `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
+//! `lifecycle`, `sessions`, `people`, `export` and `admin`.
+
+mod admin;
+mod entities;
+mod export;
+mod fulltext;
+mod index_queue;
+mod ingest;
+mod lifecycle;
+mod open;
+mod people;
+mod records;
+mod removal;
+mod scope;
+mod sessions;
+mod shared_runs;
+mod text_search;
+mod vectors;
+
+use std::sync::RwLock;
+
+use sqlx::PgPool;
+
+pub(crate) use open::{redacted, PostgresOptions};
+
+use super::VectorStatus;
+
+/// The PostgreSQL store: see the module docs.
+#[derive(Debug)]
+pub(crate) struct PostgresStore {
+    pool: PgPool,
+    vector: RwLock<VectorStatus>,
+    /// HNSW candidates per search (`hnsw.ef_search`); 0 searches every vector exactly.
+    ef_search: usize,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,151 @@
+//! Connecting to PostgreSQL: the pool, migrations, and write transactions with their advisory
+//! locks.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Postgres, Transaction};
+
+use super::PostgresStore;
+use crate::error::{MemoryError, Result};
+use crate::store::VectorStatus;
+
+/// How the database is reached.
+#[derive(Debug, Clone)]
+pub(crate) struct PostgresOptions {
+    /// `postgres://user[:password]@host[:port]/database[?options]`.
+    pub(crate) url: String,
+    /// Connections in the pool.
+    pub(crate) max_connections: u32,
+    /// How long a request waits for a connection, or a writer for another's lock, before failing.
+    pub(crate) lock_timeout: Duration,
+    /// HNSW candidates per vector search (`hnsw.ef_search`); 0 searches exactly.
+    pub(crate) ef_search: usize,
+}
+
+/// The advisory-lock class of mnemo's write locks ("mn" "em" as bytes); the second key is 0 for
+/// the whole store, or the owner's hash under [`OWNER_LOCKS`].
+const STORE_LOCK: i32 = 0x6d6e_656d;
+/// The advisory-lock class of per-owner write locks.
+const OWNER_LOCKS: i32 = 0x6d6e_656e;
+
+/// What a write transaction changes, and so which lock it takes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WriteScope<'a> {
+    /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
+    /// of the same owner take turns, writers of different owners run in parallel.
+    Owner(&'a str),
+    /// Rows of several owners that no owner's writer changes (vectors, the indexer's queue): runs
+    /// beside owners' writers, and waits only for whole-store writers.
+    Beside,
+    /// Anything of anyone (decay, expiry, imports, rebuilding the vector index): every other
+    /// writer waits.
+    Store,
+}
+
+/// How long a writer waits for the advisory locks of its scope (and then for row locks) before
+/// it fails: far longer than `lock_timeout` of plain statements, since a whole-store writer
+/// (decay or an erasure over a large store) holds the store for seconds, and the writers behind
+/// it are meant to wait their turn, as SQLite's do.
+const WRITER_WAIT: &str = "60s";
+
+/// The URL with its password hidden, for messages and logs.
+pub(crate) fn redacted(url: &str) -> String {
+    match PgConnectOptions::from_str(url) {
+        Ok(options) => format!(
+            "postgres://{}@{}:{}/{}",
+            options.get_username(),
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or_default()
+        ),
+        Err(_) => "a PostgreSQL URL that cannot be read".to_owned(),
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database and migrates it (sqlx holds PostgreSQL's migration lock, so
+    /// instances starting at once migrate one after another).
+    ///
+    /// # Errors
+    /// The URL is not a PostgreSQL URL, the server cannot be reached, or the schema cannot be
+    /// migrated (pgvector missing, for one).
+    pub(crate) async fn open(options: &PostgresOptions) -> Result<Self> {
+        let connect = PgConnectOptions::from_str(&options.url)
+            .map_err(|error| {
+                MemoryError::Invalid(format!("database_url is not a PostgreSQL URL: {error}"))
+            })?
+            .application_name("mnemo");
+        let lock_timeout_ms = options.lock_timeout.as_millis().max(1).to_string();
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.lock_timeout)
+            .after_connect(move |connection, _| {
+                let setting = format!("SET lock_timeout = {lock_timeout_ms}");
+                Box::pin(async move {
+                    sqlx::Executor::execute(&mut *connection, setting.as_str()).await?;
+                    Ok(())
+                })
+            })
+            .connect_with(connect)
+            .await?;
+        if let Err(error) = sqlx::migrate!("./migrations-postgres").run(&pool).await {
+            pool.close().await;
+            return Err(error.into());
+        }
+        Ok(Self {
+            pool,
+            vector: std::sync::RwLock::new(VectorStatus::Disabled {
+                reason: "no embedding provider".to_owned(),
+            }),
+            ef_search: options.ef_search,
+        })
+    }
+
+    /// Starts a write transaction holding the advisory locks of `scope` until it ends: every
+    /// writer first takes the store lock (shared for one owner, exclusive for the whole store),
+    /// then an owner's writer takes that owner's lock. The order is always the same, so two
+    /// writers never wait for each other in a circle.
+    pub(super) async fn begin_write(
+        &self,
+        scope: WriteScope<'_>,
+    ) -> Result<Transaction<'static, Postgres>> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(&format!("SET LOCAL lock_timeout = '{WRITER_WAIT}'"))
+            .execute(&mut *tx)
+            .await?;
+        match scope {
+            WriteScope::Beside => {
+                sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")
+                    .bind(STORE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            WriteScope::Owner(owner) => {
+                sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")
+                    .bind(STORE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                    .bind(OWNER_LOCKS)
+                    .bind(owner)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            WriteScope::Store => {
+                sqlx::query("SELECT pg_advisory_xact_lock($1, 0)")
+                    .bind(STORE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        Ok(tx)
+    }
+
+    /// The pool, for tests that check the database directly.
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &sqlx::PgPool {
+        &self.pool
+    }
+}

@@ -1,0 +1,152 @@
+//! Removing memories for good: purging some of them, and erasing everything about a user. The
+//! SQLite store's removal (`../sqlite/removal.rs`) in PostgreSQL's words: the full text is a
+//! generated column and the vectors a plain table, so deleting the rows is all there is to do;
+//! no index to merge, no mirror to move along.
+
+use async_trait::async_trait;
+use sqlx::{Postgres, Row, Transaction};
+
+use super::open::WriteScope;
+use super::PostgresStore;
+use crate::error::Result;
+use crate::store::backend::MemoryRemoval;
+use crate::store::rows::content_hash;
+use crate::types::{MemoryForgotten, MemoryKind, UserErased};
+
+/// Removes the memories `ids` with their entity links, queue entries, vectors and the cached
+/// vectors of their texts, inside `tx`; returns what was removed, in the order of `ids`, each
+/// once. Unknown ids are skipped; the event ids the memories were stored from stay recorded.
+async fn purge_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    ids: &[String],
+) -> Result<Vec<MemoryForgotten>> {
+    let rows = sqlx::query(
+        "SELECT id, kind, content, user_id, chat_id, session_id FROM memories WHERE id = ANY($1) \
+         FOR UPDATE",
+    )
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut found = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        let id: String = row.try_get("id")?;
+        found.insert(id, row);
+    }
+    let mut removed = Vec::with_capacity(found.len());
+    for id in ids {
+        // `remove`: an id named twice is announced once.
+        let Some(row) = found.remove(id) else {
+            continue;
+        };
+        let kind: String = row.try_get("kind")?;
+        removed.push(MemoryForgotten {
+            memory_id: id.clone(),
+            // A row of an unknown kind is removed all the same; it is announced as an episode.
+            kind: MemoryKind::parse(&kind).unwrap_or(MemoryKind::Episode),
+            content: row.try_get("content")?,
+            user_id: row.try_get("user_id")?,
+            chat_id: row.try_get("chat_id")?,
+            session_id: row.try_get("session_id")?,
+        });
+    }
+    if removed.is_empty() {
+        return Ok(removed);
+    }
+    let gone: Vec<String> = removed
+        .iter()
+        .map(|memory| memory.memory_id.clone())
+        .collect();
+    // Links and the queue first: they reference the rows.
+    for statement in [
+        "DELETE FROM memory_entities WHERE memory_id = ANY($1)",
+        "DELETE FROM embedding_queue WHERE memory_id = ANY($1)",
+        "DELETE FROM memory_vectors WHERE memory_id = ANY($1)",
+        "DELETE FROM memories WHERE id = ANY($1)",
+    ] {
+        sqlx::query(statement)
+            .bind(&gone)
+            .execute(&mut **tx)
+            .await?;
+    }
+    // Another memory with the same text only loses a cached vector: it is re-embedded if it is
+    // ever indexed again.
+    let hashes: Vec<String> = removed
+        .iter()
+        .map(|memory| content_hash(&memory.content))
+        .collect();
+    sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
+        .bind(&hashes)
+        .execute(&mut **tx)
+        .await?;
+    Ok(removed)
+}
+
+#[async_trait]
+impl MemoryRemoval for PostgresStore {
+    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids may be anyone's: the whole store waits.
+        let mut tx = self.begin_write(WriteScope::Store).await?;
+        let removed = purge_in_tx(&mut tx, ids).await?;
+        tx.commit().await?;
+        Ok(removed)
+    }
+
+    async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
+        let mut tx = self.begin_write(WriteScope::Owner(user_id)).await?;
+        let removed =
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM memories WHERE user_id = $1")
+                .bind(user_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        // Sorted byte by byte, as SQLite sorts text.
+        let session_ids: Vec<String> = sqlx::query_scalar(
+            "SELECT session_id FROM (SELECT session_id FROM memories \
+             WHERE user_id = $1 AND session_id IS NOT NULL \
+             UNION SELECT session_id FROM sessions_consolidations WHERE user_id = $1) AS s \
+             ORDER BY session_id COLLATE \"C\"",
+        )
+        .bind(user_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        // The cached vectors of the user's texts, by content hash.
+        let contents: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT content FROM memories WHERE user_id = $1")
+                .bind(user_id)
+                .fetch_all(&mut *tx)
+                .await?;
+        let hashes: Vec<String> = contents.iter().map(|text| content_hash(text)).collect();
+        sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
+            .bind(&hashes)
+            .execute(&mut *tx)
+            .await?;
+        // Set-based, as in SQLite; what references a row goes before it (foreign keys).
+        for statement in [
+            // Each condition its own statement, so that each can use its index.
+            "DELETE FROM ingested_events WHERE user_id = $1",
+            "DELETE FROM ingested_events WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM memory_entities WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM embedding_queue WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            // The vector rows carry their memory's owner; the memory ids catch any without.
+            "DELETE FROM memory_vectors WHERE user_id = $1",
+            "DELETE FROM memory_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM memories WHERE user_id = $1",
+            "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = $1)",
+            "DELETE FROM entities WHERE owner_id = $1",
+            "DELETE FROM sessions_consolidations WHERE user_id = $1",
+        ] {
+            sqlx::query(statement)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(UserErased {
+            user_id: user_id.to_owned(),
+            session_ids,
+            memories_removed: u64::try_from(removed).unwrap_or_default(),
+        })
+    }
+}

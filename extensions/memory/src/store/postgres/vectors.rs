@@ -1,0 +1,455 @@
+//! The vector index: `memory_vectors` (pgvector) and, for the embedding provider's vector
+//! length, an HNSW index on the expression `embedding::vector(N)`, which answers approximate
+//! nearest-neighbour queries. There is no in-memory mirror: every instance reads the same table.
+//!
+//! `memory_vectors.embedding` has no fixed length, so the HNSW index is made when a provider is
+//! first seen ([`VectorIndex::ensure_vector_index`]), named after its length
+//! (`memory_vectors_hnsw_384`), and queries name the same expression so that the planner uses
+//! it. An index on `memory_vectors (user_id, kind)` is made with it, for searching one user's
+//! vectors exactly.
+//!
+//! pgvector 0.6 filters an HNSW scan's candidates after the scan: with one user among many, the
+//! `hnsw.ef_search` candidates may hold few of theirs. [`PostgresStore::nearest_filtered`]
+//! therefore searches a user's vectors exactly while they are few (at most
+//! [`EXACT_ROWS`], read through the user index), and otherwise searches the HNSW index with the
+//! most candidates pgvector allows, falling back to the exact search if that still finds fewer
+//! than asked for.
+
+use async_trait::async_trait;
+use sqlx::{Postgres, QueryBuilder, Transaction};
+
+use super::open::WriteScope;
+use super::PostgresStore;
+use crate::error::{MemoryError, Result};
+use crate::store::backend::{MemoryRecords, VectorIndex};
+use crate::store::VectorStatus;
+use crate::types::SearchRequest;
+
+/// A user's (and kind's) vectors up to this many are searched exactly rather than through the
+/// HNSW index. Reading them through the user index costs less than an HNSW scan deep enough to
+/// hold `k` of theirs among everyone's: with 3,000 vectors of 30 users, a whole search (100 of
+/// one user's exactly) took 7 ms, the HNSW scan at `ef_search` 1000 alone 24 ms; exact search
+/// over 7,000 vectors took 5 ms.
+const EXACT_ROWS: i64 = 5_000;
+
+/// pgvector's largest `hnsw.ef_search`.
+const MAX_EF_SEARCH: usize = 1_000;
+
+/// pgvector's longest vector an HNSW index takes; longer vectors are searched exactly.
+const MAX_HNSW_DIMENSIONS: usize = 2_000;
+
+/// The prefix of the HNSW indexes' names; the vector length follows.
+const HNSW_PREFIX: &str = "memory_vectors_hnsw_";
+
+/// A vector as pgvector's text form, `[0.1,0.2,…]`, for binding and casting to `vector`.
+pub(super) fn vector_text(vector: &[f32]) -> String {
+    let mut text = String::with_capacity(vector.len() * 10 + 2);
+    text.push('[');
+    for (index, value) in vector.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        text.push_str(&value.to_string());
+    }
+    text.push(']');
+    text
+}
+
+/// The statements creating the HNSW index for vectors of `dimensions` and the user index.
+fn create_indexes(dimensions: usize) -> Vec<String> {
+    let mut statements = vec![
+        "CREATE INDEX IF NOT EXISTS memory_vectors_user ON memory_vectors (user_id, kind)"
+            .to_owned(),
+    ];
+    if dimensions <= MAX_HNSW_DIMENSIONS {
+        statements.push(format!(
+            "CREATE INDEX IF NOT EXISTS {HNSW_PREFIX}{dimensions} ON memory_vectors \
+             USING hnsw ((embedding::vector({dimensions})) vector_cosine_ops)"
+        ));
+    }
+    statements
+}
+
+/// Records the embedding provider in `memory_metadata`, inside `tx`.
+async fn record_provider(
+    tx: &mut Transaction<'_, Postgres>,
+    dimensions: usize,
+    model_id: &str,
+) -> Result<()> {
+    for (key, value) in [
+        ("embedding_dimensions", dimensions.to_string()),
+        ("embedding_model", model_id.to_owned()),
+    ] {
+        sqlx::query(
+            "INSERT INTO memory_metadata (key, value) VALUES ($1, $2) \
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Nearest-neighbour rows as (id, cosine similarity).
+fn similarities(rows: Vec<(String, f64)>) -> Vec<(String, f32)> {
+    rows.into_iter()
+        .map(|(id, distance)| (id, (1.0 - distance) as f32))
+        .collect()
+}
+
+impl PostgresStore {
+    fn set_vector_status(&self, status: VectorStatus) {
+        *self
+            .vector
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = status;
+    }
+
+    /// The length of the HNSW index a query `vector` can use: the provider's, when vector search
+    /// is on, the query has that length, and pgvector can index it.
+    fn hnsw_dimensions(&self, vector: &[f32]) -> Option<usize> {
+        match self.vector_status() {
+            VectorStatus::Enabled { dimensions, .. }
+                if dimensions == vector.len() && dimensions <= MAX_HNSW_DIMENSIONS =>
+            {
+                Some(dimensions)
+            }
+            _ => None,
+        }
+    }
+
+    /// How many vectors `owner` has (of `kind`, when given), counted up to `EXACT_ROWS + 1`.
+    async fn owner_rows(&self, owner: &str, kind: Option<&str>) -> Result<i64> {
+        let mut builder = QueryBuilder::new(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM memory_vectors WHERE user_id = ",
+        );
+        builder.push_bind(owner.to_owned());
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder
+            .push(" LIMIT ")
+            .push_bind(EXACT_ROWS + 1)
+            .push(") owned");
+        Ok(builder.build_query_scalar().fetch_one(&self.pool).await?)
+    }
+
+    /// The `k` nearest through the HNSW index for `dimensions`, among its `ef_search` nearest
+    /// candidates filtered by owner and kind afterwards, as pgvector 0.6 filters: possibly
+    /// fewer than `k`. The filters stay outside the index scan's query, so that the planner
+    /// never trades the HNSW index for the user index.
+    pub(super) async fn nearest_hnsw(
+        &self,
+        vector: &[f32],
+        dimensions: usize,
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+        ef_search: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let filtered = owner.is_some() || kind.is_some();
+        let ef_search = ef_search.max(k).clamp(1, MAX_EF_SEARCH);
+        let candidates = if filtered { ef_search } else { k };
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('hnsw.ef_search', $1, true)")
+            .bind(ef_search.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT memory_id, distance FROM (SELECT memory_id, user_id, kind, \
+             embedding::vector({dimensions}) <=> "
+        ));
+        builder
+            .push_bind(vector_text(vector))
+            .push(format!(
+                "::vector({dimensions}) AS distance FROM memory_vectors ORDER BY distance LIMIT "
+            ))
+            .push_bind(i64::try_from(candidates).unwrap_or(i64::MAX))
+            .push(") nearest WHERE true");
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder
+            .push(" ORDER BY distance LIMIT ")
+            .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
+        let rows = builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(similarities(rows))
+    }
+
+    /// The `k` nearest of `owner`'s vectors (of `kind`, when given): exactly while they are at
+    /// most [`EXACT_ROWS`]; else through the HNSW index at its deepest, and exactly if that
+    /// finds fewer than `k`.
+    async fn nearest_filtered(
+        &self,
+        vector: &[f32],
+        dimensions: usize,
+        owner: &str,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let rows = self.owner_rows(owner, kind).await?;
+        if rows <= EXACT_ROWS {
+            return self.nearest_exact(vector, Some(owner), kind, k).await;
+        }
+        let found = self
+            .nearest_hnsw(vector, dimensions, Some(owner), kind, k, MAX_EF_SEARCH)
+            .await?;
+        if found.len() >= k {
+            return Ok(found);
+        }
+        self.nearest_exact(vector, Some(owner), kind, k).await
+    }
+}
+
+#[async_trait]
+impl VectorIndex for PostgresStore {
+    fn vector_status(&self) -> VectorStatus {
+        self.vector
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Under the store's write lock, so that instances starting together agree on one
+    /// provider. A matching provider still gets its indexes made if they are missing (a store
+    /// copied from SQLite brings its `memory_metadata` but no index).
+    async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
+        let mut tx = self.begin_write(WriteScope::Store).await?;
+        let stored: Vec<(String, String)> = sqlx::query_as(
+            "SELECT key, value FROM memory_metadata \
+             WHERE key IN ('embedding_dimensions', 'embedding_model')",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let value = |key: &str| {
+            stored
+                .iter()
+                .find(|(stored, _)| stored == key)
+                .map(|(_, value)| value.clone())
+        };
+        let status = match (value("embedding_dimensions"), value("embedding_model")) {
+            (None, _) => {
+                record_provider(&mut tx, dimensions, model_id).await?;
+                for statement in create_indexes(dimensions) {
+                    sqlx::query(&statement).execute(&mut *tx).await?;
+                }
+                VectorStatus::Enabled {
+                    dimensions,
+                    model_id: model_id.to_owned(),
+                }
+            }
+            (Some(stored), model) => {
+                let stored_dims: usize = stored.parse().unwrap_or(0);
+                let model = model.unwrap_or_default();
+                if stored_dims == dimensions && model == model_id {
+                    for statement in create_indexes(dimensions) {
+                        sqlx::query(&statement).execute(&mut *tx).await?;
+                    }
+                    VectorStatus::Enabled {
+                        dimensions,
+                        model_id: model_id.to_owned(),
+                    }
+                } else {
+                    VectorStatus::Disabled {
+                        reason: format!(
+                            "memory_vectors holds {stored_dims}-dimension vectors of `{model}`, but \
+                             the embedding provider gives {dimensions}-dimension vectors of \
+                             `{model_id}`; vector search is off and search uses full text + \
+                             entities. Nothing is lost: run `mnemo reindex` to rebuild the vector \
+                             index for the new model"
+                        ),
+                    }
+                }
+            }
+        };
+        tx.commit().await?;
+        self.set_vector_status(status.clone());
+        Ok(status)
+    }
+
+    /// Drops every vector and every HNSW index (of any length), makes the indexes for
+    /// `dimensions` on the emptied table, records the provider and queues every active memory,
+    /// under the store's write lock in one transaction.
+    async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
+        let mut tx = self.begin_write(WriteScope::Store).await?;
+        // Emptied by TRUNCATE, not DELETE: an index built in the same transaction would still
+        // read deleted rows, of the old length.
+        sqlx::query("TRUNCATE memory_vectors")
+            .execute(&mut *tx)
+            .await?;
+        let indexes: Vec<String> = sqlx::query_scalar(
+            "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() \
+             AND tablename = 'memory_vectors' AND starts_with(indexname, $1)",
+        )
+        .bind(HNSW_PREFIX)
+        .fetch_all(&mut *tx)
+        .await?;
+        for index in indexes {
+            // Quoted as an identifier: the name comes from the catalog.
+            let quoted = format!("\"{}\"", index.replace('"', "\"\""));
+            sqlx::query(&format!("DROP INDEX IF EXISTS {quoted}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        for statement in create_indexes(dimensions) {
+            sqlx::query(&statement).execute(&mut *tx).await?;
+        }
+        record_provider(&mut tx, dimensions, model_id).await?;
+        let queued = sqlx::query(
+            "INSERT INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE valid_until IS NULL \
+             ON CONFLICT (memory_id) DO NOTHING",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        self.set_vector_status(VectorStatus::Enabled {
+            dimensions,
+            model_id: model_id.to_owned(),
+        });
+        Ok(queued)
+    }
+
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
+            return Ok(Vec::new());
+        };
+        if vector.len() != dimensions {
+            return Err(MemoryError::Invalid(format!(
+                "a {}-dimension query vector for a {dimensions}-dimension vector index",
+                vector.len()
+            )));
+        }
+        // Filter by owner (and a single kind) inside the search, the rest afterwards; ask for
+        // extra neighbours so that post-filtering still leaves `limit`. In a chat, other users'
+        // shared memories qualify too: the owner is then checked after.
+        let k = (limit.saturating_mul(3)).clamp(limit, 4096);
+        let owner = match (&request.user_id, &request.chat_id) {
+            (Some(user_id), None) => Some(user_id.as_str()),
+            _ => None,
+        };
+        let kind = match request.kinds.as_slice() {
+            [kind] => Some(kind.as_str()),
+            _ => None,
+        };
+        let nearest = if self.ef_search == 0 {
+            self.nearest_exact(vector, owner, kind, k).await?
+        } else {
+            self.nearest_approximate(vector, owner, kind, k).await?
+        };
+        let nearest: Vec<(String, f32)> = nearest
+            .into_iter()
+            .filter(|(_, similarity)| *similarity >= min_similarity)
+            .collect();
+        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+        let allowed = self.rank_keys(&ids, request, false).await?;
+        Ok(nearest
+            .into_iter()
+            .filter(|(id, _)| allowed.contains_key(id))
+            .take(limit)
+            .collect())
+    }
+
+    /// This store keeps no in-memory mirror of the vectors: the rows of `memory_vectors`, and
+    /// 0 bytes.
+    async fn mirror_size(&self) -> Result<(usize, usize)> {
+        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_vectors")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((usize::try_from(rows).unwrap_or(0), 0))
+    }
+
+    /// Every stored vector (of `owner` and `kind`, through the user index) by cosine distance,
+    /// on the column itself, which no HNSW index covers.
+    async fn nearest_exact(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let mut builder = QueryBuilder::new("SELECT memory_id, embedding <=> ");
+        builder
+            .push_bind(vector_text(vector))
+            .push("::vector AS distance FROM memory_vectors WHERE true");
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder
+            .push(" ORDER BY distance, memory_id LIMIT ")
+            .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
+        let rows = builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(similarities(rows))
+    }
+
+    /// The HNSW index with `ef_search` (at least `k`) candidates; an owner's vectors as
+    /// [`PostgresStore::nearest_filtered`] says. Exact when there is no index for the query's
+    /// length, or when the index gave fewer than `k` while holding more.
+    async fn nearest_approximate(
+        &self,
+        vector: &[f32],
+        owner: Option<&str>,
+        kind: Option<&str>,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>> {
+        let Some(dimensions) = self.hnsw_dimensions(vector) else {
+            return self.nearest_exact(vector, owner, kind, k).await;
+        };
+        if let Some(owner) = owner {
+            return self
+                .nearest_filtered(vector, dimensions, owner, kind, k)
+                .await;
+        }
+        // A kind alone keeps a large share of the vectors: the deepest scan usually holds `k`.
+        let ef_search = if kind.is_some() {
+            MAX_EF_SEARCH
+        } else {
+            self.ef_search.max(k)
+        };
+        let found = self
+            .nearest_hnsw(vector, dimensions, None, kind, k, ef_search)
+            .await?;
+        if found.len() >= k || (kind.is_none() && found.len() < ef_search.min(MAX_EF_SEARCH)) {
+            return Ok(found);
+        }
+        self.nearest_exact(vector, owner, kind, k).await
+    }
+}
+
+/// Takes memories off the indexer's queue and out of the vector index, inside `tx`.
+pub(super) async fn drop_vectors(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    memory_ids: &[String],
+) -> Result<()> {
+    sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ANY($1)")
+        .bind(memory_ids)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = ANY($1)")
+        .bind(memory_ids)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! The SQLite store, the default backend: one file in the data directory, FTS5 for full text,
+//! sqlite-vec with a quantised in-memory mirror for vectors. [`MemoryStore`] implements the
+//! storage traits of [`super::backend`] file by file; only opening it (`MemoryStore::open`, with
+//! SQLite's options) is SQLite's own.
+//!
+//! Files: `open` (connection options, pragmas, migrations and every call into C),
+//! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
+//! `lifecycle`, `sessions`, `people`, `export` and `admin`, one storage trait each.
+
+mod admin;
+mod checkpoint;
+mod entities;
+mod export;
+mod fulltext;
+mod index_queue;
+mod ingest;
+mod lifecycle;
+mod open;
+mod people;
+mod records;
+mod removal;
+mod scope;
+mod sessions;
+mod shared_runs;
+mod vectors;
+
+use std::sync::{Arc, RwLock};
+
+use sqlx::sqlite::SqlitePool;
+
+pub(crate) use checkpoint::DEFAULT_WAL_TRUNCATE_FRAMES;
+pub(crate) use open::StoreOptions;
+
+use super::VectorStatus;
+use crate::vector_index::QuantizedIndex;
+
+/// The SQLite store: see the module docs.
+#[derive(Debug)]
+pub(crate) struct MemoryStore {
+    pool: SqlitePool,
+    /// One writer at a time inside the process; readers never wait on it (WAL). Shared with
+    /// the checkpointer, which holds it while it truncates the log.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+    vector: RwLock<VectorStatus>,
+    /// The quantised in-memory mirror of `vec_memories` that answers KNN queries.
+    mirror: RwLock<QuantizedIndex>,
+    /// One mirror reload at a time.
+    reload_lock: tokio::sync::Mutex<()>,
+    vector_oversample: usize,
+    /// The background WAL checkpointer; stopped on close and drop.
+    checkpointer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MemoryStore {
+    fn drop(&mut self) {
+        self.checkpointer.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests;

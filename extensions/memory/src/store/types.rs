@@ -1,0 +1,190 @@
+//! What the storage traits take and give, the same for every backend: a memory to insert, what
+//! storing a turn did, an item of the indexer's queue, a person, what ranking needs, whether
+//! vector search is on, and what the integrity check found.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use crate::types::{MemoryKind, SessionKey};
+
+/// A memory to insert.
+#[derive(Debug, Clone)]
+pub(crate) struct NewMemory {
+    /// Kind.
+    pub(crate) kind: MemoryKind,
+    /// Text.
+    pub(crate) content: String,
+    /// Session.
+    pub(crate) session_id: Option<String>,
+    /// Owner.
+    pub(crate) user_id: Option<String>,
+    /// Chat.
+    pub(crate) chat_id: Option<String>,
+    /// When it happened.
+    pub(crate) event_time: DateTime<Utc>,
+    /// When recorded.
+    pub(crate) created_at: DateTime<Utc>,
+    /// Speaker, for episodes.
+    pub(crate) source_role: Option<String>,
+    /// Provenance.
+    pub(crate) source_ids: Vec<String>,
+    /// Tags.
+    pub(crate) tags: Vec<String>,
+    /// Metadata.
+    pub(crate) attributes: Map<String, Value>,
+    /// Decay per day.
+    pub(crate) decay_rate: f64,
+    /// Initial confidence.
+    pub(crate) confidence: f64,
+    /// Seed 001's type, if given.
+    pub(crate) memory_type: Option<String>,
+    /// When it stops being retrievable.
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    /// Visible to every member of `chat_id`.
+    pub(crate) shared: bool,
+    /// The people it is about (person entity ids); they are linked as entities too.
+    pub(crate) subject_ids: Vec<String>,
+}
+
+impl NewMemory {
+    /// The session it belongs to: its user's, in its chat. `None` without a session or owner.
+    pub(crate) fn session_key(&self) -> Option<SessionKey> {
+        Some(SessionKey {
+            user_id: self.user_id.clone()?,
+            chat_id: self.chat_id.clone(),
+            session_id: self.session_id.clone()?,
+        })
+    }
+}
+
+/// What [`MemoryStore::insert_turn`] stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredTurn {
+    /// The new memory; `None` when the event was stored before.
+    pub memory_id: Option<String>,
+    /// True when this turn opened its session.
+    pub new_session: bool,
+    /// The user's other open sessions in the same chat (or personal conversation), which this
+    /// turn closed by opening a new one and which still wait for consolidation: each is reported
+    /// once, by the turn that closed it.
+    pub closed_sessions: Vec<SessionKey>,
+}
+
+/// What ranking a search candidate needs: see [`MemoryStore::rank_keys`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RankKey {
+    /// The memory's confidence.
+    pub(crate) confidence: f64,
+    /// Its event time, in seconds.
+    pub(crate) event_time: i64,
+    /// The turn before it in its session (episodes only, when asked for).
+    pub(crate) previous: Option<String>,
+    /// The turn after it in its session (episodes only, when asked for).
+    pub(crate) next: Option<String>,
+}
+
+/// A memory waiting for its vector.
+#[derive(Debug, Clone)]
+pub struct IndexItem {
+    /// The memory.
+    pub memory_id: String,
+    /// Its text.
+    pub content: String,
+    /// Its owner (a vector-table metadata column).
+    pub user_id: String,
+    /// Its kind (a vector-table metadata column).
+    pub kind: String,
+    /// False when it was deleted before being indexed.
+    pub active: bool,
+}
+
+/// A person the owner told us about: an entity of type `person`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Person {
+    /// `ent_*`.
+    pub id: String,
+    /// The user who told us.
+    pub owner: String,
+    /// Name (the entity's canonical name).
+    pub name: String,
+    /// How the owner relates to them ("wife", "boss").
+    pub relation: Option<String>,
+    /// Other names.
+    pub aliases: Vec<String>,
+    /// Extensible metadata.
+    pub metadata: Map<String, Value>,
+    /// Stable identity from an outside provider.
+    pub external_id: Option<String>,
+    /// The provider of `external_id`.
+    pub provider: Option<String>,
+}
+
+/// Whether vector search can be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorStatus {
+    /// `vec_memories` matches the embedding provider.
+    Enabled {
+        /// Vector length.
+        dimensions: usize,
+        /// The provider's model id.
+        model_id: String,
+    },
+    /// Vector search is off; the reason says why and what to do.
+    Disabled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the store's integrity check (`mnemo check`) found. Consistent when [`Self::problems`]
+/// is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IntegrityReport {
+    /// `PRAGMA integrity_check`'s findings; empty when it says `ok`.
+    pub database: Vec<String>,
+    /// The full-text index disagrees with `memories` (FTS5 `integrity-check`): why.
+    pub full_text: Option<String>,
+    /// Rows of `memories` (active or not).
+    pub memories: i64,
+    /// Active memories (not soft-deleted).
+    pub active: i64,
+    /// Vectors in `vec_memories`; `None` when no vector index exists.
+    pub vectors: Option<i64>,
+    /// Vectors whose memory is gone or soft-deleted.
+    pub orphan_vectors: i64,
+    /// Active memories with neither a vector nor a place in the indexer's queue: lost from
+    /// semantic search.
+    pub unindexed: i64,
+    /// Active memories waiting in the indexer's queue (not a fault: the indexer catches up).
+    pub queued: i64,
+    /// Recorded event ids whose memory was forgotten: kept on purpose (an id, no content), so
+    /// that replaying the same events does not bring the memory back. Not a fault.
+    pub forgotten_events: i64,
+}
+
+impl IntegrityReport {
+    /// What is wrong, one line each; empty when the store is consistent.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .database
+            .iter()
+            .map(|finding| format!("database: {finding}"))
+            .collect();
+        if let Some(reason) = &self.full_text {
+            problems.push(format!("full-text index: {reason}"));
+        }
+        if self.orphan_vectors > 0 {
+            problems.push(format!(
+                "{} vectors belong to no active memory",
+                self.orphan_vectors
+            ));
+        }
+        if self.unindexed > 0 {
+            problems.push(format!(
+                "{} active memories have no vector and are not queued for one",
+                self.unindexed
+            ));
+        }
+        problems
+    }
+}
