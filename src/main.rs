@@ -106,6 +106,9 @@ enum Command {
         /// Events ingested over HTTP.
         #[arg(long, default_value_t = 2_000)]
         ingests: usize,
+        /// Servers, each with its own kernel on the store, as behind a load balancer.
+        #[arg(long, default_value_t = 1)]
+        instances: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -514,9 +517,11 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             clients,
             queries,
             ingests,
+            instances,
             json,
         } => {
             let options = mnemo_devtools::bench_http::HttpBenchOptions {
+                instances: *instances,
                 store: store.clone(),
                 clients: *clients,
                 queries: *queries,

@@ -449,14 +449,28 @@ async fn build_store(
     })
 }
 
+/// Whether the memory store of `config` is PostgreSQL (`database_url` or `MNEMO_DATABASE_URL`):
+/// then it is not a file in the data directory.
+pub(crate) fn store_in_postgres(config: &Config) -> anyhow::Result<bool> {
+    let memory: mnemo_memory::MemoryConfig = match config.extension(mnemo_memory::NAME) {
+        Some(section) => section.parse_checked()?,
+        None => mnemo_memory::MemoryConfig::default(),
+    };
+    Ok(memory
+        .postgres_url(|key| std::env::var(key).ok())
+        .map_err(anyhow::Error::msg)?
+        .is_some())
+}
+
 /// Runs the benchmark; prints a summary, or JSON with `options.json`.
 pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
+    let postgres = store_in_postgres(base)?;
     let users = options.users.max(1);
     let temporary = tempfile::tempdir().context("temporary directory")?;
     let dir_path = match (&options.reuse, &options.keep) {
         (Some(path), _) => {
             anyhow::ensure!(
-                path.join("memory.db").is_file(),
+                postgres || path.join("memory.db").is_file(),
                 "{} holds no memory.db: bench --reuse needs a store made by bench --keep",
                 path.display()
             );
@@ -573,15 +587,23 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             recall[slot] += found as f64 / truth.len().max(1) as f64;
         }
     }
+    // SQLite: the database file and its write-ahead log; PostgreSQL: the database's own size.
+    let (backend, postgres_bytes) = service.database_size().await?;
+    let db_bytes = if postgres {
+        postgres_bytes
+    } else {
+        database_bytes(dir)
+    };
     kernel.shutdown().await;
     let samples = sample.len().max(1) as f64;
     let round3 = |value: f64| (value * 1_000.0).round() / 1_000.0;
     let report = json!({
         "memories": size,
+        "backend": backend,
         "ingest_ms": summary(&mut built.ingest),
         "search_ms": median_summary(&rounds),
         "search_ms_without_embedding": summary(&mut cached),
-        "db_bytes": database_bytes(dir),
+        "db_bytes": db_bytes,
         "rss_bytes": peak_rss_bytes(),
         "ingest_per_second": (built.ingest.len() as f64 / built.ingest_seconds.max(1e-9)).round(),
         "timed_ingests": built.ingest.len(),
@@ -612,7 +634,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
                 .unwrap_or_default()
         };
         println!(
-            "{size} memories ({users} users, {} real embeddings): database {:.1} MB, peak RSS {:.0} MB",
+            "{size} memories ({users} users, {} real embeddings), {backend}: database {:.1} MB, peak RSS {:.0} MB",
             built.embedded,
             get(&["db_bytes"]) / 1e6,
             get(&["rss_bytes"]) / 1e6

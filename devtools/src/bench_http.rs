@@ -1,8 +1,10 @@
 //! `mnemo bench-http`: ingest and search over HTTP against `mnemo serve`'s routes, on a store
 //! that `mnemo bench --keep DIR` built, beside the same searches in process.
 //!
-//! The server runs in this process on a loopback port, with one API key per bench user; the
-//! clients are tokio tasks with their own HTTP connections. Phases, each with its own distinct
+//! The server runs in this process on a loopback port, with one API key per bench user; with
+//! `--instances N`, N servers, each with its own kernel on the one store (as N `mnemo serve`
+//! behind a load balancer, here sharing this machine's cores), and client `i` talks to server
+//! `i mod N`. The clients are tokio tasks with their own HTTP connections. Phases, each with its own distinct
 //! queries (so that no query vector is cached from an earlier phase):
 //!
 //! 1. and 2. hybrid search in process and over HTTP by one client, in pairs: each pair runs a
@@ -37,6 +39,8 @@ pub struct HttpBenchOptions {
     pub queries: usize,
     /// Events ingested in the ingest phase.
     pub ingests: usize,
+    /// Servers, each with its own kernel on the store.
+    pub instances: usize,
     /// Print JSON.
     pub json: bool,
 }
@@ -59,9 +63,10 @@ impl Phase {
     }
 }
 
-/// Sends `bodies` to `path`, `clients` at a time, each body with its user's key.
+/// Sends `bodies` to `path`, `clients` at a time, each body with its user's key; client `i`
+/// sends to `urls[i mod urls.len()]`.
 async fn load(
-    url: &str,
+    urls: &[String],
     path: &str,
     bodies: Vec<(String, serde_json::Value)>,
     clients: usize,
@@ -71,7 +76,7 @@ async fn load(
     let mut tasks = Vec::new();
     for client_index in 0..clients.max(1) {
         let bodies = bodies.clone();
-        let endpoint = format!("{url}{path}");
+        let endpoint = format!("{}{path}", urls[client_index % urls.len().max(1)]);
         tasks.push(tokio::spawn(async move {
             // One connection pool per client, as separate client processes would have.
             let client = reqwest::Client::new();
@@ -124,12 +129,15 @@ async fn load(
 pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()> {
     let dir = &options.store;
     anyhow::ensure!(
-        dir.join("memory.db").is_file(),
+        crate::bench::store_in_postgres(base)? || dir.join("memory.db").is_file(),
         "{} holds no memory.db: bench-http needs a store made by `mnemo bench --keep DIR`",
         dir.display()
     );
-    let kernel = start_kernel(base, dir, true).await?;
-    let service = service_of(&kernel)?;
+    let mut kernels = Vec::new();
+    for _ in 0..options.instances.max(1) {
+        kernels.push(start_kernel(base, dir, true).await?);
+    }
+    let service = service_of(&kernels[0])?;
     let stats = service.stats(None).await?;
     let memories = stats.episodes + stats.facts + stats.reflections;
     // The bench's owners are user0, user1, …; find how many hold memories.
@@ -155,21 +163,28 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         })?;
         user_keys.push(key);
     }
-    let server = Server::bind(
-        kernel.clone(),
-        keys,
-        &ServeOptions {
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            ..ServeOptions::default()
-        },
-        None,
-    )
-    .await?;
-    let url = format!("http://{}", server.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
+    let mut urls = Vec::new();
+    let mut stops = Vec::new();
+    let mut servings = Vec::new();
+    for kernel in &kernels {
+        let server = Server::bind(
+            kernel.clone(),
+            KeyStore::new(key_dir.path()),
+            &ServeOptions {
+                listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                ..ServeOptions::default()
+            },
+            None,
+        )
+        .await?;
+        urls.push(format!("http://{}", server.local_addr()?));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        stops.push(stop);
+        servings.push(tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        })));
+    }
+    let first = &urls[..1];
 
     let mut random = Random(0x51ED_270B_A5E2_13C7);
     let mut queries = |count: usize| -> Vec<(usize, String)> {
@@ -195,13 +210,15 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         .map(|(user, query)| (users[user].clone(), query))
         .collect();
     time_searches(&service, &warm, SearchMode::Hybrid).await?;
-    load(
-        &url,
-        "/v1/search",
-        queries(20).into_iter().map(search_body).collect(),
-        1,
-    )
-    .await;
+    for url in &urls {
+        load(
+            std::slice::from_ref(url),
+            "/v1/search",
+            queries(20).into_iter().map(search_body).collect(),
+            1,
+        )
+        .await;
+    }
     // 1. and 2. In process and over HTTP, in pairs.
     let mut reference = Vec::with_capacity(options.queries);
     let mut one = Phase {
@@ -223,7 +240,7 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         );
         reference_seconds += clock.elapsed().as_secs_f64();
         let single = load(
-            &url,
+            first,
             "/v1/search",
             queries(1).into_iter().map(search_body).collect(),
             1,
@@ -235,7 +252,7 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
     }
     // 3. Concurrent clients.
     let many = load(
-        &url,
+        &urls,
         "/v1/search",
         queries(options.queries * options.clients.max(1) / 4)
             .into_iter()
@@ -259,12 +276,22 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
             )
         })
         .collect();
-    let ingest = load(&url, "/v1/events", events, options.clients).await;
+    let ingest = load(&urls, "/v1/events", events, options.clients).await;
 
-    let _ = stop.send(());
-    serving.await.context("the server task")??;
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    for serving in servings {
+        serving.await.context("a server task")??;
+    }
+    let (backend, _) = service.database_size().await?;
+    for kernel in kernels {
+        kernel.shutdown().await;
+    }
     let report = json!({
         "memories": memories,
+        "backend": backend,
+        "instances": urls.len(),
         "users": users.len(),
         "clients": options.clients,
         "in_process_search_ms": {
@@ -290,9 +317,10 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
             )
         };
         println!(
-            "{memories} memories, {} users; HTTP on loopback, {} concurrent clients",
+            "{memories} memories ({backend}), {} users; HTTP on loopback, {} concurrent clients, {} instance(s)",
             users.len(),
-            options.clients
+            options.clients,
+            urls.len()
         );
         println!("{}", line("search in process", "in_process_search_ms"));
         println!(

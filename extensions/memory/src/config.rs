@@ -15,7 +15,8 @@ pub struct MemoryConfig {
     pub database_url: String,
     /// PostgreSQL: connections in each instance's pool.
     pub max_connections: u32,
-    /// SQLite `synchronous`: `full` (a committed write survives power loss) or `normal`.
+    /// SQLite `synchronous`: `full` (a committed write survives power loss) or `normal`; on
+    /// PostgreSQL, `full` or `extra` keep `synchronous_commit` on, and the others turn it off.
     pub synchronous: String,
     /// How long a connection waits for a database lock, in milliseconds.
     pub busy_timeout_ms: u64,

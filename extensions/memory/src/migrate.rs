@@ -90,6 +90,7 @@ async fn open(location: &StoreLocation, must_exist: bool) -> Result<Box<dyn Memo
             max_connections: 4,
             lock_timeout: Duration::from_secs(5),
             ef_search: 100,
+            synchronous_commit: true,
         })
         .await
         .map(|store| Box::new(store) as Box<dyn MemoryBackend>),

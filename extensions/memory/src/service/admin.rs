@@ -26,6 +26,16 @@ impl MemoryService {
         self.store()?.stats(user_id).await
     }
 
+    /// The storage backend (`sqlite` or `postgres`) and the bytes its database takes (see
+    /// the store's `database_bytes`).
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn database_size(&self) -> Result<(&'static str, u64)> {
+        let store = self.store()?;
+        Ok((store.backend_name(), store.database_bytes().await?))
+    }
+
     /// Checks the store: the database file, the full-text index against the memories, and the
     /// vector index and indexer queue against the active memories (`mnemo check`). Writers
     /// wait while it runs.

@@ -158,6 +158,10 @@ impl MemoryService {
                     } else {
                         (self.config.candidates_per_list * 4).max(100)
                     },
+                    synchronous_commit: matches!(
+                        self.config.synchronous.as_str(),
+                        "full" | "extra"
+                    ),
                 })
                 .await
                 .map_err(|source| MemoryError::Open {

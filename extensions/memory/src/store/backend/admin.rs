@@ -42,6 +42,16 @@ pub(crate) trait StoreAdmin: Send + Sync {
     /// # Errors
     /// The database cannot be read at all.
     async fn check_integrity(&self) -> Result<IntegrityReport>;
+
+    /// Which backend this is: `sqlite` or `postgres`.
+    fn backend_name(&self) -> &'static str;
+
+    /// Bytes the store takes in its database: SQLite's main file (pages in use and free, without
+    /// the write-ahead log), or PostgreSQL's database (tables, indexes and TOAST).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn database_bytes(&self) -> Result<u64>;
 }
 
 /// How long a claimed run is remembered, in seconds: far longer than the period of any

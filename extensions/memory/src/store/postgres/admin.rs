@@ -95,4 +95,15 @@ impl StoreAdmin for PostgresStore {
             forgotten_events,
         })
     }
+
+    fn backend_name(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn database_bytes(&self) -> Result<u64> {
+        let bytes: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(bytes).unwrap_or_default())
+    }
 }

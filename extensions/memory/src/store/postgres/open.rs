@@ -22,6 +22,10 @@ pub(crate) struct PostgresOptions {
     pub(crate) lock_timeout: Duration,
     /// HNSW candidates per vector search (`hnsw.ef_search`); 0 searches exactly.
     pub(crate) ef_search: usize,
+    /// Whether a commit waits for PostgreSQL's write-ahead log to reach the disk
+    /// (`synchronous_commit`): what `synchronous = "full"` asks of SQLite. Off (`normal` or
+    /// `off`), a crash of the server may lose the last transactions, never corrupt the rest.
+    pub(crate) synchronous_commit: bool,
 }
 
 /// The advisory-lock class of mnemo's write locks ("mn" "em" as bytes); the second key is 0 for
@@ -77,14 +81,22 @@ impl PostgresStore {
                 MemoryError::Invalid(format!("database_url is not a PostgreSQL URL: {error}"))
             })?
             .application_name("mnemo");
-        let lock_timeout_ms = options.lock_timeout.as_millis().max(1).to_string();
+        let settings = format!(
+            "SET lock_timeout = {}; SET synchronous_commit = {}",
+            options.lock_timeout.as_millis().max(1),
+            if options.synchronous_commit {
+                "on"
+            } else {
+                "off"
+            }
+        );
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.lock_timeout)
             .after_connect(move |connection, _| {
-                let setting = format!("SET lock_timeout = {lock_timeout_ms}");
+                let settings = settings.clone();
                 Box::pin(async move {
-                    sqlx::Executor::execute(&mut *connection, setting.as_str()).await?;
+                    sqlx::Executor::execute(&mut *connection, settings.as_str()).await?;
                     Ok(())
                 })
             })

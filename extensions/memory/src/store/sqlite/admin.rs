@@ -101,4 +101,18 @@ impl StoreAdmin for MemoryStore {
             forgotten_events,
         })
     }
+
+    fn backend_name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn database_bytes(&self) -> Result<u64> {
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(&self.pool)
+            .await?;
+        let page_size: i64 = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(pages.saturating_mul(page_size)).unwrap_or_default())
+    }
 }

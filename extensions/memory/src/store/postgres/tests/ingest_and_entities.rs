@@ -528,6 +528,7 @@ async fn concurrent_turns_create_one_entity() {
         max_connections: 4,
         lock_timeout: Duration::from_secs(10),
         ef_search: 100,
+        synchronous_commit: true,
     };
     let one = PostgresStore::open(&options).await.unwrap();
     let two = PostgresStore::open(&options).await.unwrap();

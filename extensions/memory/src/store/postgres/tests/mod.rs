@@ -18,6 +18,7 @@ pub(super) async fn open_fresh() -> PostgresStore {
         max_connections: 4,
         lock_timeout: Duration::from_secs(10),
         ef_search: 100,
+        synchronous_commit: true,
     })
     .await
     .expect("the store opens on a fresh database")
@@ -70,6 +71,7 @@ async fn each_scheduled_run_is_claimed_by_one_instance() {
                 max_connections: 2,
                 lock_timeout: Duration::from_secs(10),
                 ef_search: 100,
+                synchronous_commit: true,
             })
             .await
             .unwrap(),

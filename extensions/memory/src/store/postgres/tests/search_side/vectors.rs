@@ -289,6 +289,7 @@ async fn open_with_ef_search(ef_search: usize) -> PostgresStore {
         max_connections: 4,
         lock_timeout: Duration::from_secs(10),
         ef_search,
+        synchronous_commit: true,
     })
     .await
     .unwrap()
