@@ -11,9 +11,9 @@
 //! pgvector 0.6 filters an HNSW scan's candidates after the scan: with one user among many, the
 //! `hnsw.ef_search` candidates may hold few of theirs. [`PostgresStore::nearest_filtered`]
 //! therefore searches a user's vectors exactly while they are few (at most
-//! [`EXACT_ROWS`], read through the user index), and otherwise searches the HNSW index with the
-//! most candidates pgvector allows, falling back to the exact search if that still finds fewer
-//! than asked for.
+//! [`EXACT_ROWS`], read through the user index), and otherwise searches the HNSW index at the
+//! configured depth (enough for an owner of most vectors), then with the most candidates
+//! pgvector allows, falling back to the exact search if that still finds fewer than asked for.
 
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder, Transaction};
@@ -186,8 +186,8 @@ impl PostgresStore {
     }
 
     /// The `k` nearest of `owner`'s vectors (of `kind`, when given): exactly while they are at
-    /// most [`EXACT_ROWS`]; else through the HNSW index at its deepest, and exactly if that
-    /// finds fewer than `k`.
+    /// most [`EXACT_ROWS`]; else through the HNSW index, at the configured depth, then at its
+    /// deepest, and exactly if that still finds fewer than `k`.
     async fn nearest_filtered(
         &self,
         vector: &[f32],
@@ -200,11 +200,15 @@ impl PostgresStore {
         if rows <= EXACT_ROWS {
             return self.nearest_exact(vector, Some(owner), kind, k).await;
         }
-        let found = self
-            .nearest_hnsw(vector, dimensions, Some(owner), kind, k, MAX_EF_SEARCH)
-            .await?;
-        if found.len() >= k {
-            return Ok(found);
+        // At the configured depth first: an owner of most vectors finds their `k` there. An
+        // owner of a smaller share needs the deepest scan, and failing that the exact one.
+        for ef_search in [self.ef_search, MAX_EF_SEARCH] {
+            let found = self
+                .nearest_hnsw(vector, dimensions, Some(owner), kind, k, ef_search)
+                .await?;
+            if found.len() >= k {
+                return Ok(found);
+            }
         }
         self.nearest_exact(vector, Some(owner), kind, k).await
     }
