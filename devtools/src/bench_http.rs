@@ -278,15 +278,13 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         .collect();
     let ingest = load(&urls, "/v1/events", events, options.clients).await;
 
+    let (backend, _) = service.database_size().await?;
+    // Each server shuts its kernel down when it stops.
     for stop in stops {
         let _ = stop.send(());
     }
     for serving in servings {
         serving.await.context("a server task")??;
-    }
-    let (backend, _) = service.database_size().await?;
-    for kernel in kernels {
-        kernel.shutdown().await;
     }
     let report = json!({
         "memories": memories,
