@@ -63,3 +63,91 @@ fn bench_reports_latency_size_memory_and_vector_recall() {
     let recall = stage["recall@10_vs_exact"].as_f64().unwrap();
     assert!((0.7..=1.0).contains(&recall), "recall {recall}: {report}");
 }
+
+/// `mnemo bench --keep` then `mnemo bench-http --instances 2` on that store, with the store in
+/// SQLite or in PostgreSQL: every phase answers without an error, from both servers.
+fn bench_http_on(database_url: Option<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let mnemo = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        match &database_url {
+            Some(url) => command.env("MNEMO_DATABASE_URL", url),
+            None => command.env_remove("MNEMO_DATABASE_URL"),
+        };
+        let output = command
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "mnemo {args:?}: {stderr}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {stderr}"))
+    };
+    let built = mnemo(&[
+        "bench",
+        "--memories",
+        "300",
+        "--queries",
+        "5",
+        "--rounds",
+        "1",
+        "--real-embeddings",
+        "50",
+        "--keep",
+        store.to_str().unwrap(),
+        "--json",
+    ]);
+    let backend = if database_url.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(built["backend"], backend, "{built}");
+    assert!(built["db_bytes"].as_u64().unwrap() > 10_000, "{built}");
+    let served = mnemo(&[
+        "bench-http",
+        "--store",
+        store.to_str().unwrap(),
+        "--instances",
+        "2",
+        "--clients",
+        "2",
+        "--queries",
+        "4",
+        "--ingests",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(served["backend"], backend, "{served}");
+    assert_eq!(served["instances"], 2, "{served}");
+    assert_eq!(served["memories"], 300, "{served}");
+    for phase in [
+        "http_search_one_client_ms",
+        "http_search_ms",
+        "http_ingest_ms",
+    ] {
+        assert_eq!(served[phase]["errors"], 0, "{phase}: {served}");
+    }
+    assert_eq!(served["http_ingest_ms"]["requests"], 10, "{served}");
+    assert_eq!(served["http_search_ms"]["requests"], 2, "{served}");
+}
+
+#[test]
+fn bench_http_serves_one_sqlite_store_from_two_instances() {
+    bench_http_on(None);
+}
+
+#[test]
+fn bench_http_serves_one_postgres_store_from_two_instances() {
+    bench_http_on(Some(mnemo_pg_fixture::fresh_database()));
+}
