@@ -16,8 +16,8 @@ use super::open::WriteScope;
 use super::vectors::drop_vectors;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
-use crate::store::backend::FactLifecycle;
-use crate::store::rows::{memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::backend::{FactLifecycle, MemoryRecords};
+use crate::store::rows::ts;
 use crate::store::NewMemory;
 use crate::types::{DecayReport, Memory, MemoryKind};
 
@@ -37,17 +37,6 @@ impl Owners {
             _ => WriteScope::Store,
         }
     }
-}
-
-/// One memory by id, active or not.
-async fn memory_by_id(executor: impl PgExecutor<'_>, id: &str) -> Result<Option<Memory>> {
-    let row = sqlx::query(&format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(executor)
-    .await?;
-    row.as_ref().map(memory_from_row).transpose()
 }
 
 /// The owners of the memories `ids` (those that exist).
@@ -140,7 +129,7 @@ async fn set_supersedes(tx: &mut Transaction<'_, Postgres>, id: &str, old_id: &s
 impl PostgresStore {
     /// The active fact `id`, of `user_id` when given.
     async fn active_fact_of(&self, id: &str, user_id: Option<&str>) -> Result<Memory> {
-        match memory_by_id(&self.pool, id).await? {
+        match self.get(id).await? {
             Some(memory)
                 if memory.kind == MemoryKind::Fact
                     && memory.valid_until.is_none()
@@ -214,10 +203,7 @@ impl FactLifecycle for PostgresStore {
     }
 
     async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()> {
-        let (Some(old), Some(new)) = (
-            memory_by_id(&self.pool, old_id).await?,
-            memory_by_id(&self.pool, new_id).await?,
-        ) else {
+        let (Some(old), Some(new)) = (self.get(old_id).await?, self.get(new_id).await?) else {
             return Err(MemoryError::NotFound(format!(
                 "resolve_conflict needs both `{old_id}` and `{new_id}`"
             )));

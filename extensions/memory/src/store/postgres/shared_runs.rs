@@ -6,15 +6,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::open::WriteScope;
+use super::sessions::chat_key;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::{JobRecords, SessionLeases, JOB_CLAIMS_KEPT_SECS};
 use crate::types::SessionKey;
-
-/// The stored `chat_id` of a session: '' for a personal conversation.
-fn chat_key(session: &SessionKey) -> &str {
-    session.chat_id.as_deref().unwrap_or_default()
-}
 
 #[async_trait]
 impl JobRecords for PostgresStore {
@@ -67,7 +63,7 @@ impl SessionLeases for PostgresStore {
         .bind(holder)
         .bind(until.timestamp())
         .bind(&session.user_id)
-        .bind(chat_key(session))
+        .bind(chat_key(session.chat_id.as_deref()))
         .bind(&session.session_id)
         .bind(now.timestamp())
         .execute(&mut *tx)
@@ -80,7 +76,7 @@ impl SessionLeases for PostgresStore {
                  WHERE user_id = $1 AND chat_id = $2 AND session_id = $3",
             )
             .bind(&session.user_id)
-            .bind(chat_key(session))
+            .bind(chat_key(session.chat_id.as_deref()))
             .bind(&session.session_id)
             .fetch_one(&mut *tx)
             .await?
@@ -98,7 +94,7 @@ impl SessionLeases for PostgresStore {
              WHERE user_id = $1 AND chat_id = $2 AND session_id = $3 AND leased_by = $4",
         )
         .bind(&session.user_id)
-        .bind(chat_key(session))
+        .bind(chat_key(session.chat_id.as_deref()))
         .bind(&session.session_id)
         .bind(holder)
         .execute(&mut *tx)
