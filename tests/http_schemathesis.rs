@@ -4,7 +4,7 @@
 //! schema), schema-valid requests accepted and schema-invalid ones refused.
 //!
 //! Twice: with a user's key, and with an admin key acting for a user (`X-Mnemo-User`), so that
-//! the admin operations (`/v1/jobs`, `/v1/jobs/{name}/run`, erasing another user) answer 2xx too
+//! the admin operations (`/v1/users`, the jobs and their runs, erasing another user) answer 2xx too
 //! and not only 403. Seeded memories, job names and a user to erase are offered to the fuzzer
 //! for the path parameters, so that the operations on one memory get past 404.
 //!
@@ -142,9 +142,25 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// How many operations the server's OpenAPI document describes.
+async fn operations(url: &str) -> usize {
+    let document: Value = reqwest::get(format!("{url}/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    document["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|path| path.as_object().unwrap().len())
+        .sum()
+}
+
 /// Runs `scripts/schemathesis` in `dir` (its config file, and where hypothesis keeps its
-/// database) with `headers`; panics with its output unless it passes.
-fn run_schemathesis(label: &str, dir: &Path, url: &str, headers: &[String]) {
+/// database) with `headers`; panics with its output unless it passes and tests all `operations`.
+fn run_schemathesis(label: &str, dir: &Path, url: &str, headers: &[String], operations: usize) {
     let seed = std::env::var("MNEMO_SCHEMATHESIS_SEED").unwrap_or_else(|_| "19".to_owned());
     let mut command = Command::new(repo().join("scripts/schemathesis"));
     command
@@ -186,7 +202,7 @@ fn run_schemathesis(label: &str, dir: &Path, url: &str, headers: &[String]) {
         output.status
     );
     assert!(
-        stdout.contains("Tested: 18"),
+        stdout.contains(&format!("Tested: {operations}\n")),
         "schemathesis ({label}) did not test every operation:\n{stdout}"
     );
 }
@@ -218,6 +234,12 @@ async fn schemathesis_finds_nothing_with_a_user_key_or_an_admin_key() {
         .collect();
     assert!(!job_names.is_empty(), "{jobs}");
 
+    let operations = operations(&served.url).await;
+    assert!(
+        operations >= 20,
+        "the document lists {operations} operations"
+    );
+
     // A user's key: everything but the admin operations can answer 2xx.
     let user_dir = dir.path().join("user-run");
     std::fs::create_dir(&user_dir).unwrap();
@@ -227,6 +249,7 @@ async fn schemathesis_finds_nothing_with_a_user_key_or_an_admin_key() {
         &user_dir,
         &served.url,
         &[format!("Authorization: Bearer {key}")],
+        operations,
     );
 
     // An admin key acting for ana: the jobs, and erasing zoe, answer 2xx too. Memories the first
@@ -243,6 +266,7 @@ async fn schemathesis_finds_nothing_with_a_user_key_or_an_admin_key() {
             format!("Authorization: Bearer {admin}"),
             "X-Mnemo-User: ana".to_owned(),
         ],
+        operations,
     );
     assert!(served.stop(), "mnemo serve did not stop cleanly");
 }

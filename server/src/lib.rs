@@ -3,6 +3,8 @@
 //!
 //! - a JSON API under `/v1` ([`routes`]), described by the OpenAPI document at `/openapi.json`;
 //! - the Model Context Protocol over streamable HTTP at `/mcp` ([`mcp`]);
+//! - the web inspector at `/` ([`inspector`]), a page that reads the API with the key a person
+//!   types in;
 //! - `/healthz` and `/readyz` for probes.
 //!
 //! Every `/v1` and `/mcp` request needs an API key ([`keys`], checked by [`auth`]); the user is
@@ -11,6 +13,7 @@
 
 mod auth;
 mod error;
+mod inspector;
 pub mod keys;
 pub mod mcp;
 mod routes;
@@ -128,6 +131,7 @@ impl Server {
             .layer(axum::middleware::from_fn_with_state(state, time_limit));
         let app = api
             .merge(mcp_routes)
+            .merge(inspector::router())
             .layer(DefaultBodyLimit::max(options.max_body_bytes))
             .layer(tower_http::trace::TraceLayer::new_for_http());
         Ok(Self {

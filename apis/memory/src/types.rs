@@ -240,6 +240,16 @@ pub struct ListRequest {
     /// Also memories that are no longer active: soft-deleted by decay or a correction,
     /// superseded, or expired.
     pub include_inactive: bool,
+    /// Only memories said or learnt at or after this time.
+    #[serde(default)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only memories said or learnt before this time.
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+    /// Only memories linked to this entity (`ent_*`): memories that name it, and for a person
+    /// the facts about them (a fact's subjects are linked too).
+    #[serde(default)]
+    pub entity_id: Option<String>,
     /// Most memories returned.
     pub limit: usize,
     /// Memories skipped first, for paging.
@@ -254,6 +264,9 @@ impl ListRequest {
             chat_id: None,
             kinds: Vec::new(),
             include_inactive: false,
+            since: None,
+            until: None,
+            entity_id: None,
             limit,
             offset: 0,
         }

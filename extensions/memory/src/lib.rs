@@ -47,7 +47,9 @@ pub use mnemo_memory_api::{
     SkippedFact, UserErased,
 };
 pub use service::{content_event_id, FactInput, MemoryService};
-pub use store::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
+pub use store::{
+    EntitySummary, IndexItem, IntegrityReport, OwnerSummary, Person, StoredTurn, VectorStatus,
+};
 
 /// The API crate's data types, under the path this crate's modules name them by.
 mod types {

@@ -21,8 +21,10 @@ use crate::schedule::CronSchedule;
 pub struct JobRun {
     /// The job's name.
     pub job: String,
-    /// When it ran, by the kernel's clock.
+    /// When it started, by the kernel's clock.
     pub at: DateTime<Utc>,
+    /// When it ended, by the kernel's clock: what it made was made between `at` and this.
+    pub finished_at: DateTime<Utc>,
     /// The job's one-line report, or why it failed.
     pub outcome: Result<String, String>,
     /// How many of its items the run failed on, as the job counted them (0 when the whole run
@@ -177,6 +179,7 @@ impl Kernel {
         let run = JobRun {
             job: name.to_owned(),
             at,
+            finished_at: self.inner.ctx.now(),
             outcome: outcome.map(|report| report.summary),
             failed_items,
         };

@@ -1,10 +1,11 @@
-//! `/v1/stats`, `/v1/users/{user_id}`, `/v1/jobs`, and the probes `/healthz` and `/readyz`.
+//! `/v1/stats`, `/v1/users`, `/v1/users/{user_id}`, `/v1/jobs`, `/v1/jobs/runs`, and the probes `/healthz` and `/readyz`.
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use mnemo_kernel::host::JobRun;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -152,13 +153,33 @@ pub(crate) async fn jobs(
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct JobRunView {
     name: String,
+    /// When it started.
     at: DateTime<Utc>,
+    /// When it ended.
+    finished_at: DateTime<Utc>,
     /// Whether it ran to the end.
     ok: bool,
     /// Its report, or why it failed.
     report: String,
     /// Items it failed on.
     failed_items: u64,
+}
+
+impl From<JobRun> for JobRunView {
+    fn from(run: JobRun) -> Self {
+        let (ok, report) = match run.outcome {
+            Ok(report) => (true, report),
+            Err(error) => (false, error),
+        };
+        Self {
+            name: run.job,
+            at: run.at,
+            finished_at: run.finished_at,
+            ok,
+            report,
+            failed_items: run.failed_items,
+        }
+    }
 }
 
 /// Run a job now and wait for it (admin key). Two runs of one job never overlap.
@@ -186,17 +207,87 @@ pub(crate) async fn run_job(
             }
             other => ApiError::internal(&other),
         })?;
-    let (ok, report) = match run.outcome {
-        Ok(report) => (true, report),
-        Err(error) => (false, error),
-    };
-    Ok(axum::Json(JobRunView {
-        name: run.job,
-        at: run.at,
-        ok,
-        report,
-        failed_items: run.failed_items,
+    Ok(axum::Json(run.into()))
+}
+
+/// The job history this server kept.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobRunsView {
+    /// Newest first.
+    runs: Vec<JobRunView>,
+    /// How many runs the server keeps, over all jobs; older ones are dropped.
+    kept: usize,
+}
+
+/// The last runs of every job since this server started, newest first, with their outcomes
+/// (admin key).
+#[utoipa::path(
+    get, path = "/v1/jobs/runs", tag = "admin",
+    responses(
+        (status = 200, description = "Runs", body = JobRunsView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn job_runs(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<axum::Json<JobRunsView>, ApiError> {
+    principal.require_admin()?;
+    let runs = state
+        .kernel
+        .job_runs()
+        .into_iter()
+        .rev()
+        .map(JobRunView::from)
+        .collect();
+    Ok(axum::Json(JobRunsView {
+        runs,
+        kept: mnemo_kernel::host::KEPT_JOB_RUNS,
     }))
+}
+
+/// The users whose memories the store holds.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UsersView {
+    /// By user id.
+    users: Vec<UserView>,
+}
+
+/// A user with memories.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UserView {
+    user_id: String,
+    /// Their memories of every kind, active or not.
+    memories: i64,
+}
+
+/// The most users `/v1/users` lists.
+const MAX_USERS: usize = 10_000;
+
+/// The users with memories, by id (admin key; at most 10,000).
+#[utoipa::path(
+    get, path = "/v1/users", tag = "admin",
+    responses(
+        (status = 200, description = "Users", body = UsersView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn users(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+) -> Result<axum::Json<UsersView>, ApiError> {
+    principal.require_admin()?;
+    let users = state
+        .memory
+        .owners(MAX_USERS)
+        .await?
+        .into_iter()
+        .map(|owner| UserView {
+            user_id: owner.user_id,
+            memories: owner.memories,
+        })
+        .collect();
+    Ok(axum::Json(UsersView { users }))
 }
 
 /// A probe's answer.

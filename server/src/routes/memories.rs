@@ -135,6 +135,13 @@ pub(crate) struct ListQuery {
     /// Also forgotten, corrected and expired memories.
     #[serde(default)]
     include_inactive: bool,
+    /// Only memories said or learnt from then on.
+    since: Option<DateTime<Utc>>,
+    /// Only memories said or learnt before then.
+    until: Option<DateTime<Utc>>,
+    /// Only memories linked to this entity or person (`ent_…`, from `/v1/entities` or
+    /// `/v1/people`).
+    entity_id: Option<IdText>,
     /// Page size, 1 to 1000 (default 50).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
@@ -173,6 +180,13 @@ pub(crate) async fn list(
             "`limit` must be between 1 and {MAX_PAGE}, not {limit}"
         )));
     }
+    if let (Some(since), Some(until)) = (query.since, query.until) {
+        if since >= until {
+            return Err(ApiError::invalid(format!(
+                "`since` ({since}) must be before `until` ({until})"
+            )));
+        }
+    }
     let offset = query.offset.unwrap_or(0);
     if offset > MAX_OFFSET {
         return Err(ApiError::invalid(format!(
@@ -184,6 +198,9 @@ pub(crate) async fn list(
         chat_id: chat,
         kinds: query.kind.map(Into::into).into_iter().collect(),
         include_inactive: query.include_inactive,
+        since: query.since,
+        until: query.until,
+        entity_id: id_text(&query.entity_id).map(str::to_owned),
         limit,
         offset,
     };
@@ -215,7 +232,7 @@ pub(crate) async fn list(
 #[into_params(parameter_in = Query)]
 pub(crate) struct ChatQuery {
     /// The chat the caller is in: a memory shared there is visible too.
-    chat_id: Option<IdText>,
+    pub(crate) chat_id: Option<IdText>,
 }
 
 /// One memory of the caller's (or shared in the caller's chat), active or not.
@@ -241,23 +258,33 @@ pub(crate) async fn get(
 /// The memory `id` if the caller may see it: their own (personal, or in a chat their key may
 /// act in), or shared in `chat`. Anything else is "not found", so that ids of others' memories reveal
 /// nothing.
-async fn visible_memory(
+pub(crate) async fn visible_memory(
     state: &AppState,
     principal: &Principal,
     id: &str,
     chat: Option<&str>,
 ) -> Result<Memory, ApiError> {
-    let user = principal.user()?;
     let not_found = || ApiError::not_found(format!("no memory `{id}` of yours"));
     let memory = state.memory.get_memory(id).await?.ok_or_else(not_found)?;
-    let own =
-        memory.user_id.as_deref() == Some(user) && principal.may_read(memory.chat_id.as_deref());
-    let shared_here = memory.shared && chat.is_some() && memory.chat_id.as_deref() == chat;
-    if own || shared_here {
+    if may_see(principal, &memory, chat)? {
         Ok(memory)
     } else {
         Err(not_found())
     }
+}
+
+/// Whether the caller may see `memory` from `chat`: their own, in a scope their key may read,
+/// or shared in the chat they are in.
+pub(crate) fn may_see(
+    principal: &Principal,
+    memory: &Memory,
+    chat: Option<&str>,
+) -> Result<bool, ApiError> {
+    let user = principal.user()?;
+    let own =
+        memory.user_id.as_deref() == Some(user) && principal.may_read(memory.chat_id.as_deref());
+    let shared_here = memory.shared && chat.is_some() && memory.chat_id.as_deref() == chat;
+    Ok(own || shared_here)
 }
 
 /// The memory `id` if it is the caller's own fact, to correct or confirm.

@@ -4,6 +4,7 @@
 pub(crate) mod admin;
 pub(crate) mod events;
 pub(crate) mod memories;
+pub(crate) mod provenance;
 pub(crate) mod search;
 pub(crate) mod views;
 
@@ -94,12 +95,16 @@ where
         memories::forget,
         memories::correct,
         memories::confirm,
+        provenance::provenance,
+        provenance::entities,
         search::search,
         search::context,
         search::people,
         admin::stats,
+        admin::users,
         admin::erase_user,
         admin::jobs,
+        admin::job_runs,
         admin::run_job,
         admin::healthz,
         admin::readyz,
@@ -164,17 +169,21 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/v1/memories/{id}",
             get(memories::get).delete(memories::forget),
         )
+        .route("/v1/memories/{id}/provenance", get(provenance::provenance))
         .route("/v1/memories/{id}/correct", post(memories::correct))
         .route("/v1/memories/{id}/confirm", post(memories::confirm))
         .route("/v1/search", post(search::search))
         .route("/v1/context", post(search::context))
         .route("/v1/people", get(search::people))
+        .route("/v1/entities", get(provenance::entities))
         .route("/v1/stats", get(admin::stats))
+        .route("/v1/users", get(admin::users))
         .route(
             "/v1/users/{user_id}",
             axum::routing::delete(admin::erase_user),
         )
         .route("/v1/jobs", get(admin::jobs))
+        .route("/v1/jobs/runs", get(admin::job_runs))
         .route("/v1/jobs/{name}/run", post(admin::run_job))
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))

@@ -1,12 +1,12 @@
-//! Administration through the service, for the `mnemo` commands and the benchmark: statistics,
-//! integrity, export and import, retrying given-up jobs, and driving the vector index directly.
+//! Administration through the service, for the `mnemo` commands, the inspector and the
+//! benchmark: statistics, owners and their entities, integrity, export and import, retrying given-up jobs, and driving the vector index directly.
 
 use serde_json::Value;
 
 use super::MemoryService;
 use crate::error::Result;
-use crate::store::{IndexItem, IntegrityReport, VectorStatus};
-use crate::types::MemoryStats;
+use crate::store::{EntitySummary, IndexItem, IntegrityReport, OwnerSummary, VectorStatus};
+use crate::types::{Memory, MemoryStats};
 
 impl MemoryService {
     /// Gives the sessions and memories that the maintenance jobs gave up on after repeated
@@ -24,6 +24,31 @@ impl MemoryService {
     /// The store is not open, or fails.
     pub async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
         self.store()?.stats(user_id).await
+    }
+
+    /// The owners with memories and how many each has, by user id, at most `limit`; for an
+    /// admin choosing whose memory to inspect.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn owners(&self, limit: usize) -> Result<Vec<OwnerSummary>> {
+        self.store()?.owners(limit).await
+    }
+
+    /// The owner's entities (people too), most mentioned first, at most `limit`.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn owner_entities(&self, owner: &str, limit: usize) -> Result<Vec<EntitySummary>> {
+        self.store()?.owner_entities(owner, limit).await
+    }
+
+    /// The memories that `id` replaced, oldest first: a fact's earlier versions.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn replaced_by(&self, id: &str) -> Result<Vec<Memory>> {
+        self.store()?.replaced_by(id).await
     }
 
     /// The storage backend (`sqlite` or `postgres`) and the bytes its database takes (see

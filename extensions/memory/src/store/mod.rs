@@ -12,6 +12,7 @@
 //! row by row (`mnemo migrate-store`).
 
 mod backend;
+mod listing;
 pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
@@ -20,5 +21,7 @@ mod types;
 pub(crate) use backend::MemoryBackend;
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
-pub use types::{IndexItem, IntegrityReport, Person, StoredTurn, VectorStatus};
+pub use types::{
+    EntitySummary, IndexItem, IntegrityReport, OwnerSummary, Person, StoredTurn, VectorStatus,
+};
 pub(crate) use types::{NewMemory, RankKey};

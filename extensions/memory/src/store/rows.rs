@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::error::{MemoryError, Result};
+use crate::store::{EntitySummary, OwnerSummary};
 use crate::types::{Memory, MemoryKind};
 
 /// The columns [`memory_from_row`] reads, for alias `m`.
@@ -25,6 +26,43 @@ pub(crate) fn from_ts(seconds: i64) -> DateTime<Utc> {
 
 pub(crate) fn json_list(text: &str, column: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|err| MemoryError::Corrupt(format!("{column}: {err}")))
+}
+
+/// The columns [`entity_summary_from_row`] reads, from `entities e`.
+pub(crate) const ENTITY_SUMMARY_COLUMNS: &str =
+    "e.id, e.canonical_name, e.type, e.relation, e.aliases, \
+    (SELECT COUNT(*) FROM memory_entities me WHERE me.entity_id = e.id) AS memories";
+
+/// An entity's summary from a row holding [`ENTITY_SUMMARY_COLUMNS`], in either backend.
+pub(crate) fn entity_summary_from_row<'r, R>(row: &'r R) -> Result<EntitySummary>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(EntitySummary {
+        id: row.try_get("id")?,
+        name: row.try_get("canonical_name")?,
+        entity_type: row.try_get("type")?,
+        relation: row.try_get("relation")?,
+        aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
+        memories: row.try_get("memories")?,
+    })
+}
+
+/// An owner's summary from a row holding `user_id` and `memories` (a count).
+pub(crate) fn owner_summary_from_row<'r, R>(row: &'r R) -> Result<OwnerSummary>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(OwnerSummary {
+        user_id: row.try_get("user_id")?,
+        memories: row.try_get("memories")?,
+    })
 }
 
 /// A memory from a row holding [`MEMORY_COLUMNS`], in either backend.

@@ -119,6 +119,32 @@ pub struct Person {
     pub provider: Option<String>,
 }
 
+/// An owner of memories, for the admin's list of users.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OwnerSummary {
+    /// The user id.
+    pub user_id: String,
+    /// Their memories of every kind, active or not.
+    pub memories: i64,
+}
+
+/// One of an owner's entities, for inspection.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EntitySummary {
+    /// `ent_*`.
+    pub id: String,
+    /// Its canonical name.
+    pub name: String,
+    /// `person`, `project`, `organization`, `location`, `email`, `url`, `date` or `other`.
+    pub entity_type: String,
+    /// How the owner relates to a person ("wife"), if told.
+    pub relation: Option<String>,
+    /// Other names it was mentioned by.
+    pub aliases: Vec<String>,
+    /// The memories linked to it: those that name it, and facts about a person.
+    pub memories: i64,
+}
+
 /// Whether vector search can be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VectorStatus {

@@ -10,11 +10,13 @@
 
 mod admin;
 mod indexes;
+mod inspection;
 mod memories;
 mod people_and_sessions;
 
 pub(crate) use admin::{JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
+pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
 pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};
 
@@ -34,6 +36,7 @@ pub(crate) trait MemoryBackend:
     + MemoryExport
     + StoreAdmin
     + JobRecords
+    + InspectionQueries
     + std::fmt::Debug
 {
 }

@@ -14,6 +14,7 @@ mod export;
 mod fulltext;
 mod index_queue;
 mod ingest;
+mod inspection;
 mod lifecycle;
 mod open;
 mod people;

@@ -11,6 +11,7 @@ use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRecords;
+use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use crate::store::RankKey;
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
@@ -249,9 +250,6 @@ impl MemoryRecords for MemoryStore {
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = "
         ));
         builder.push_bind(request.user_id.clone());
-        if let Some(chat_id) = &request.chat_id {
-            builder.push(" AND m.chat_id = ").push_bind(chat_id.clone());
-        }
         if !request.kinds.is_empty() {
             builder.push(" AND m.kind IN (");
             let mut kinds = builder.separated(", ");
@@ -260,13 +258,7 @@ impl MemoryRecords for MemoryStore {
             }
             builder.push(")");
         }
-        if !request.include_inactive {
-            builder
-                .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL")
-                .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
-                .push_bind(ts(now))
-                .push(")");
-        }
+        push_listing_filters(&mut builder, request, now);
         builder
             .push(" ORDER BY m.event_time DESC, m.rowid DESC LIMIT ")
             .push_bind(i64::try_from(request.limit).unwrap_or(i64::MAX))

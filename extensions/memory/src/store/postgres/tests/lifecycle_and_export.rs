@@ -15,7 +15,7 @@ use crate::error::MemoryError;
 use crate::store::backend::*;
 use crate::store::postgres::PostgresStore;
 use crate::store::{content_hash, MemoryStore, NewMemory};
-use crate::types::{MemoryForgotten, MemoryKind};
+use crate::types::{ListRequest, MemoryForgotten, MemoryKind};
 
 /// 2026-01-01 00:00:00 UTC, the fixture's clock.
 const BASE: i64 = 1_767_225_600;

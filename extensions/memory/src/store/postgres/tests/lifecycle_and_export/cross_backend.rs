@@ -387,3 +387,70 @@ async fn a_sqlite_store_moves_to_postgres_and_back_without_a_difference() {
     import_all(&back, &from_postgres).await;
     assert_eq!(back.export_rows(None).await.unwrap(), from_sqlite);
 }
+
+#[tokio::test]
+async fn inspection_queries_and_list_filters_answer_as_sqlite_does() {
+    let (_dir, sqlite) = open_sqlite().await;
+    fill_sqlite(&sqlite).await;
+    let postgres = open_fresh().await;
+    fill_postgres(&postgres).await;
+    let old = ["fact_a1".to_owned(), "fact_a2".to_owned()];
+    same_on_both!(sqlite, postgres, |store| store.supersede(
+        &old,
+        "fact_a3",
+        at(BASE + DAY)
+    ));
+
+    let owners = sqlite.owners(100).await.unwrap();
+    assert_eq!(
+        owners
+            .iter()
+            .map(|owner| owner.user_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["ana", "bob"]
+    );
+    same_on_both!(sqlite, postgres, |store| store.owners(100));
+    same_on_both!(sqlite, postgres, |store| store.owners(1));
+
+    let entities = sqlite.owner_entities("ana", 10).await.unwrap();
+    assert_eq!(entities.len(), 1, "{entities:?}");
+    assert_eq!(
+        (entities[0].name.as_str(), entities[0].memories),
+        ("green tea", 2)
+    );
+    same_on_both!(sqlite, postgres, |store| store.owner_entities("ana", 10));
+    same_on_both!(sqlite, postgres, |store| store.owner_entities("nobody", 10));
+
+    let replaced = sqlite.replaced_by("fact_a3").await.unwrap();
+    let mut ids: Vec<&str> = replaced.iter().map(|memory| memory.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["fact_a1", "fact_a2"]);
+    same_on_both!(sqlite, postgres, |store| store.replaced_by("fact_a3"));
+    same_on_both!(sqlite, postgres, |store| store.replaced_by("fact_a1"));
+
+    let about_tea = ListRequest {
+        entity_id: Some("ent_tea".into()),
+        include_inactive: true,
+        ..ListRequest::active("ana", 100)
+    };
+    let listed = sqlite.list_memories(&about_tea, at(BASE)).await.unwrap();
+    let mut ids: Vec<&str> = listed.iter().map(|memory| memory.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["ep_a1", "fact_a1"]);
+    same_on_both!(sqlite, postgres, |store| store
+        .list_memories(&about_tea, at(BASE)));
+    for (since, until) in [
+        (Some(BASE), None),
+        (None, Some(BASE)),
+        (Some(BASE), Some(BASE + 1)),
+    ] {
+        let window = ListRequest {
+            since: since.map(at),
+            until: until.map(at),
+            include_inactive: true,
+            ..ListRequest::active("ana", 100)
+        };
+        same_on_both!(sqlite, postgres, |store| store
+            .list_memories(&window, at(BASE)));
+    }
+}

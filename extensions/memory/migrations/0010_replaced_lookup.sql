@@ -1,0 +1,5 @@
+-- mnemo memory store, schema 10: what a fact replaced, found without reading the owner's every
+-- memory (the inspector shows a fact's chain of older versions). Partial: most memories replace
+-- nothing and are never replaced.
+CREATE INDEX idx_memories_superseded_by ON memories(superseded_by_id)
+    WHERE superseded_by_id IS NOT NULL;
