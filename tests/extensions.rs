@@ -418,6 +418,9 @@ async fn a_long_running_kernel_keeps_the_last_job_runs_and_counts_them_all() {
         kept.first(),
         runs.get(1_440 - mnemo_kernel::host::KEPT_JOB_RUNS)
     );
+    // Without a store keeping a history, the history is the kernel's own, newest first.
+    let newest: Vec<_> = runs.iter().rev().take(3).cloned().collect();
+    assert_eq!(kernel.job_history(3).await, newest);
     let totals = kernel.job_totals("notes_digest").unwrap();
     assert_eq!((totals.runs, totals.failures), (1_440, 0));
     assert_eq!(kernel.job_totals("no_such_job"), None);

@@ -271,4 +271,20 @@ async fn filters_provenance_and_entities_show_one_user_only() {
     let finished: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(runs["runs"][0]["finished_at"].clone()).unwrap();
     assert!(started <= finished, "{runs}");
+
+    // The store keeps the history: a restarted server still shows the run.
+    assert!(served.stop(), "mnemo serve did not stop cleanly");
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let (status, kept) = served
+        .call(
+            Some(&served.admin_key),
+            None,
+            Method::GET,
+            "/v1/jobs/runs?limit=5",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{kept}");
+    assert_eq!(kept["runs"][0]["name"], "expire_memories", "{kept}");
+    assert_eq!(kept["runs"][0]["at"], runs["runs"][0]["at"], "{kept}");
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::config::ExtensionSection;
 use crate::error::BoxError;
 use crate::event::Event;
-use crate::kernel::KernelContext;
+use crate::kernel::{JobRun, KernelContext};
 use crate::services::Services;
 
 /// A unit of functionality hosted by the kernel, switched on by `[extensions.<name>]` in config.
@@ -302,6 +302,25 @@ pub trait JobClaims: Send + Sync {
     /// The record cannot be reached; the scheduler then runs the job anyway (a job whose store
     /// is down fails on its own, and a run is never lost to a claim that could not be made).
     async fn claim_run(&self, job: &str, due: DateTime<Utc>) -> Result<bool, BoxError>;
+}
+
+/// A lasting record of job runs and their outcomes, kept by a store extension as a service
+/// (`dyn JobHistory`): it outlives the process, and instances that share one store share it, so
+/// "what did last night's jobs do" has an answer after a restart and whichever instance ran them.
+/// Without one, the kernel's own record of its last runs is all there is.
+#[async_trait]
+pub trait JobHistory: Send + Sync {
+    /// Records a finished run.
+    ///
+    /// # Errors
+    /// The record cannot be written; the kernel logs it, and the run stands.
+    async fn record_run(&self, run: &JobRun) -> Result<(), BoxError>;
+
+    /// The last `limit` runs of every job, newest first.
+    ///
+    /// # Errors
+    /// The record cannot be read.
+    async fn recent_runs(&self, limit: usize) -> Result<Vec<JobRun>, BoxError>;
 }
 
 /// Subscribes to events on the bus.

@@ -53,7 +53,8 @@ pub use event::{
 };
 pub use extension::{
     ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, JobClaims,
-    JobReport, JobSpec, Registrar, SchedulerProvider, ToolError, ToolProvider, ToolScope, ToolSpec,
+    JobHistory, JobReport, JobSpec, Registrar, SchedulerProvider, ToolError, ToolProvider,
+    ToolScope, ToolSpec,
 };
 pub use kernel::KernelContext;
 pub use llm::{

@@ -111,8 +111,10 @@ impl Extension for MemoryExtension {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
         // The concrete service too, for hosts that drive it directly (commands, bench, eval).
         registrar.provide::<MemoryService>(self.service.clone());
-        // Scheduled runs are claimed in the store, so that instances sharing it run each once.
+        // Scheduled runs are claimed in the store, so that instances sharing it run each once,
+        // and their outcomes are kept there, for every instance to read after any restart.
         registrar.provide::<dyn mnemo_kernel::JobClaims>(self.service.clone());
+        registrar.provide::<dyn mnemo_kernel::JobHistory>(self.service.clone());
         Ok(())
     }
 

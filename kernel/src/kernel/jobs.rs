@@ -13,7 +13,7 @@ use tracing::Instrument;
 use super::{panic_message, Kernel, KernelInner};
 use crate::clock::Clock;
 use crate::error::KernelError;
-use crate::extension::{JobClaims, JobSpec};
+use crate::extension::{JobClaims, JobHistory, JobSpec};
 use crate::schedule::CronSchedule;
 
 /// One run of a job.
@@ -187,17 +187,41 @@ impl Kernel {
         if run.outcome.is_err() {
             job.failures.fetch_add(1, Ordering::Relaxed);
         }
-        let mut runs = self
-            .inner
-            .job_runs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if runs.len() == KEPT_JOB_RUNS {
-            runs.pop_front();
+        {
+            let mut runs = self
+                .inner
+                .job_runs
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if runs.len() == KEPT_JOB_RUNS {
+                runs.pop_front();
+            }
+            runs.push_back(run.clone());
         }
-        runs.push_back(run.clone());
-        drop(runs);
+        if let Some(history) = self.inner.ctx.services().get::<dyn JobHistory>() {
+            if let Err(error) = history.record_run(&run).await {
+                tracing::warn!(job = %name, %error, "cannot record the run in the job history");
+            }
+        }
         Ok(run)
+    }
+
+    /// The last `limit` runs of every job, newest first: from the lasting [`JobHistory`] when an
+    /// extension keeps one (shared by the instances on one store, and kept across restarts),
+    /// else from this kernel's own record since it started.
+    pub async fn job_history(&self, limit: usize) -> Vec<JobRun> {
+        if let Some(history) = self.inner.ctx.services().get::<dyn JobHistory>() {
+            match history.recent_runs(limit).await {
+                Ok(runs) => return runs,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the job history; showing this process's runs");
+                }
+            }
+        }
+        let mut runs = self.job_runs();
+        runs.reverse();
+        runs.truncate(limit);
+        runs
     }
 
     /// Moves the virtual clock to `target`, firing every job that comes due on the way, in time

@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::JobRun;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::views::IdText;
-use super::ApiPath;
+use super::{ApiPath, ApiQuery};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::AppState;
@@ -210,19 +210,31 @@ pub(crate) async fn run_job(
     Ok(axum::Json(run.into()))
 }
 
-/// The job history this server kept.
+/// The job history.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct JobRunsView {
     /// Newest first.
     runs: Vec<JobRunView>,
-    /// How many runs the server keeps, over all jobs; older ones are dropped.
-    kept: usize,
 }
 
-/// The last runs of every job since this server started, newest first, with their outcomes
-/// (admin key).
+/// How many runs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct JobRunsQuery {
+    /// 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<usize>,
+}
+
+/// The most runs one request lists.
+const MAX_RUNS: usize = 1_000;
+
+/// The last runs of every job with their outcomes, newest first (admin key). The store keeps
+/// them, so they outlast restarts and include the runs of every instance that shares it.
 #[utoipa::path(
     get, path = "/v1/jobs/runs", tag = "admin",
+    params(JobRunsQuery),
     responses(
         (status = 200, description = "Runs", body = JobRunsView),
         (status = "default", description = "An error", body = ErrorBody),
@@ -231,19 +243,23 @@ pub(crate) struct JobRunsView {
 pub(crate) async fn job_runs(
     State(state): State<Arc<AppState>>,
     principal: Principal,
+    ApiQuery(query): ApiQuery<JobRunsQuery>,
 ) -> Result<axum::Json<JobRunsView>, ApiError> {
     principal.require_admin()?;
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=MAX_RUNS).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "`limit` must be between 1 and {MAX_RUNS}, not {limit}"
+        )));
+    }
     let runs = state
         .kernel
-        .job_runs()
+        .job_history(limit)
+        .await
         .into_iter()
-        .rev()
         .map(JobRunView::from)
         .collect();
-    Ok(axum::Json(JobRunsView {
-        runs,
-        kept: mnemo_kernel::host::KEPT_JOB_RUNS,
-    }))
+    Ok(axum::Json(JobRunsView { runs }))
 }
 
 /// The users whose memories the store holds.

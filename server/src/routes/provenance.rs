@@ -17,6 +17,9 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::AppState;
 
+/// How many of the newest job runs are searched for the one that made a memory.
+const JOB_RUNS_SEARCHED: usize = 1_000;
+
 /// The longest chain of versions followed either way.
 const MAX_CHAIN: usize = 50;
 
@@ -46,9 +49,8 @@ pub(crate) struct MadeByView {
     session_id: Option<String>,
     /// When it was made.
     at: DateTime<Utc>,
-    /// For consolidation and reflection: the job run it was made in, when this server ran it
-    /// and still keeps it (a consolidation started by a session's end, or a run before the server
-    /// started, has none).
+    /// For consolidation and reflection: the job run it was made in, among the newest 1,000
+    /// runs kept (a consolidation started by a session's end has none).
     job_run: Option<JobRunView>,
 }
 
@@ -144,9 +146,9 @@ pub(crate) async fn provenance(
                 .collect();
             state
                 .kernel
-                .job_runs()
+                .job_history(JOB_RUNS_SEARCHED)
+                .await
                 .into_iter()
-                .rev()
                 .find(|run| {
                     // The store keeps whole seconds.
                     let made = memory.created_at.timestamp();

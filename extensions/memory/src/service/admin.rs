@@ -182,3 +182,20 @@ impl mnemo_kernel::JobClaims for MemoryService {
             .await?)
     }
 }
+
+#[async_trait::async_trait]
+impl mnemo_kernel::JobHistory for MemoryService {
+    async fn record_run(
+        &self,
+        run: &mnemo_kernel::host::JobRun,
+    ) -> std::result::Result<(), mnemo_kernel::BoxError> {
+        Ok(self.store()?.record_job_run(run).await?)
+    }
+
+    async fn recent_runs(
+        &self,
+        limit: usize,
+    ) -> std::result::Result<Vec<mnemo_kernel::host::JobRun>, mnemo_kernel::BoxError> {
+        Ok(self.store()?.recent_job_runs(limit).await?)
+    }
+}

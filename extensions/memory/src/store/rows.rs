@@ -2,6 +2,7 @@
 //! (Unix seconds), JSON lists, vector blobs, memory rows, and new ids.
 
 use chrono::{DateTime, Utc};
+use mnemo_kernel::host::JobRun;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::error::{MemoryError, Result};
@@ -63,6 +64,48 @@ where
         user_id: row.try_get("user_id")?,
         memories: row.try_get("memories")?,
     })
+}
+
+/// The columns [`job_run_from_row`] reads, from `job_history`.
+pub(crate) const JOB_RUN_COLUMNS: &str = "job, started_ms, finished_ms, ok, report, failed_items";
+
+/// A job run from a row holding [`JOB_RUN_COLUMNS`], in either backend.
+pub(crate) fn job_run_from_row<'r, R>(row: &'r R) -> Result<JobRun>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let millis = |column: &'static str| -> Result<DateTime<Utc>> {
+        let value: i64 = row.try_get(column)?;
+        DateTime::from_timestamp_millis(value)
+            .ok_or_else(|| MemoryError::Corrupt(format!("job_history.{column}: {value}")))
+    };
+    let report: String = row.try_get("report")?;
+    let ok: i64 = row.try_get("ok")?;
+    Ok(JobRun {
+        job: row.try_get("job")?,
+        at: millis("started_ms")?,
+        finished_at: millis("finished_ms")?,
+        outcome: if ok == 1 { Ok(report) } else { Err(report) },
+        failed_items: u64::try_from(row.try_get::<i64, _>("failed_items")?).unwrap_or(0),
+    })
+}
+
+/// A job run's row values, in [`JOB_RUN_COLUMNS`] order (`ok` as 0 or 1).
+pub(crate) fn job_run_values(run: &JobRun) -> (i64, i64, i64, String, i64) {
+    let (ok, report) = match &run.outcome {
+        Ok(report) => (1, report.clone()),
+        Err(error) => (0, error.clone()),
+    };
+    (
+        run.at.timestamp_millis(),
+        run.finished_at.timestamp_millis(),
+        ok,
+        report,
+        i64::try_from(run.failed_items).unwrap_or(i64::MAX),
+    )
 }
 
 /// A memory from a row holding [`MEMORY_COLUMNS`], in either backend.

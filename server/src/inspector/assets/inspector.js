@@ -323,8 +323,8 @@ async function loadJobs() {
     return;
   }
   try {
-    const [{ jobs }, { runs, kept }] = await Promise.all([api("GET", "/v1/jobs"), api("GET", "/v1/jobs/runs")]);
-    $("jobs-note").textContent = `Runs since this server started (it keeps the last ${kept}).`;
+    const [{ jobs }, { runs }] = await Promise.all([api("GET", "/v1/jobs"), api("GET", "/v1/jobs/runs?limit=100")]);
+    $("jobs-note").textContent = "The newest runs of every job, by any server on this store. Runs and failures count since this server started.";
     $("job-rows").replaceChildren(...jobs.map((job) => el("tr", {},
       el("td", {}, job.name), el("td", {}, job.extension), el("td", {}, job.cron),
       el("td", {}, job.runs), el("td", { class: job.failures ? "bad" : "" }, job.failures))));

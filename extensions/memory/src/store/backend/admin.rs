@@ -1,6 +1,7 @@
 //! The storage traits for export and import, and for administration.
 
 use async_trait::async_trait;
+use mnemo_kernel::host::JobRun;
 use serde_json::Value;
 
 use crate::error::Result;
@@ -58,9 +59,25 @@ pub(crate) trait StoreAdmin: Send + Sync {
 /// schedule that matters here (a weekly reflection).
 pub(crate) const JOB_CLAIMS_KEPT_SECS: i64 = 30 * 24 * 3600;
 
-/// Runs of scheduled jobs claimed across the instances that share the store.
+/// How many job runs the history keeps; older ones are dropped as new ones are recorded.
+pub(crate) const JOB_HISTORY_KEPT: i64 = 10_000;
+
+/// Runs of scheduled jobs: claimed across the instances that share the store, and the outcome
+/// of each, kept.
 #[async_trait]
 pub(crate) trait JobRecords: Send + Sync {
+    /// Records a finished run, dropping runs beyond the newest [`JOB_HISTORY_KEPT`].
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn record_job_run(&self, run: &JobRun) -> Result<()>;
+
+    /// The newest `limit` runs, newest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn recent_job_runs(&self, limit: usize) -> Result<Vec<JobRun>>;
+
     /// Claims the run of `job` due at `due` (at `now`, wall clock): true when no instance had
     /// claimed it. Claims older than 30 days are dropped on the way.
     ///

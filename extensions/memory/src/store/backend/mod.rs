@@ -14,7 +14,9 @@ mod inspection;
 mod memories;
 mod people_and_sessions;
 
-pub(crate) use admin::{JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS};
+pub(crate) use admin::{
+    JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
+};
 pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
 pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};

@@ -47,6 +47,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "embedding_queue",
             "entities",
             "ingested_events",
+            "job_history",
             "job_runs",
             "memories",
             "memory_entities",

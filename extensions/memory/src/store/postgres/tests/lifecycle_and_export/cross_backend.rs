@@ -454,3 +454,34 @@ async fn inspection_queries_and_list_filters_answer_as_sqlite_does() {
             .list_memories(&window, at(BASE)));
     }
 }
+
+#[tokio::test]
+async fn job_history_is_kept_newest_first_as_in_sqlite() {
+    let (_dir, sqlite) = open_sqlite().await;
+    let postgres = open_fresh().await;
+    let run =
+        |job: &str, second: i64, outcome: Result<String, String>| mnemo_kernel::host::JobRun {
+            job: job.to_owned(),
+            at: DateTime::from_timestamp_millis(second * 1_000 + 250).unwrap(),
+            finished_at: DateTime::from_timestamp_millis(second * 1_000 + 1_750).unwrap(),
+            outcome,
+            failed_items: 2,
+        };
+    let runs = [
+        run("execute_decay", BASE, Ok("3 facts faded".into())),
+        run(
+            "execute_consolidation",
+            BASE + 60,
+            Err("the model is down".into()),
+        ),
+    ];
+    for store in [&sqlite as &dyn JobRecords, &postgres] {
+        assert!(store.recent_job_runs(10).await.unwrap().is_empty());
+        for each in &runs {
+            store.record_job_run(each).await.unwrap();
+        }
+        let newest_first: Vec<_> = runs.iter().rev().cloned().collect();
+        assert_eq!(store.recent_job_runs(10).await.unwrap(), newest_first);
+        assert_eq!(store.recent_job_runs(1).await.unwrap(), newest_first[..1]);
+    }
+}
