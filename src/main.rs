@@ -9,6 +9,7 @@ mod migrate_store;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -281,22 +282,28 @@ fn chat_id(value: &str) -> Result<String, mnemo_kernel::EventError> {
     mnemo_kernel::check_id("chat", value).map(|()| value.to_owned())
 }
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
+/// Sets up logging on stderr for every command, and for `serve` the traces and metrics that
+/// `[telemetry]` asks for. Serving reads its config here, before any log line.
+fn init_telemetry(cli: &Cli) -> anyhow::Result<mnemo_telemetry::Telemetry> {
+    let log_filter = match cli.verbose {
         0 => "warn",
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colours_on_stderr(
+    let serve_config = match cli.command {
+        Command::Serve { .. } => Some(load_config(cli)?),
+        _ => None,
+    };
+    let telemetry = mnemo_telemetry::Telemetry::init(&mnemo_telemetry::TelemetryOptions {
+        log_filter,
+        ansi: colours_on_stderr(
             std::io::stderr().is_terminal(),
             std::env::var_os("NO_COLOR"),
-        ))
-        .init();
+        ),
+        traces: serve_config.as_ref().map(|config| &config.telemetry),
+        metrics: serve_config.is_some(),
+    })?;
+    Ok(telemetry)
 }
 
 /// Whether log lines on stderr get ANSI colours: only on a terminal, and not when `NO_COLOR` is
@@ -408,7 +415,7 @@ async fn jobs(cli: &Cli, command: &JobsCommand) -> anyhow::Result<bool> {
     Ok(ok)
 }
 
-async fn run(cli: Cli) -> anyhow::Result<bool> {
+async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow::Result<bool> {
     match &cli.command {
         Command::Replay { files, steps } => {
             let (text, file) = config_source(cli.config.as_deref())?;
@@ -483,13 +490,16 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             max_body_bytes,
             allowed_hosts,
         } => {
+            let config = load_config(&cli)?;
             let options = mnemo_server::ServeOptions {
                 listen: *listen,
                 request_timeout: std::time::Duration::from_secs(*request_timeout_secs),
                 max_body_bytes: *max_body_bytes,
                 allowed_hosts: allowed_hosts.clone(),
+                metrics,
+                metrics_access: config.telemetry.metrics,
             };
-            keys::serve(load_config(&cli)?, &options).await?;
+            keys::serve(config, &options).await?;
             Ok(true)
         }
         Command::Keys { command } => keys::run(&load_config(&cli)?, command),
@@ -598,14 +608,24 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         let cli = Cli::parse();
-        init_logging(cli.verbose);
-        match run(cli).await {
+        let telemetry = match init_telemetry(&cli) {
+            Ok(telemetry) => telemetry,
+            Err(error) => {
+                eprintln!("mnemo: {}", describe(&error));
+                return ExitCode::FAILURE;
+            }
+        };
+        let metrics = telemetry.metrics();
+        let code = match run(cli, metrics).await {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(error) => {
                 eprintln!("mnemo: {}", describe(&error));
                 ExitCode::FAILURE
             }
-        }
+        };
+        // The last spans go out on this runtime, so before it stops.
+        telemetry.shutdown();
+        code
     })
 }

@@ -15,6 +15,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+mod telemetry;
+
+pub use telemetry::{MetricsAccess, TelemetryConfig};
+
 /// A configuration problem; the message names the file, the key and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -60,6 +64,8 @@ pub struct Config {
     pub kernel: KernelConfig,
     /// `[llm]`.
     pub llm: LlmConfig,
+    /// `[telemetry]`.
+    pub telemetry: TelemetryConfig,
     /// `[extensions.<name>]`, in file order.
     pub extensions: Vec<ExtensionSection>,
 }
@@ -259,7 +265,7 @@ impl ExtensionSection {
     }
 }
 
-const TOP_LEVEL_KEYS: [&str; 3] = ["kernel", "llm", "extensions"];
+const TOP_LEVEL_KEYS: [&str; 4] = ["kernel", "llm", "telemetry", "extensions"];
 
 impl Config {
     /// Reads and checks a configuration file.
@@ -292,6 +298,9 @@ impl Config {
         }
         let kernel: KernelConfig = section(&root, "kernel", &mut problems).unwrap_or_default();
         let llm: LlmConfig = section(&root, "llm", &mut problems).unwrap_or_default();
+        let telemetry: TelemetryConfig =
+            section(&root, "telemetry", &mut problems).unwrap_or_default();
+        problems.extend(telemetry.problems());
         if kernel.queue_capacity == 0 {
             problems.push("key `kernel.queue_capacity`: must be at least 1".to_owned());
         }
@@ -353,6 +362,7 @@ impl Config {
                 file: file.to_owned(),
                 kernel,
                 llm,
+                telemetry,
                 extensions,
             })
         } else {

@@ -497,6 +497,17 @@ impl Kernel {
     ///
     /// A provider that fails or panics is logged and left out.
     pub async fn gather_context(&self, request: &ContextRequest) -> Vec<(String, String)> {
+        let span = tracing::info_span!(
+            crate::spans::CONTEXT_ASSEMBLY,
+            blocks = tracing::field::Empty
+        );
+        let blocks = self.gather_blocks(request).instrument(span.clone()).await;
+        span.record("blocks", crate::spans::count(blocks.len()));
+        blocks
+    }
+
+    /// Every context block, each provider's call in its own `context` span.
+    async fn gather_blocks(&self, request: &ContextRequest) -> Vec<(String, String)> {
         let mut blocks = Vec::new();
         for extension in &self.inner.extensions {
             let Some(provider) = extension.context_provider() else {

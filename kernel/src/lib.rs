@@ -39,6 +39,7 @@ mod router;
 mod schedule;
 mod schema;
 mod services;
+pub mod spans;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;
@@ -71,7 +72,9 @@ pub use tool::{parse_arguments, schema_for, Limits, Tool, ToolSet};
 /// file, the router, the clocks and the model clients. Extensions do not need any of it.
 pub mod host {
     pub use crate::clock::{SystemClock, VirtualClock};
-    pub use crate::config::{Config, KernelConfig, LlmConfig, LlmProvider};
+    pub use crate::config::{
+        Config, KernelConfig, LlmConfig, LlmProvider, MetricsAccess, TelemetryConfig,
+    };
     pub use crate::extension::ExtensionRegistry;
     pub use crate::kernel::{JobRun, JobTotals, Kernel, KernelBuilder, KEPT_JOB_RUNS};
     pub use crate::llm::{

@@ -170,6 +170,11 @@ impl Router {
         let _ = in_flight.wait_for(|count| *count == 0).await;
     }
 
+    /// Deliveries queued or being handled now, over every subscriber: the depth of the bus.
+    pub fn in_flight(&self) -> usize {
+        *self.inner.in_flight.borrow()
+    }
+
     /// True when no delivery is queued or being handled.
     pub fn is_quiet(&self) -> bool {
         *self.inner.in_flight.borrow() == 0

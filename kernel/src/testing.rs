@@ -55,6 +55,8 @@ pub struct ReceivedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Null` if it was not JSON).
     pub body: Value,
+    /// The body as it came (protobuf, say).
+    pub raw_body: Vec<u8>,
 }
 
 impl ReceivedRequest {
@@ -205,10 +207,12 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<ReceivedRequ
         buffer.extend_from_slice(&chunk[..n]);
     }
     let end = buffer.len().min(header_end + length);
-    let body = serde_json::from_slice(&buffer[header_end..end]).unwrap_or(Value::Null);
+    let raw_body = buffer[header_end..end].to_vec();
+    let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
     Some(ReceivedRequest {
         request_line,
         headers,
         body,
+        raw_body,
     })
 }

@@ -5,7 +5,9 @@
 //! - the Model Context Protocol over streamable HTTP at `/mcp` ([`mcp`]);
 //! - the web inspector at `/` ([`inspector`]), a page that reads the API with the key a person
 //!   types in;
-//! - `/healthz` and `/readyz` for probes.
+//! - `/healthz` and `/readyz` for probes;
+//! - Prometheus metrics at `/metrics` ([`mnemo_telemetry::Metrics`]), readable as
+//!   `[telemetry] metrics` says: without a key, with an admin key, or not at all.
 //!
 //! Every `/v1` and `/mcp` request needs an API key ([`keys`], checked by [`auth`]); the user is
 //! the key's, never a request field's. Requests have a body limit and a timeout; shutdown stops
@@ -29,8 +31,9 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use mnemo_kernel::host::Kernel;
+use mnemo_kernel::host::{Kernel, MetricsAccess};
 use mnemo_memory::MemoryService;
+use mnemo_telemetry::Metrics;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -51,6 +54,11 @@ pub struct ServeOptions {
     pub max_body_bytes: usize,
     /// Host names MCP requests may name in `Host`, beside loopback and the listen address.
     pub allowed_hosts: Vec<String>,
+    /// The metrics served at `/metrics`, counted from spans by the process's subscriber;
+    /// `None`: `/metrics` answers 404.
+    pub metrics: Option<Arc<Metrics>>,
+    /// Who may read `/metrics` (`[telemetry] metrics`).
+    pub metrics_access: MetricsAccess,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +68,8 @@ impl Default for ServeOptions {
             request_timeout: Duration::from_secs(30),
             max_body_bytes: 16 << 20,
             allowed_hosts: Vec::new(),
+            metrics: None,
+            metrics_access: MetricsAccess::default(),
         }
     }
 }
@@ -70,6 +80,9 @@ pub(crate) struct AppState {
     pub(crate) memory: Arc<MemoryService>,
     pub(crate) keys: KeyStore,
     pub(crate) timeout: Duration,
+    /// `None` when `/metrics` is off.
+    pub(crate) metrics: Option<Arc<Metrics>>,
+    pub(crate) metrics_access: MetricsAccess,
 }
 
 /// A server bound to its address, not yet serving.
@@ -106,6 +119,11 @@ impl Server {
             memory,
             keys,
             timeout: options.request_timeout,
+            metrics: options
+                .metrics
+                .clone()
+                .filter(|_| options.metrics_access != MetricsAccess::Off),
+            metrics_access: options.metrics_access,
         });
         let mcp_stop = CancellationToken::new();
         let mut hosts = vec![

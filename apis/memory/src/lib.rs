@@ -7,6 +7,7 @@
 mod api;
 mod error;
 mod events;
+pub mod spans;
 mod types;
 
 pub use api::MemoryApi;

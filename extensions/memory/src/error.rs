@@ -44,6 +44,30 @@ pub enum MemoryError {
     NotOpen,
 }
 
+impl MemoryError {
+    /// What kind of failure, as a span's `error.type`.
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            Self::Database(_) => "database",
+            Self::Migration(_) => "migration",
+            Self::Invalid(_) => "invalid",
+            Self::NotFound(_) => "not_found",
+            Self::Corrupt(_) => "corrupt",
+            Self::ReadOnly => "read_only",
+            Self::Open { .. } => "open",
+            Self::OpeningLock { .. } => "opening_lock",
+            Self::NotOpen => "not_open",
+        }
+    }
+}
+
+/// Records a failed `result` in `span` as its `error.type`.
+pub(crate) fn record_failure<T>(span: &tracing::Span, result: &Result<T>) {
+    if let Err(error) = result {
+        span.record(mnemo_kernel::spans::ERROR_TYPE, error.error_type());
+    }
+}
+
 /// SQLite's message, preceded by what it means for someone running mnemo, for the failures
 /// that an operator can do something about.
 fn explain(error: &sqlx::Error) -> String {

@@ -154,13 +154,20 @@ impl Kernel {
         let _running = job.running.lock().await;
         let extension = &self.inner.extensions[job.extension];
         let at = self.inner.ctx.now();
+        let span = tracing::info_span!(
+            crate::spans::JOB,
+            extension = %extension.name(),
+            job = %name,
+            outcome = tracing::field::Empty,
+            failed_items = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
         let outcome = match extension.scheduler_provider() {
             None => Err("the extension has no scheduler role".to_owned()),
             Some(provider) => {
-                let span = tracing::info_span!("job", extension = %extension.name(), job = %name);
                 match AssertUnwindSafe(provider.run_job(&self.inner.ctx, name))
                     .catch_unwind()
-                    .instrument(span)
+                    .instrument(span.clone())
                     .await
                 {
                     Ok(Ok(report)) => Ok(report),
@@ -176,6 +183,19 @@ impl Kernel {
             Err(error) => tracing::warn!(job = %name, %error, "job failed"),
         }
         let failed_items = outcome.as_ref().map_or(0, |report| report.failed);
+        span.record(
+            crate::spans::JOB_OUTCOME,
+            match &outcome {
+                Ok(_) if failed_items == 0 => "ok",
+                Ok(_) => "partial",
+                Err(_) => "failed",
+            },
+        );
+        span.record("failed_items", crate::spans::count(failed_items));
+        if outcome.is_err() {
+            span.record(crate::spans::ERROR_TYPE, "job_failed");
+        }
+        drop(span);
         let run = JobRun {
             job: name.to_owned(),
             at,

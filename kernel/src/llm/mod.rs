@@ -186,6 +186,22 @@ pub enum LlmError {
     Scripted(String),
 }
 
+impl LlmError {
+    /// What kind of failure, as a span's `error.type`: the HTTP status for an error status,
+    /// otherwise a fixed word (`timeout`, `transport`, `protocol`, ...).
+    pub(crate) fn error_type(&self) -> String {
+        match self {
+            Self::Timeout(_) => "timeout".to_owned(),
+            Self::Status { status, .. } => status.to_string(),
+            Self::NotFound { .. } => "404".to_owned(),
+            Self::Transport(_) => "transport".to_owned(),
+            Self::Protocol(_) => "protocol".to_owned(),
+            Self::Unavailable(_) => "unavailable".to_owned(),
+            Self::Scripted(_) => "scripted".to_owned(),
+        }
+    }
+}
+
 /// A chat-completion model.
 #[async_trait]
 pub trait LlmClient: Send + Sync + 'static {

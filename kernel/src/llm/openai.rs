@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use tracing::Instrument as _;
 
 use super::{ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice};
 use crate::config::LlmConfig;
@@ -186,6 +187,36 @@ fn parse_reply(reply: &Value) -> Result<ChatResponse, LlmError> {
     })
 }
 
+/// Writes what the server said about the reply (its model, why it stopped, the tokens it read
+/// and wrote) into the current `llm.chat` span.
+fn record_usage(reply: &Value, response: &ChatResponse) {
+    let span = tracing::Span::current();
+    if let Some(model) = reply.get("model").and_then(Value::as_str) {
+        span.record("gen_ai.response.model", model);
+    }
+    if let Some(reason) = &response.finish_reason {
+        span.record("gen_ai.response.finish_reasons", reason.as_str());
+    }
+    let usage = reply.get("usage");
+    let count = |key: &str| {
+        usage
+            .and_then(|usage| usage.get(key))
+            .and_then(Value::as_u64)
+    };
+    if let Some(input) = count("prompt_tokens") {
+        span.record(
+            crate::spans::GEN_AI_INPUT_TOKENS,
+            crate::spans::count(input),
+        );
+    }
+    if let Some(output) = count("completion_tokens") {
+        span.record(
+            crate::spans::GEN_AI_OUTPUT_TOKENS,
+            crate::spans::count(output),
+        );
+    }
+}
+
 fn excerpt(text: &str) -> String {
     match text.char_indices().nth(ERROR_BODY_LIMIT) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -197,9 +228,43 @@ fn excerpt(text: &str) -> String {
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(&request);
+        let span = tracing::info_span!(
+            crate::spans::LLM_CHAT,
+            otel.name = %format_args!("chat {}", self.model),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = "openai",
+            gen_ai.request.model = %self.model,
+            gen_ai.request.max_tokens = body["max_tokens"].as_i64(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self
+            .complete_with_retries(&body)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &result {
+            span.record(crate::spans::ERROR_TYPE, error.error_type());
+            span.record("otel.status_code", "ERROR");
+        }
+        result
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+impl OpenAiClient {
+    /// Sends `body`, trying again after transient failures as the retry policy allows.
+    async fn complete_with_retries(&self, body: &Value) -> Result<ChatResponse, LlmError> {
         let mut retry = 0;
         loop {
-            let (error, wait) = match self.send(&body).await {
+            let (error, wait) = match self.send(body).await {
                 Ok(response) => return Ok(response),
                 Err(Attempt::Final(error)) => return Err(error),
                 Err(Attempt::Transient { error, retry_after }) => (error, retry_after),
@@ -215,10 +280,6 @@ impl LlmClient for OpenAiClient {
             tokio::time::sleep(delay).await;
             retry += 1;
         }
-    }
-
-    fn model(&self) -> &str {
-        &self.model
     }
 }
 
@@ -287,7 +348,9 @@ impl OpenAiClient {
                 excerpt(&text)
             )))
         })?;
-        parse_reply(&reply).map_err(Attempt::Final)
+        let response = parse_reply(&reply).map_err(Attempt::Final)?;
+        record_usage(&reply, &response);
+        Ok(response)
     }
 }
 

@@ -1,9 +1,10 @@
-//! The HTTP API under `/v1`, the probes, and the OpenAPI document that describes them, derived
-//! from the handlers and their types.
+//! The HTTP API under `/v1`, the probes, `/metrics`, and the OpenAPI document that describes
+//! the API and the probes, derived from the handlers and their types.
 
 pub(crate) mod admin;
 pub(crate) mod events;
 pub(crate) mod memories;
+pub(crate) mod metrics;
 pub(crate) mod provenance;
 pub(crate) mod search;
 pub(crate) mod views;
@@ -187,6 +188,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/jobs/{name}/run", post(admin::run_job))
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))
+        .route("/metrics", get(metrics::metrics))
         .route(
             "/openapi.json",
             get(move || {

@@ -1,10 +1,13 @@
 //! The candidate lists of a search: full text, vector and entity, each ranked by its own
 //! score, gathered at once.
 
+use mnemo_memory_api::spans;
+use tracing::Instrument as _;
+
 use super::entities::search_entities;
 use super::fts_query::{is_stopword, terms};
 use super::full_text::search_fts;
-use crate::error::Result;
+use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
 use crate::types::{CandidateList, SearchMode, SearchRequest};
 
@@ -21,6 +24,34 @@ fn query_head(query: &str) -> &str {
         Some((cut, _)) => &query[..cut],
         None => query,
     }
+}
+
+/// The span of one candidate list, named `name`, with the fields [`traced_list`] records.
+macro_rules! list_span {
+    ($name:expr) => {
+        tracing::info_span!(
+            $name,
+            mnemo.search.candidates = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        )
+    };
+}
+
+/// Gathers one candidate list inside `span`, recording how many candidates it gave, or how
+/// it failed. `None`: the list could not run (no vector search).
+async fn traced_list<T>(
+    span: tracing::Span,
+    list: impl std::future::Future<Output = Result<Option<Vec<T>>>>,
+) -> Result<Option<Vec<T>>> {
+    let result = list.instrument(span.clone()).await;
+    if let Ok(Some(hits)) = &result {
+        span.record(
+            spans::SEARCH_CANDIDATES,
+            mnemo_kernel::spans::count(hits.len()),
+        );
+    }
+    record_failure(&span, &result);
+    result
 }
 
 impl MemoryService {
@@ -115,11 +146,14 @@ impl MemoryService {
         let mode = request.mode;
         // The three lists run at once: the query embedding (on a blocking thread) overlaps
         // the FTS5 and entity queries (on the pool's connections).
+        // Each list that runs is a span of its own (`mnemo_memory_api::spans`).
         let fts = async {
             if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-                search_fts(state.store.as_ref(), &state.stats, request, depth)
-                    .await
-                    .map(Some)
+                let list = search_fts(state.store.as_ref(), &state.stats, request, depth);
+                traced_list(list_span!(spans::SEARCH_FTS), async {
+                    list.await.map(Some)
+                })
+                .await
             } else {
                 Ok(None)
             }
@@ -128,14 +162,22 @@ impl MemoryService {
             if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
                 && !request.query.trim().is_empty()
             {
-                self.vector_list(request, depth).await
+                traced_list(
+                    list_span!(spans::SEARCH_VECTOR),
+                    self.vector_list(request, depth),
+                )
+                .await
             } else {
                 Ok(None)
             }
         };
         let entity = async {
             if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
-                self.entity_list(request, depth).await.map(Some)
+                let list = self.entity_list(request, depth);
+                traced_list(list_span!(spans::SEARCH_ENTITY), async {
+                    list.await.map(Some)
+                })
+                .await
             } else {
                 Ok(None)
             }

@@ -3,8 +3,11 @@
 
 use std::collections::HashMap;
 
+use mnemo_memory_api::spans;
+use tracing::Instrument as _;
+
 use super::fusion::{fuse, spread_to_neighbours, Fusion};
-use crate::error::Result;
+use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
 use crate::types::{
     CandidateList, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
@@ -25,6 +28,23 @@ impl MemoryService {
     /// # Errors
     /// The store fails. Query text never causes an error.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let span = tracing::info_span!(
+            spans::SEARCH,
+            mnemo.search.mode = ?request.mode,
+            mnemo.search.limit = mnemo_kernel::spans::count(request.limit),
+            mnemo.search.hits = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self.rank(request).instrument(span.clone()).await;
+        if let Ok(hits) = &result {
+            span.record("mnemo.search.hits", mnemo_kernel::spans::count(hits.len()));
+        }
+        record_failure(&span, &result);
+        result
+    }
+
+    /// [`Self::search`], inside its span.
+    async fn rank(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
         let store = self.store()?.clone();
         let mut owned = request.clone();
         owned.at.get_or_insert(self.now()?);
@@ -50,7 +70,7 @@ impl MemoryService {
                 k: self.config().rrf_k,
             }
         };
-        let fused = fuse(&lists, fusion);
+        let fused = tracing::info_span!(spans::SEARCH_FUSION).in_scope(|| fuse(&lists, fusion));
         let (before, after) = (
             self.config().previous_turn_weight,
             self.config().next_turn_weight,

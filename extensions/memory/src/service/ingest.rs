@@ -3,11 +3,13 @@
 use std::time::Instant;
 
 use mnemo_kernel::Event;
+use mnemo_memory_api::spans;
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
+use tracing::Instrument as _;
 
 use super::MemoryService;
-use crate::error::{MemoryError, Result};
+use crate::error::{record_failure, MemoryError, Result};
 use crate::store::NewMemory;
 use crate::types::{MemoryKind, SessionCompleted};
 
@@ -50,7 +52,20 @@ impl MemoryService {
     /// # Errors
     /// The event lacks ids or text, the text is too long, or the store fails.
     pub async fn ingest(&self, event: &Event) -> Result<Option<String>> {
-        self.store_turn(event, true).await
+        let span = tracing::info_span!(
+            spans::INGEST,
+            mnemo.ingest.outcome = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self.store_turn(event, true).instrument(span.clone()).await;
+        let outcome = match &result {
+            Ok(Some(_)) => "stored",
+            Ok(None) => "skipped",
+            Err(_) => "error",
+        };
+        span.record(spans::INGEST_OUTCOME, outcome);
+        record_failure(&span, &result);
+        result
     }
 
     /// Stores a conversation event as [`Self::ingest`] does, but announces none of the sessions
