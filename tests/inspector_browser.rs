@@ -115,6 +115,13 @@ async fn a_person_inspects_searches_and_forgets_in_a_real_browser() {
         .unwrap_or_else(|| panic!("consolidation made no fact `{FACT}`: {facts} (run: {run})"))
         .clone();
     let fact_id = fact["id"].as_str().unwrap().to_owned();
+    let fact_path = format!("/v1/memories/{fact_id}");
+    let fact_status = || async {
+        served
+            .call(Some(&ana), None, Method::GET, &fact_path, None)
+            .await
+            .0
+    };
 
     let shots = screenshot_dir();
     let browser = Browser::start(&shots).await;
@@ -231,16 +238,11 @@ async fn a_person_inspects_searches_and_forgets_in_a_real_browser() {
         .wait_for("#ask-text", "the question", |text| text.contains("Forget"))
         .await;
     browser.click("#ask-no").await;
-    let (status, _) = served
-        .call(
-            Some(&ana),
-            None,
-            Method::GET,
-            &format!("/v1/memories/{fact_id}"),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "cancelled: the fact stays");
+    assert_eq!(
+        fact_status().await,
+        StatusCode::OK,
+        "cancelled: the fact stays"
+    );
     browser.click("#forget").await;
     browser
         .wait_for("#ask-text", "the question", |text| text.contains("Forget"))
@@ -254,16 +256,11 @@ async fn a_person_inspects_searches_and_forgets_in_a_real_browser() {
     browser.screenshot("05-forgotten").await;
 
     // Gone: from the server, from search, and from the page's list.
-    let (status, _) = served
-        .call(
-            Some(&ana),
-            None,
-            Method::GET,
-            &format!("/v1/memories/{fact_id}"),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "the fact is gone");
+    assert_eq!(
+        fact_status().await,
+        StatusCode::NOT_FOUND,
+        "the fact is gone"
+    );
     browser.click("#search-go").await;
     browser
         .wait_for("#status", "the search again", |text| {

@@ -93,21 +93,6 @@ where
     })
 }
 
-/// A job run's row values, in [`JOB_RUN_COLUMNS`] order (`ok` as 0 or 1).
-pub(crate) fn job_run_values(run: &JobRun) -> (i64, i64, i64, String, i64) {
-    let (ok, report) = match &run.outcome {
-        Ok(report) => (1, report.clone()),
-        Err(error) => (0, error.clone()),
-    };
-    (
-        run.at.timestamp_millis(),
-        run.finished_at.timestamp_millis(),
-        ok,
-        report,
-        i64::try_from(run.failed_items).unwrap_or(i64::MAX),
-    )
-}
-
 /// A memory from a row holding [`MEMORY_COLUMNS`], in either backend.
 pub(crate) fn memory_from_row<'r, R>(row: &'r R) -> Result<Memory>
 where

@@ -7,31 +7,24 @@ use chrono::{DateTime, Utc};
 use super::sessions::chat_key;
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::backend::{JobRecords, SessionLeases, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT};
-use crate::store::rows::{job_run_from_row, job_run_values, JOB_RUN_COLUMNS};
+use crate::store::backend::{JobRecords, SessionLeases, JOB_CLAIMS_KEPT_SECS};
+use crate::store::job_history;
+use crate::store::rows::job_run_from_row;
 use crate::types::SessionKey;
 use mnemo_kernel::host::JobRun;
+use sqlx::Sqlite;
 
 #[async_trait]
 impl JobRecords for MemoryStore {
     async fn record_job_run(&self, run: &JobRun) -> Result<()> {
-        let (started, finished, ok, report, failed) = job_run_values(run);
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO job_history (job, started_ms, finished_ms, ok, report, failed_items)\
-              VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&run.job)
-        .bind(started)
-        .bind(finished)
-        .bind(ok)
-        .bind(report)
-        .bind(failed)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM job_history WHERE id <= (SELECT MAX(id) FROM job_history) - ?")
-            .bind(JOB_HISTORY_KEPT)
+        job_history::insert_run::<Sqlite>(run)
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        job_history::prune_runs::<Sqlite>()
+            .build()
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -39,12 +32,10 @@ impl JobRecords for MemoryStore {
     }
 
     async fn recent_job_runs(&self, limit: usize) -> Result<Vec<JobRun>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {JOB_RUN_COLUMNS} FROM job_history ORDER BY id DESC LIMIT ?"
-        ))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = job_history::recent_runs::<Sqlite>(limit)
+            .build()
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(job_run_from_row).collect()
     }
 
