@@ -587,6 +587,9 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             recall[slot] += found as f64 / truth.len().max(1) as f64;
         }
     }
+    // 5. How fast the embedder embeds: fresh turns of the bench's kind, in batches.
+    let turns: Vec<String> = (0..256).map(|_| random.turn()).collect();
+    let embedding = crate::embedding_speed::measure(&embedder, &turns).await?;
     // SQLite: the database file and its write-ahead log; PostgreSQL: the database's own size.
     let (backend, postgres_bytes) = service.database_size().await?;
     let db_bytes = if postgres {
@@ -612,6 +615,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         "queries_per_round": options.queries,
         "real_embeddings": built.embedded,
         "single_list_p50_ms": single,
+        "embedding": embedding,
         "vector_stage": {
             "oversample": service.config().vector_oversample,
             "depth": depth,
@@ -678,6 +682,17 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             get(&["vector_stage", "exact_ms", "p50"]),
             get(&["vector_stage", "mirror_bytes"]) / 1e6,
             get(&["vector_stage", "mirror_load_ms"])
+        );
+        let tokens = match report["embedding"]["tokens_per_s"].as_f64() {
+            Some(per_s) => format!(
+                "{per_s:.0} tokens/s on texts of {} tokens",
+                report["embedding"]["long_text_tokens"]
+            ),
+            None => "tokens/s not known (the embedder cannot count its tokens)".to_owned(),
+        };
+        println!(
+            "  embedding         {:.0} sentences/s in batches of 64; {tokens}",
+            get(&["embedding", "sentences_per_s"])
         );
     }
     Ok(())

@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod bench_http;
+mod embedding_speed;
 pub mod eval;
 pub mod progress;
 pub mod replay;

@@ -46,6 +46,13 @@ pub trait EmbeddingApi: Send + Sync + 'static {
     /// Whether embeddings can be computed now.
     fn health(&self) -> EmbeddingHealth;
 
+    /// How many tokens the model reads of `text`, after its input limit cuts it; `None` when
+    /// the provider cannot tell (a remote server's tokenizer is its own). For measuring
+    /// throughput in tokens.
+    fn token_count(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
     /// Embeds one text (an empty text is allowed).
     ///
     /// # Errors

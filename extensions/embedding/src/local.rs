@@ -393,6 +393,14 @@ impl EmbeddingApi for LocalEmbedder {
         self.load()
     }
 
+    /// The tokens of `text` with `[CLS]` and `[SEP]`, at most `max_seq_len` (loading the model
+    /// now if needed, which blocks); `None` if it cannot be loaded.
+    fn token_count(&self, text: &str) -> Option<usize> {
+        let model = self.inner.model().ok()?;
+        let encoding = model.tokenizer.encode(text, true).ok()?;
+        Some(encoding.get_ids().len())
+    }
+
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         let mut vectors = self.embed_batch(&[text.to_owned()]).await?;
         vectors
