@@ -64,8 +64,14 @@ fn bench_reports_latency_size_memory_and_vector_recall() {
     assert!((0.7..=1.0).contains(&recall), "recall {recall}: {report}");
     // The embedder's speed, measured on long texts the local model reads 200 tokens or more of.
     let embedding = &report["embedding"];
-    assert!(embedding["sentences_per_s"].as_f64().unwrap() > 0.0, "{report}");
-    assert!(embedding["tokens_per_s"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(
+        embedding["sentences_per_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert!(
+        embedding["tokens_per_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     let long = embedding["long_text_tokens"].as_u64().unwrap();
     assert!((200..=256).contains(&long), "{report}");
 }
