@@ -177,7 +177,7 @@ impl Router {
 
     /// True when no delivery is queued or being handled.
     pub fn is_quiet(&self) -> bool {
-        *self.inner.in_flight.borrow() == 0
+        self.in_flight() == 0
     }
 
     /// Stops accepting events and closes every queue; subscribers drain what is queued, then end.

@@ -1,6 +1,7 @@
 //! `/v1/memories/{id}/provenance` and `/v1/entities`: where a memory came from, and what the
 //! caller's memory knows of, for people who inspect it before they trust it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -105,13 +106,13 @@ pub(crate) async fn provenance(
 
     // Backwards: what it replaced, and what those replaced, breadth first.
     let mut replaced = Vec::new();
-    let mut frontier = vec![memory.id.clone()];
-    while let Some(next) = frontier.pop() {
+    let mut frontier = VecDeque::from([memory.id.clone()]);
+    while let Some(next) = frontier.pop_front() {
         for older in state.memory.replaced_by(&next).await?.into_iter().rev() {
             if replaced.len() >= MAX_CHAIN || !may_see(&principal, &older, chat)? {
                 continue;
             }
-            frontier.insert(0, older.id.clone());
+            frontier.push_back(older.id.clone());
             replaced.push(MemoryView::from(older));
         }
     }
