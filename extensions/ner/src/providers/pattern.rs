@@ -515,6 +515,16 @@ impl<'t> Finder<'t> {
         ends && !self.tokens[run.last].possessive
     }
 
+    /// `Caroline: I went hiking.`: a transcript's speaker label, opening the text, of name
+    /// words none of which is a common word (`Note:`, `Update:` are not people).
+    fn speaker_label(&self, run: Run) -> bool {
+        run.first == 0
+            && self.punct_is(Some(run.last + 1), ':')
+            && self.token(Some(run.last + 2)).is_some()
+            && !(run.first..=run.last)
+                .any(|index| COMMON.contains(self.tokens[index].base_lower.as_str()))
+    }
+
     /// `Thanks so much, Priya!`: one name after a comma, ending the sentence.
     fn vocative(&self, run: Run) -> bool {
         let ends_sentence = match self.token(Some(run.last + 1)) {
@@ -597,6 +607,9 @@ impl<'t> Finder<'t> {
                 && self.lower_is(before.and_then(|b| b.checked_sub(1)), &["me"]);
             if said || and_i || me_and || self.vocative(run) {
                 guesses.push((EntityType::Person, 0.7, None));
+            }
+            if self.speaker_label(run) {
+                guesses.push((EntityType::Person, 0.8, None));
             }
             if possessive
                 && self
@@ -835,6 +848,19 @@ mod tests {
         assert!(tokens
             .iter()
             .any(|t| t.possessive && t.base_lower == "hannah"));
+    }
+
+    #[test]
+    fn a_speaker_label_names_a_person() {
+        assert_eq!(
+            found("Caroline: I went to a support group yesterday."),
+            vec![person("Caroline")]
+        );
+        assert_eq!(found("Mel Jones: see you then"), vec![person("Mel Jones")]);
+        // Only before more text, and not a common word.
+        assert_eq!(found("Note: buy milk"), vec![]);
+        assert_eq!(found("Update: the build is green"), vec![]);
+        assert_eq!(found("Caroline:"), vec![]);
     }
 
     #[test]
