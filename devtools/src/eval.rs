@@ -3,7 +3,8 @@
 //! For each conversation: a fresh store; every turn ingested as an episode (speaker prefixed,
 //! image caption appended, the session's date as event time, one session id per session); the
 //! indexer finishes; then each question with evidence is searched in every mode (fts, vector,
-//! entity, hybrid) and scored at turn level: evidence recall@k, hit@k and MRR (within the
+//! entity, hybrid), as of when it is asked (its `question_date_iso`, else right after the last
+//! turn: "last week" means the week before that), and scored at turn level: evidence recall@k, hit@k and MRR (within the
 //! largest k), overall and per category. Questions without evidence are skipped and counted.
 //!
 //! LongMemEval cases (`source` starting with `longmemeval`) are scored at session level, as the
@@ -210,6 +211,8 @@ pub async fn run(
         // Memory id -> turn id, and turn id -> session id (the unit scored at session level).
         let mut turn_of: HashMap<String, String> = HashMap::new();
         let mut session_of: HashMap<String, String> = HashMap::new();
+        // When the last turn was said: questions without a date of their own are asked then.
+        let mut last_said = start;
         for session in &sessions {
             let session_id = session["session_id"]
                 .as_str()
@@ -234,11 +237,9 @@ pub async fn run(
                     text.push_str(&format!(" [shares an image: {caption}]"));
                 }
                 let turn_id = turn["turn_id"].as_str().unwrap_or_default().to_owned();
-                let event = Event::new(
-                    at + chrono::Duration::seconds(position as i64),
-                    EventPayload::UserMessage { text },
-                )
-                .with_scope(
+                let said = at + chrono::Duration::seconds(position as i64);
+                last_said = last_said.max(said);
+                let event = Event::new(said, EventPayload::UserMessage { text }).with_scope(
                     Some(session_id.clone()),
                     Some("eval".to_owned()),
                     None,
@@ -281,6 +282,11 @@ pub async fn run(
                 .unwrap_or("unknown")
                 .to_owned();
             let query = question["question"].as_str().unwrap_or_default().to_owned();
+            // Searched as of the question's date, so that "last week" means what it meant then.
+            let asked = question["question_date_iso"]
+                .as_str()
+                .and_then(parse_date)
+                .map_or(last_said, |date| date.max(last_said));
             // Sessions repeat among ranked turns: ask for more turns to fill the top k.
             let limit = if session_level { max_k * 5 } else { max_k };
             if let Some(out) = dump.as_mut() {
@@ -327,6 +333,7 @@ pub async fn run(
                         kinds: vec![MemoryKind::Episode],
                         limit,
                         mode,
+                        at: Some(asked),
                         ..SearchRequest::default()
                     })
                     .await?;

@@ -184,8 +184,8 @@ pub struct SearchHit {
     pub memory: Memory,
     /// Fused score (weighted normalised scores, or RRF), or the single list's rank score.
     pub score: f64,
-    /// Why it ranked where it did: [`SearchHit::score`] is `(fused + neighbours) ×
-    /// confidence_weight`.
+    /// Why it ranked where it did: [`SearchHit::score`] is `(fused × speaker × period +
+    /// neighbours) × confidence_weight`.
     pub why: ScoreBreakdown,
 }
 
@@ -196,6 +196,14 @@ pub struct ScoreBreakdown {
     pub lists: Vec<ListMatch>,
     /// The lists' fused relevance (weighted normalised scores, or RRF).
     pub fused: f64,
+    /// The factor for being a turn spoken by the one conversation speaker the query names
+    /// (hybrid search); 1 otherwise.
+    #[serde(default = "no_factor")]
+    pub speaker: f64,
+    /// The factor for being said in the period the query names, or the week after (hybrid
+    /// search); 1 otherwise.
+    #[serde(default = "no_factor")]
+    pub period: f64,
     /// What the neighbouring turns of its session added (hybrid search over episodes); may be
     /// negative when its own relevance was shared out.
     pub neighbours: f64,
@@ -203,10 +211,15 @@ pub struct ScoreBreakdown {
     pub confidence_weight: f64,
 }
 
+/// A factor that changes nothing.
+fn no_factor() -> f64 {
+    1.0
+}
+
 /// One candidate list's verdict on a memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListMatch {
-    /// `fts`, `vector` or `entity`.
+    /// `fts`, `context`, `vector` or `entity`.
     pub list: String,
     /// 1-based rank in that list.
     pub rank: usize,
@@ -219,7 +232,7 @@ pub struct ListMatch {
 /// `candidate_lists` returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateList {
-    /// `fts`, `vector` or `entity`.
+    /// `fts`, `context` (BM25 with the turn before), `vector` or `entity`.
     pub name: &'static str,
     /// Memory ids, best first, each with the list's own score: BM25 relevance (fts, higher is
     /// better), cosine similarity (vector), or how many of the query's entities it is linked to

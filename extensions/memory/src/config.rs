@@ -31,8 +31,19 @@ pub struct MemoryConfig {
     /// How hybrid search fuses its lists: `scores` (a weighted sum of BM25 and cosine scores,
     /// each normalised by the query's best match) or `rrf` (Reciprocal Rank Fusion, ranks only).
     pub fusion: String,
-    /// Score fusion: the vector list's share (0 to 1); the text (BM25) list gets the rest.
+    /// Score fusion: the vector list's share (0 to 1); the text (BM25) lists get the rest.
     pub vector_weight: f64,
+    /// Score fusion over episodes: the share of the text weight (0 to 1) given to the
+    /// conversation-context list, which scores a turn by its own BM25 plus that of the turn
+    /// before it (a reply is about what it answers); the plain text list keeps the rest.
+    pub context_weight: f64,
+    /// Hybrid search: when the query names exactly one person who is named too often to be
+    /// specific (a conversation's speaker), turns that person spoke (`Name: …`) get their
+    /// relevance times 1 + this; 0 = off.
+    pub speaker_weight: f64,
+    /// Hybrid search: when the query names a period ("in May 2023", "last week"), memories said
+    /// in it or in the week after get their relevance times 1 + this; 0 = off.
+    pub period_weight: f64,
     /// Score fusion: added for memories linked to the query's entities, times the share matched.
     pub entity_weight: f64,
     /// The RRF constant k in score = sum of 1 / (k + rank) (`fusion = "rrf"`).
@@ -119,9 +130,12 @@ impl Default for MemoryConfig {
             candidates_per_list: 50,
             fusion: "scores".to_owned(),
             vector_weight: 0.3,
+            context_weight: 0.5,
+            speaker_weight: 1.0,
+            period_weight: 1.0,
             entity_weight: 0.1,
             rrf_k: 60.0,
-            previous_turn_weight: 0.3,
+            previous_turn_weight: 0.15,
             next_turn_weight: 0.1,
             min_similarity: 0.3,
             vector_oversample: 8,
@@ -189,6 +203,16 @@ impl ValidateConfig for MemoryConfig {
             "must be at least 1",
         );
         need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        for (key, value) in [
+            ("speaker_weight", self.speaker_weight),
+            ("period_weight", self.period_weight),
+        ] {
+            need(
+                (0.0..=10.0).contains(&value),
+                key,
+                "must be between 0 and 10",
+            );
+        }
         need(
             ["scores", "rrf"].contains(&self.fusion.as_str()),
             "fusion",
@@ -196,6 +220,7 @@ impl ValidateConfig for MemoryConfig {
         );
         for (key, value) in [
             ("vector_weight", self.vector_weight),
+            ("context_weight", self.context_weight),
             ("entity_weight", self.entity_weight),
             ("previous_turn_weight", self.previous_turn_weight),
             ("next_turn_weight", self.next_turn_weight),

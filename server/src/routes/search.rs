@@ -75,7 +75,7 @@ pub(crate) struct SearchResults {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct HitView {
     memory: MemoryView,
-    /// `(fused + neighbours) × confidence_weight`. Comparable within one search only: with
+    /// `(fused × speaker × period + neighbours) × confidence_weight`. Comparable within one search only: with
     /// `fusion` `scores` (hybrid, by default) the lists' normalised scores are added (the best
     /// text match gives 1, the vector and entity lists add their weighted shares); with `rrf`
     /// (a single mode, or `fusion = "rrf"`) each list adds 1 / (60 + rank).
@@ -93,6 +93,12 @@ pub(crate) struct WhyView {
     lists: Vec<ListView>,
     /// The lists' fused relevance.
     fused: f64,
+    /// The factor for being a turn spoken by the one conversation speaker the query names
+    /// (`Name: …`); 1 otherwise.
+    speaker: f64,
+    /// The factor for being said in the period the query names ("in May 2023", "last week"),
+    /// or the week after; 1 otherwise.
+    period: f64,
     /// What neighbouring turns of its session added.
     neighbours: f64,
     /// The factor its confidence gave: min(1, 0.5 + confidence).
@@ -102,11 +108,12 @@ pub(crate) struct WhyView {
 /// One list's verdict.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ListView {
-    /// `fts`, `vector` or `entity`.
+    /// `fts`, `context` (BM25 with the turn before), `vector` or `entity`.
     list: String,
     /// 1-based rank in the list.
     rank: usize,
-    /// BM25 relevance (fts), cosine similarity (vector), or entities matched (entity).
+    /// BM25 relevance (fts; context: with the turn before's), cosine similarity (vector), or
+    /// entities matched (entity).
     score: f64,
 }
 
@@ -127,6 +134,8 @@ impl HitView {
                     })
                     .collect(),
                 fused: hit.why.fused,
+                speaker: hit.why.speaker,
+                period: hit.why.period,
                 neighbours: hit.why.neighbours,
                 confidence_weight: hit.why.confidence_weight,
             },

@@ -1,12 +1,14 @@
-//! The candidate lists of a search: full text, vector and entity, each ranked by its own
-//! score, gathered at once.
+//! The candidate lists of a search: full text (and, over a conversation, the text with the turn
+//! before), vector and entity, each ranked by its own score, gathered at once.
 
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
-use super::entities::search_entities;
+use super::entities::{query_entities, search_entities};
 use super::fts_query::{is_stopword, terms};
 use super::full_text::search_fts;
+use super::fusion::context_scores;
+use super::speakers::{spoken_by, without_names};
 use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
 use crate::types::{CandidateList, SearchMode, SearchRequest};
@@ -14,12 +16,16 @@ use crate::types::{CandidateList, SearchMode, SearchRequest};
 /// Most names tried against the entity table for one query.
 const MAX_QUERY_NAMES: usize = 96;
 
+/// Newest links of a very common person read to tell whether they speak in the memories
+/// (a transcript's `Name:` labels) or are only talked about.
+const SPEAKER_EVIDENCE: i64 = 8;
+
 /// Longest part of a query given to the embedder and to NER, in characters; a longer query is
 /// searched by its beginning (FTS5 bounds its own terms).
 const MAX_QUERY_CHARS: usize = 2_000;
 
 /// The first `MAX_QUERY_CHARS` characters of `query`.
-fn query_head(query: &str) -> &str {
+pub(super) fn query_head(query: &str) -> &str {
     match query.char_indices().nth(MAX_QUERY_CHARS) {
         Some((cut, _)) => &query[..cut],
         None => query,
@@ -82,6 +88,7 @@ impl MemoryService {
     async fn vector_list(
         &self,
         request: &SearchRequest,
+        text: &str,
         depth: usize,
     ) -> Result<Option<Vec<(String, f64)>>> {
         let Some(embedder) = self.vector_embedder().await else {
@@ -89,10 +96,7 @@ impl MemoryService {
             self.warn_fallback(&reason);
             return Ok(None);
         };
-        let Some(vector) = self
-            .query_vector(&embedder, query_head(&request.query))
-            .await?
-        else {
+        let Some(vector) = self.query_vector(&embedder, text).await? else {
             return Ok(None);
         };
         let min_similarity = request
@@ -110,13 +114,11 @@ impl MemoryService {
         ))
     }
 
-    /// The entity list: memories linked to entities the query names (directly, or as a
-    /// relation of the asking user such as "my sister"), with how many each matches.
-    async fn entity_list(
-        &self,
-        request: &SearchRequest,
-        depth: usize,
-    ) -> Result<Vec<(String, i64)>> {
+    /// The entities the query names (directly, or as a relation of the asking user such as
+    /// "my sister"): those specific enough to search by, and the names of the conversation
+    /// speakers among them (people too common to be specific whose newest memories include
+    /// turns they spoke).
+    async fn named_entities(&self, request: &SearchRequest) -> Result<(Vec<String>, Vec<String>)> {
         let state = self.state()?;
         let store = state.store.as_ref();
         let mut names = self.query_names(query_head(&request.query));
@@ -128,12 +130,48 @@ impl MemoryService {
                 }
             }
         }
-        search_entities(store, &state.stats, request, &names, depth).await
+        let entities =
+            query_entities(store, &state.stats, request.user_id.as_deref(), &names).await?;
+        let mut speakers = Vec::new();
+        for (id, name) in entities.common_people {
+            let newest: Vec<String> = store
+                .newest_links(&id, SPEAKER_EVIDENCE)
+                .await?
+                .into_iter()
+                .map(|(memory_id, _)| memory_id)
+                .collect();
+            let memories = store.load_filtered(&newest, request).await?;
+            if memories
+                .values()
+                .any(|memory| spoken_by(&memory.content, &name))
+            {
+                speakers.push(name);
+            }
+        }
+        Ok((entities.specific, speakers))
     }
 
-    /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three),
-    /// each at most `depth` long, with each list's own scores. [`Self::search`] fuses them; the
-    /// evaluation reads them to study fusion.
+    /// The conversation-context list for the text list `text` (see `fusion::context_scores`):
+    /// one more store read, for the turns that follow the text matches.
+    async fn context_list(
+        &self,
+        request: &SearchRequest,
+        text: &[(String, f64)],
+        depth: usize,
+    ) -> Result<Vec<(String, f64)>> {
+        let ids: Vec<String> = text.iter().map(|(id, _)| id.clone()).collect();
+        let keys = self.store()?.rank_keys(&ids, request, true).await?;
+        Ok(context_scores(
+            text,
+            |id| keys.get(id).and_then(|key| key.next.clone()),
+            depth,
+        ))
+    }
+
+    /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three,
+    /// and the conversation-context list when score fusion gives it a weight), each at most
+    /// `depth` long, with each list's own scores. [`Self::search`] fuses them; the evaluation
+    /// reads them to study fusion.
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.
@@ -142,58 +180,91 @@ impl MemoryService {
         request: &SearchRequest,
         depth: usize,
     ) -> Result<Vec<CandidateList>> {
+        Ok(self.gather(request, depth).await?.0)
+    }
+
+    /// [`Self::candidate_lists`], and the speakers the query names (see `speakers.rs`).
+    pub(crate) async fn gather(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<(Vec<CandidateList>, Vec<String>)> {
         let state = self.state()?;
         let mode = request.mode;
-        // The three lists run at once: the query embedding (on a blocking thread) overlaps
-        // the FTS5 and entity queries (on the pool's connections).
+        let with_context = mode == SearchMode::Hybrid
+            && self.config().fusion == "scores"
+            && self.config().context_weight > 0.0;
+        // The lists run at once: the query embedding (on a blocking thread) overlaps the FTS5
+        // queries (on the pool's connections). The entity names are resolved first, because
+        // the speakers among them are left out of the text embedded.
         // Each list that runs is a span of its own (`mnemo_memory_api::spans`).
-        let fts = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
-                let list = search_fts(state.store.as_ref(), &state.stats, request, depth);
-                traced_list(list_span!(spans::SEARCH_FTS), async {
-                    list.await.map(Some)
-                })
-                .await
-            } else {
-                Ok(None)
+        let text = async {
+            if !matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
+                return Ok((None, None));
             }
+            let list = search_fts(state.store.as_ref(), &state.stats, request, depth);
+            let hits = traced_list(list_span!(spans::SEARCH_FTS), async {
+                list.await.map(Some)
+            })
+            .await?;
+            let context = match &hits {
+                Some(hits) if with_context && !hits.is_empty() => {
+                    Some(self.context_list(request, hits, depth).await?)
+                }
+                _ => None,
+            };
+            Ok::<_, crate::error::MemoryError>((hits, context))
         };
-        let vector = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
-                && !request.query.trim().is_empty()
-            {
-                traced_list(
-                    list_span!(spans::SEARCH_VECTOR),
-                    self.vector_list(request, depth),
-                )
-                .await
+        let by_names = async {
+            let (specific, speakers) = if mode == SearchMode::Fts {
+                (Vec::new(), Vec::new())
             } else {
-                Ok(None)
-            }
-        };
-        let entity = async {
-            if matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
-                let list = self.entity_list(request, depth);
+                self.named_entities(request).await?
+            };
+            let vector = async {
+                if !matches!(mode, SearchMode::Hybrid | SearchMode::Vector)
+                    || request.query.trim().is_empty()
+                {
+                    return Ok(None);
+                }
+                let head = query_head(&request.query);
+                let shaped = without_names(head, &speakers);
+                let list = self.vector_list(request, shaped.as_deref().unwrap_or(head), depth);
+                traced_list(list_span!(spans::SEARCH_VECTOR), list).await
+            };
+            let entity = async {
+                if !matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
+                    return Ok(None);
+                }
+                let list = search_entities(state.store.as_ref(), request, &specific, depth);
                 traced_list(list_span!(spans::SEARCH_ENTITY), async {
                     list.await.map(Some)
                 })
                 .await
-            } else {
-                Ok(None)
-            }
+            };
+            let (vector, entity) = tokio::join!(vector, entity);
+            Ok::<_, crate::error::MemoryError>((vector?, entity?, speakers))
         };
-        let (fts, vector, entity) = tokio::join!(fts, vector, entity);
+        let (text, by_names) = tokio::join!(text, by_names);
+        let (fts, context) = text?;
+        let (vector, entity, speakers) = by_names?;
         let mut lists: Vec<CandidateList> = Vec::new();
-        if let Some(hits) = fts? {
+        if let Some(hits) = fts {
             lists.push(CandidateList { name: "fts", hits });
         }
-        if let Some(hits) = vector? {
+        if let Some(hits) = context {
+            lists.push(CandidateList {
+                name: "context",
+                hits,
+            });
+        }
+        if let Some(hits) = vector {
             lists.push(CandidateList {
                 name: "vector",
                 hits,
             });
         }
-        if let Some(mut linked) = entity? {
+        if let Some(mut linked) = entity {
             // An entity list says "mentions who you asked about", not how well; among memories
             // linked to as many of the query's entities, the text and meaning lists decide.
             let best_rank = |id: &String| {
@@ -212,6 +283,6 @@ impl MemoryService {
                     .collect(),
             });
         }
-        Ok(lists)
+        Ok((lists, speakers))
     }
 }

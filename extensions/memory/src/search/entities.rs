@@ -12,9 +12,60 @@ use crate::types::SearchRequest;
 /// the query's entities (see [`search_entities`]).
 const CO_MENTION_SCAN: i64 = 4_096;
 
-/// Memories linked to entities named (canonically or by alias) by any of `names`, with how
-/// many of those entities each is linked to: memories linked to several first, then the
-/// most recently linked mentions of each entity.
+/// The entities a query names, split by how specific they are.
+#[derive(Debug, Default)]
+pub(crate) struct QueryEntities {
+    /// Entities specific enough to search by, each once, the rarest first.
+    pub(crate) specific: Vec<String>,
+    /// People named so often that naming them says little about what is wanted, as (id,
+    /// canonical name): a conversation's speakers, when they speak in it (see `speakers.rs`).
+    pub(crate) common_people: Vec<(String, String)>,
+}
+
+/// Resolves `names` (words and phrases of a query) to `owner`'s entities, and splits them into
+/// the specific ones and the people too common to be (see [`QueryEntities`]).
+///
+/// An entity is too common when it is linked to more than a fifth of the memories that have
+/// any entity, and to more than 50: like inverse document frequency, an entity matters when it
+/// is specific. Link counts are cached.
+///
+/// # Errors
+/// The database fails.
+pub(crate) async fn query_entities(
+    store: &dyn MemoryBackend,
+    stats: &CorpusStats,
+    owner: Option<&str>,
+    names: &[String],
+) -> Result<QueryEntities> {
+    let entity_ids = store.entities_named(owner, names).await?;
+    if entity_ids.is_empty() {
+        return Ok(QueryEntities::default());
+    }
+    let counts = stats.entity_link_counts(store, &entity_ids).await?;
+    let limit = (stats.linked_memory_count(store).await? / 5).max(50);
+    let mut seen = HashSet::new();
+    let mut entities = QueryEntities::default();
+    for id in entity_ids {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        if counts.get(&id).copied().unwrap_or(0) <= limit {
+            entities.specific.push(id);
+        } else if let Some(entity) = store.entity_info_by_id(owner, None, &id, 0).await? {
+            if entity.entity_type == "person" {
+                entities.common_people.push((id, entity.name));
+            }
+        }
+    }
+    entities
+        .specific
+        .sort_by_key(|id| counts.get(id).copied().unwrap_or(0));
+    Ok(entities)
+}
+
+/// Memories linked to `entity_ids` (specific entities, the rarest first; see
+/// [`query_entities`]), with how many of them each is linked to: memories linked to several
+/// first, then the most recently linked mentions of each entity.
 ///
 /// Only the newest links are read (a few times `limit` per entity, through the link
 /// index), so the cost does not grow with how often an entity was mentioned.
@@ -23,15 +74,10 @@ const CO_MENTION_SCAN: i64 = 4_096;
 /// The database fails.
 pub(crate) async fn search_entities(
     store: &dyn MemoryBackend,
-    stats: &CorpusStats,
     request: &SearchRequest,
-    names: &[String],
+    entity_ids: &[String],
     limit: usize,
 ) -> Result<Vec<(String, i64)>> {
-    let entity_ids = store
-        .entities_named(request.user_id.as_deref(), names)
-        .await?;
-    let entity_ids = specific_entities(store, stats, entity_ids).await?;
     if entity_ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -55,7 +101,7 @@ pub(crate) async fn search_entities(
             entry.0 = entry.0.max(matched);
         }
     }
-    for entity_id in &entity_ids {
+    for entity_id in entity_ids {
         for (memory_id, link) in store.newest_links(entity_id, depth).await? {
             candidates.entry(memory_id).or_insert((1, link));
         }
@@ -70,28 +116,4 @@ pub(crate) async fn search_entities(
         .map(|(id, (matched, _))| (id, matched))
         .take(limit)
         .collect())
-}
-
-/// Leaves out entities linked to so many memories that naming them says little (a speaker
-/// named in every turn): more than a fifth of the memories that have any entity, and more
-/// than 50. Like inverse document frequency, an entity matters when it is specific.
-/// Returns each kept entity once, the rarest first; link counts are cached.
-async fn specific_entities(
-    store: &dyn MemoryBackend,
-    stats: &CorpusStats,
-    entity_ids: Vec<String>,
-) -> Result<Vec<String>> {
-    if entity_ids.is_empty() {
-        return Ok(entity_ids);
-    }
-    let counts = stats.entity_link_counts(store, &entity_ids).await?;
-    let limit = (stats.linked_memory_count(store).await? / 5).max(50);
-    let mut seen = HashSet::new();
-    let mut specific: Vec<String> = entity_ids
-        .into_iter()
-        .filter(|id| counts.get(id).copied().unwrap_or(0) <= limit)
-        .filter(|id| seen.insert(id.clone()))
-        .collect();
-    specific.sort_by_key(|id| counts.get(id).copied().unwrap_or(0));
-    Ok(specific)
 }

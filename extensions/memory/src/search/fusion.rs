@@ -9,9 +9,11 @@
 //! clear winner, near-ties stay near-ties (min-max scaling would stretch them to 0 and 1), and the
 //! vector list's share is a weight.
 //!
-//! Conversations add one more signal: a turn answering a question rarely repeats the question's
-//! words, but follows the turn that does. [`spread_to_neighbours`] gives every listed episode a
-//! share of the relevance of the turns just before and after it in its session.
+//! Conversations add two more signals, because a turn answering a question rarely repeats the
+//! question's words, but follows the turn that does. The conversation-context list
+//! ([`context_scores`]) scores each turn by its own BM25 plus that of the turn before it, and
+//! shares the text weight with the plain BM25 list. After fusion, [`spread_to_neighbours`] gives
+//! every listed episode a share of the fused relevance of the turns just before and after it.
 
 use std::collections::HashMap;
 
@@ -24,8 +26,11 @@ pub(crate) enum Fusion {
     Rrf { k: f64 },
     /// Weighted sum of normalised scores.
     Scores {
-        /// Share of the vector list; the text (BM25) list gets the rest.
+        /// Share of the vector list; the text lists (BM25 alone, and with the turn before)
+        /// get the rest.
         vector_weight: f64,
+        /// Share of the text weight given to the conversation-context list.
+        context_weight: f64,
         /// Added for linked entities, scaled by the share of the query's entities matched.
         entity_weight: f64,
         /// The cosine similarity that counts as unrelated (the vector list's cut-off).
@@ -66,6 +71,7 @@ pub(crate) fn fuse(
                 .collect(),
             Fusion::Scores {
                 vector_weight,
+                context_weight,
                 entity_weight,
                 similarity_floor,
             } => match list.name {
@@ -84,9 +90,21 @@ pub(crate) fn fuse(
                         .map(|(id, matched)| (id, entity_weight * matched / most))
                         .collect()
                 }
-                _ => share_of_best(&list.hits, 0.0)
-                    .map(|(id, score)| (id, (1.0 - vector_weight) * score))
+                "context" => share_of_best(&list.hits, 0.0)
+                    .map(|(id, score)| (id, (1.0 - vector_weight) * context_weight * score))
                     .collect(),
+                _ => {
+                    // Without a context list (facts only, or none asked for), the text list
+                    // keeps the whole text weight.
+                    let text_weight = if lists.iter().any(|other| other.name == "context") {
+                        (1.0 - vector_weight) * (1.0 - context_weight)
+                    } else {
+                        1.0 - vector_weight
+                    };
+                    share_of_best(&list.hits, 0.0)
+                        .map(|(id, score)| (id, text_weight * score))
+                        .collect()
+                }
             },
         };
         for (index, (id, contribution)) in contributions.into_iter().enumerate() {
@@ -96,6 +114,26 @@ pub(crate) fn fuse(
         }
     }
     fused
+}
+
+/// The conversation-context list: each text match and each turn right after one, scored by its
+/// own BM25 plus that of the turn before it, best first, at most `depth`. `text` is the BM25
+/// list; `next` gives the turn after a memory in its session, for episodes.
+pub(crate) fn context_scores(
+    text: &[(String, f64)],
+    next: impl Fn(&str) -> Option<String>,
+    depth: usize,
+) -> Vec<(String, f64)> {
+    let mut scores: HashMap<String, f64> = text.iter().cloned().collect();
+    for (id, score) in text {
+        if let Some(following) = next(id) {
+            *scores.entry(following).or_default() += score;
+        }
+    }
+    let mut ranked: Vec<(String, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(depth);
+    ranked
 }
 
 /// Relevance after each listed episode takes `before` times the relevance of the turn just
@@ -157,6 +195,7 @@ mod tests {
             &lists,
             Fusion::Scores {
                 vector_weight: 0.3,
+                context_weight: 0.5,
                 entity_weight: 0.1,
                 similarity_floor: 0.3,
             },
@@ -176,6 +215,7 @@ mod tests {
             &lists,
             Fusion::Scores {
                 vector_weight: 0.3,
+                context_weight: 0.5,
                 entity_weight: 0.1,
                 similarity_floor: 0.3,
             },
@@ -195,6 +235,7 @@ mod tests {
             &lists,
             Fusion::Scores {
                 vector_weight: 0.3,
+                context_weight: 0.5,
                 entity_weight: 0.1,
                 similarity_floor: 0.3,
             },
@@ -223,5 +264,53 @@ mod tests {
         assert!((spread["question"] - 1.02).abs() < 1e-12);
         assert!(!spread.contains_key("greeting"), "not listed, not a result");
         assert_eq!(order(&spread), ["question", "answer", "other"]);
+    }
+
+    #[test]
+    fn a_reply_is_scored_with_what_it_answers() {
+        // q1 asks about hiking (BM25 4), a1 answers it without the word (BM25 1); q2 matches
+        // alone; a2 matches nothing and follows nothing that matched.
+        let text = vec![
+            ("q1".to_owned(), 4.0),
+            ("q2".to_owned(), 3.0),
+            ("a1".to_owned(), 1.0),
+        ];
+        let next = |id: &str| match id {
+            "q1" => Some("a1".to_owned()),
+            "a1" => Some("q2".to_owned()),
+            _ => None,
+        };
+        let context = context_scores(&text, next, 10);
+        assert_eq!(
+            context,
+            vec![
+                ("a1".to_owned(), 5.0),
+                ("q1".to_owned(), 4.0),
+                ("q2".to_owned(), 4.0)
+            ]
+        );
+        assert_eq!(context_scores(&text, next, 1).len(), 1);
+    }
+
+    #[test]
+    fn the_context_list_shares_the_text_weight() {
+        let scored = |lists: &[CandidateList]| {
+            scores(fuse(
+                lists,
+                Fusion::Scores {
+                    vector_weight: 0.4,
+                    context_weight: 0.25,
+                    entity_weight: 0.1,
+                    similarity_floor: 0.3,
+                },
+            ))
+        };
+        let text = list("fts", &[("q", 2.0), ("a", 1.0)]);
+        let alone = scored(std::slice::from_ref(&text));
+        assert!((alone["q"] - 0.6).abs() < 1e-12);
+        let both = scored(&[text, list("context", &[("a", 3.0), ("q", 2.0)])]);
+        // q: 0.6 x 0.75 x 1 + 0.6 x 0.25 x 2/3; a: 0.6 x 0.75 x 1/2 + 0.6 x 0.25 x 1.
+        assert!((both["q"] - 0.55).abs() < 1e-12);
+        assert!((both["a"] - 0.375).abs() < 1e-12);
     }
 }

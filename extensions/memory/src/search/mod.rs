@@ -1,6 +1,7 @@
 //! Hybrid search policy: which candidate lists to gather and how (FTS query building and
-//! narrowing, the vector list, the entity co-mention walk), how to fuse and rank them, and the
-//! corpus statistics that steer it. It holds no SQL: what it needs from storage it asks for
+//! narrowing, the conversation-context list, the vector list, the entity co-mention walk), how
+//! to shape a query that names a conversation's speakers or a period of time, how to fuse and rank the lists, and
+//! the corpus statistics that steer it. It holds no SQL: what it needs from storage it asks for
 //! through narrow methods of the storage traits (`crate::store::MemoryBackend`).
 
 mod candidates;
@@ -9,7 +10,9 @@ pub(crate) mod fts_query;
 mod full_text;
 mod fusion;
 mod ranking;
+mod speakers;
 mod stats;
+mod when;
 
 #[cfg(test)]
 pub(crate) use full_text::search_fts;

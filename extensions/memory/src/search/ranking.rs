@@ -1,20 +1,24 @@
-//! Ranking a search: fusing the candidate lists, weighing confidence, and lifting turns next
-//! to relevant ones.
+//! Ranking a search: fusing the candidate lists, weighing confidence, lifting what was said in
+//! the period the query names and the turns of the speaker it names, and lifting turns next to
+//! relevant ones.
 
 use std::collections::HashMap;
 
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
+use super::candidates::query_head;
 use super::fusion::{fuse, spread_to_neighbours, Fusion};
+use super::speakers::spoken_by;
+use super::when::period_in;
 use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
 use crate::types::{
     CandidateList, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
 };
 
-/// Hybrid search re-ranks by neighbouring turns only the best `limit × NEIGHBOUR_POOL`
-/// candidates.
+/// Hybrid search re-ranks by speaker and neighbouring turns only the best
+/// `limit × NEIGHBOUR_POOL` candidates.
 const NEIGHBOUR_POOL: usize = 8;
 
 /// A search candidate being ranked: id, score, event time, and its rank in each list.
@@ -53,11 +57,12 @@ impl MemoryService {
             .limit
             .clamp(1, self.config().max_search_limit.max(1));
         let candidates = self.config().candidates_per_list.max(limit);
-        let lists = self.candidate_lists(request, candidates).await?;
+        let (lists, speakers) = self.gather(request, candidates).await?;
         // A single list keeps its own order (1 / (k + rank) is monotonic); hybrid fuses.
         let fusion = if request.mode == SearchMode::Hybrid && self.config().fusion == "scores" {
             Fusion::Scores {
                 vector_weight: self.config().vector_weight,
+                context_weight: self.config().context_weight,
                 entity_weight: self.config().entity_weight,
                 similarity_floor: f64::from(
                     request
@@ -75,7 +80,8 @@ impl MemoryService {
             self.config().previous_turn_weight,
             self.config().next_turn_weight,
         );
-        let spread = request.mode == SearchMode::Hybrid && (before > 0.0 || after > 0.0);
+        let hybrid = request.mode == SearchMode::Hybrid;
+        let spread = hybrid && (before > 0.0 || after > 0.0);
         let ids: Vec<String> = fused.keys().cloned().collect();
         let keys = store.rank_keys(&ids, request, false).await?;
         // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
@@ -84,6 +90,16 @@ impl MemoryService {
         let weight = |id: &String| {
             keys.get(id)
                 .map(|key| (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0))
+        };
+        // Said in the period the query names (or the week after): relevance × (1 + weight).
+        let period_weight = self.config().period_weight;
+        let period = request
+            .at
+            .filter(|_| hybrid && period_weight > 0.0)
+            .and_then(|at| period_in(query_head(&request.query), at));
+        let period_factor = |id: &String| match (&period, keys.get(id)) {
+            (Some(period), Some(key)) if period.covers(key.event_time) => 1.0 + period_weight,
+            _ => 1.0,
         };
         let order = |ranked: &mut Vec<Ranked>| {
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
@@ -94,28 +110,47 @@ impl MemoryService {
                 let key = keys.get(id)?;
                 Some((
                     id.clone(),
-                    score * weight(id)?,
+                    score * period_factor(id) * weight(id)?,
                     key.event_time,
                     ranks.clone(),
                 ))
             })
             .collect();
         order(&mut ranked);
-        if spread {
-            // Neighbouring turns re-rank the head of the list: only a candidate already near
-            // the top can be lifted into the results by its neighbours' relevance.
+        // The head of the list is re-ranked: only a candidate already near the top can be
+        // lifted into the results by its speaker or its neighbours.
+        let mut speaker_factor: HashMap<String, f64> = HashMap::new();
+        if hybrid {
             ranked.truncate(limit * NEIGHBOUR_POOL);
             let head: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
-            let with_neighbours = store.rank_keys(&head, request, true).await?;
-            let neighbours: Vec<(String, Option<String>, Option<String>)> = with_neighbours
-                .into_iter()
-                .map(|(id, key)| (id, key.previous, key.next))
-                .collect();
+            let speaker_weight = self.config().speaker_weight;
+            if let [speaker] = speakers.as_slice() {
+                if speaker_weight > 0.0 {
+                    let memories = store.load_filtered(&head, request).await?;
+                    for (id, memory) in memories {
+                        if spoken_by(&memory.content, speaker) {
+                            speaker_factor.insert(id, 1.0 + speaker_weight);
+                        }
+                    }
+                }
+            }
             let relevance: HashMap<String, f64> = fused
                 .iter()
-                .map(|(id, (score, _))| (id.clone(), *score))
+                .map(|(id, (score, _))| {
+                    let factor = speaker_factor.get(id).copied().unwrap_or(1.0);
+                    (id.clone(), score * factor * period_factor(id))
+                })
                 .collect();
-            let spread = spread_to_neighbours(&relevance, &neighbours, before, after);
+            let spread = if spread {
+                let with_neighbours = store.rank_keys(&head, request, true).await?;
+                let neighbours: Vec<(String, Option<String>, Option<String>)> = with_neighbours
+                    .into_iter()
+                    .map(|(id, key)| (id, key.previous, key.next))
+                    .collect();
+                spread_to_neighbours(&relevance, &neighbours, before, after)
+            } else {
+                relevance
+            };
             for entry in &mut ranked {
                 if let (Some(score), Some(weight)) = (spread.get(&entry.0), weight(&entry.0)) {
                     entry.1 = score * weight;
@@ -129,7 +164,9 @@ impl MemoryService {
         let hits: Vec<SearchHit> = ranked
             .into_iter()
             .filter_map(|(id, score, _, ranks)| {
-                let why = breakdown(&lists, &id, &ranks, fused.get(&id)?.0, score, weight(&id)?);
+                let speaker = speaker_factor.get(&id).copied().unwrap_or(1.0);
+                let relevance = (fused.get(&id)?.0, speaker, period_factor(&id));
+                let why = breakdown(&lists, &id, &ranks, relevance, score, weight(&id)?);
                 memories
                     .remove(&id)
                     .map(|memory| SearchHit { score, memory, why })
@@ -143,16 +180,18 @@ impl MemoryService {
     }
 }
 
-/// Why the memory `id` got `score`: each list's rank and own score, the fused relevance, what its
-/// neighbours added, and its confidence's factor (`score = (fused + neighbours) × weight`).
+/// Why the memory `id` got `score`: each list's rank and own score, the fused relevance and the
+/// speaker's and the period's factors (`relevance`), what its neighbours added, and its
+/// confidence's factor (`score = (fused × speaker × period + neighbours) × weight`).
 fn breakdown(
     lists: &[CandidateList],
     id: &str,
     ranks: &[(String, usize)],
-    fused: f64,
+    relevance: (f64, f64, f64),
     score: f64,
     confidence_weight: f64,
 ) -> ScoreBreakdown {
+    let (fused, speaker, period) = relevance;
     let matches = ranks
         .iter()
         .map(|(list, rank)| ListMatch {
@@ -167,13 +206,15 @@ fn breakdown(
         })
         .collect();
     let neighbours = if confidence_weight > 0.0 {
-        score / confidence_weight - fused
+        score / confidence_weight - fused * speaker * period
     } else {
         0.0
     };
     ScoreBreakdown {
         lists: matches,
         fused,
+        speaker,
+        period,
         neighbours,
         confidence_weight,
     }

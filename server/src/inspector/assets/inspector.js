@@ -174,6 +174,8 @@ async function search(event) {
           why.lists.map((list) => el("span", { class: "list", title: "rank in that list, and its own score" },
             `${list.list} #${list.rank} · ${fixed(list.score)}`)),
           el("span", { title: "how the lists were fused" }, `${why.fusion} fused ${fixed(why.fused)}`),
+          why.speaker !== 1 ? el("span", { title: "a turn spoken by the person the query names" }, `× speaker ${fixed(why.speaker)}`) : null,
+          why.period !== 1 ? el("span", { title: "said in the period the query names, or the week after" }, `× period ${fixed(why.period)}`) : null,
           el("span", { title: "what neighbouring turns of its session added" }, `+ neighbours ${fixed(why.neighbours)}`),
           el("span", { title: "min(1, 0.5 + confidence)" }, `× confidence ${fixed(why.confidence_weight)}`)));
     }));

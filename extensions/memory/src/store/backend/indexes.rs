@@ -211,8 +211,8 @@ pub(crate) trait EntityLinks: Send + Sync {
         memory_limit: usize,
     ) -> Result<Option<EntityInfo>>;
 
-    /// An entity by id, with its active memories (newest first); `None` if there is none, or
-    /// `owner` is given and it is not theirs.
+    /// An entity by id, with its active memories (newest first, none read when `memory_limit`
+    /// is 0); `None` if there is none, or `owner` is given and it is not theirs.
     ///
     /// # Errors
     /// The database fails.

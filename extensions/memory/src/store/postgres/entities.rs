@@ -129,13 +129,18 @@ impl EntityLinks for PostgresStore {
         builder
             .push(" ORDER BY m.event_time DESC LIMIT ")
             .push_bind(i64::try_from(memory_limit).unwrap_or(i64::MAX));
-        let memories = builder
-            .build()
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(memory_from_row)
-            .collect::<Result<Vec<_>>>()?;
+        // Asked for none: the entity alone, without reading its links.
+        let memories = if memory_limit == 0 {
+            Vec::new()
+        } else {
+            builder
+                .build()
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(memory_from_row)
+                .collect::<Result<Vec<_>>>()?
+        };
         Ok(Some(EntityInfo {
             id: row.try_get("id")?,
             name: row.try_get("canonical_name")?,
