@@ -18,6 +18,10 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use half::f16;
 
+#[allow(unsafe_code)]
+mod activation;
+#[allow(unsafe_code)]
+mod attention;
 /// The matrix product, in AVX2/FMA/F16C or AVX-512 intrinsics. Only reached after
 /// [`cpu_supported`].
 #[allow(unsafe_code)]
@@ -54,6 +58,8 @@ pub(crate) struct SingleTextBert {
     hidden: usize,
     heads: usize,
     activation: HiddenAct,
+    /// Which instructions attention uses on this CPU.
+    attention_path: attention::Path,
     /// `vocab × hidden`, half precision.
     word: Vec<f16>,
     /// `max_positions × hidden`.
@@ -147,6 +153,7 @@ impl SingleTextBert {
             hidden,
             heads: config.num_attention_heads,
             activation: config.hidden_act,
+            attention_path: attention::best_path(hidden / config.num_attention_heads),
             word: word.iter().map(|&value| f16::from_f32(value)).collect(),
             position,
             token_type,
@@ -190,9 +197,18 @@ impl SingleTextBert {
         let mut context = vec![0.0f32; n_tokens * hidden];
         let mut projected = Vec::new();
         let mut intermediate = Vec::new();
+        let mut scratch = attention::Scratch::default();
         for layer in &self.layers {
             layer.qkv.forward(&states, &mut qkv);
-            self.attend(&qkv, n_tokens, &mut context);
+            attention::attend(
+                self.attention_path,
+                &qkv,
+                n_tokens,
+                hidden,
+                self.heads,
+                &mut context,
+                &mut scratch,
+            );
             layer.attention_out.forward(&context, &mut projected);
             add_in_place(&mut states, &projected);
             layer.attention_norm.apply(&mut states);
@@ -213,35 +229,6 @@ impl SingleTextBert {
         let divisor = (norm / n_tokens as f32).max(1e-12) * n_tokens as f32;
         pooled.iter_mut().for_each(|value| *value /= divisor);
         Ok(pooled)
-    }
-
-    /// Scaled dot-product attention of every head over all tokens (one text: no padding mask).
-    /// `qkv` holds each token's `[q | k | v]` row; the heads' outputs go side by side in
-    /// `context`.
-    fn attend(&self, qkv: &[f32], n_tokens: usize, context: &mut [f32]) {
-        let hidden = self.hidden;
-        let head_dim = hidden / self.heads;
-        let scale = 1.0 / (head_dim as f32).sqrt();
-        let mut scores = vec![0.0f32; n_tokens];
-        for head in 0..self.heads {
-            let offset = head * head_dim;
-            for query_token in 0..n_tokens {
-                let query = &qkv[query_token * 3 * hidden + offset..][..head_dim];
-                for (key_token, score) in scores.iter_mut().enumerate() {
-                    let key = &qkv[key_token * 3 * hidden + hidden + offset..][..head_dim];
-                    *score = dot(query, key) * scale;
-                }
-                softmax(&mut scores);
-                let out = &mut context[query_token * hidden + offset..][..head_dim];
-                out.fill(0.0);
-                for (value_token, &weight) in scores.iter().enumerate() {
-                    let value = &qkv[value_token * 3 * hidden + 2 * hidden + offset..][..head_dim];
-                    for (out, value) in out.iter_mut().zip(value) {
-                        *out += weight * value;
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -352,23 +339,6 @@ fn add_in_place(target: &mut [f32], addend: &[f32]) {
     for (target, addend) in target.iter_mut().zip(addend) {
         *target += addend;
     }
-}
-
-fn dot(left: &[f32], right: &[f32]) -> f32 {
-    left.iter()
-        .zip(right)
-        .map(|(left, right)| left * right)
-        .sum()
-}
-
-fn softmax(values: &mut [f32]) {
-    let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut total = 0.0;
-    for value in values.iter_mut() {
-        *value = (*value - max).exp();
-        total += *value;
-    }
-    values.iter_mut().for_each(|value| *value /= total);
 }
 
 /// The hidden activation, as candle's BERT applies it (`gelu` is the exact, erf-based one).
