@@ -60,6 +60,8 @@ pub(crate) struct SingleTextBert {
     activation: HiddenAct,
     /// Which instructions attention uses on this CPU.
     attention_path: attention::Path,
+    /// Whether the activation runs in AVX-512 on this CPU.
+    avx512_activation: bool,
     /// `vocab × hidden`, half precision.
     word: Vec<f16>,
     /// `max_positions × hidden`.
@@ -154,6 +156,7 @@ impl SingleTextBert {
             heads: config.num_attention_heads,
             activation: config.hidden_act,
             attention_path: attention::best_path(hidden / config.num_attention_heads),
+            avx512_activation: activation::avx512_available(),
             word: word.iter().map(|&value| f16::from_f32(value)).collect(),
             position,
             token_type,
@@ -214,7 +217,7 @@ impl SingleTextBert {
             layer.attention_norm.apply(&mut states);
 
             layer.intermediate.forward(&states, &mut intermediate);
-            activate(self.activation, &mut intermediate);
+            activation::activate(self.activation, &mut intermediate, self.avx512_activation);
             layer.output.forward(&intermediate, &mut projected);
             add_in_place(&mut states, &projected);
             layer.output_norm.apply(&mut states);
@@ -338,22 +341,5 @@ fn layer_norm(vb: &VarBuilder, width: usize, eps: f32) -> Result<LayerNorm, Stri
 fn add_in_place(target: &mut [f32], addend: &[f32]) {
     for (target, addend) in target.iter_mut().zip(addend) {
         *target += addend;
-    }
-}
-
-/// The hidden activation, as candle's BERT applies it (`gelu` is the exact, erf-based one).
-fn activate(activation: HiddenAct, values: &mut [f32]) {
-    match activation {
-        HiddenAct::Gelu => values.iter_mut().for_each(|value| {
-            *value = 0.5
-                * *value
-                * (1.0 + candle_core::cpu::erf::erf_f32(*value * std::f32::consts::FRAC_1_SQRT_2));
-        }),
-        HiddenAct::GeluApproximate => values.iter_mut().for_each(|value| {
-            let x = *value;
-            let inner = 0.797_884_6 * (x + 0.044_715 * x * x * x);
-            *value = 0.5 * x * (1.0 + inner.tanh());
-        }),
-        HiddenAct::Relu => values.iter_mut().for_each(|value| *value = value.max(0.0)),
     }
 }
