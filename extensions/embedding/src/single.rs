@@ -412,3 +412,6 @@ fn add_in_place(target: &mut [f32], addend: &[f32]) {
         *target += addend;
     }
 }
+
+#[cfg(test)]
+mod tests;
