@@ -45,7 +45,7 @@ pub(super) fn pack(weight: &[f32], in_dim: usize, out_dim: usize) -> Vec<bf16> {
 }
 
 /// `output[r][o] = bias[o] + Σₖ input[r][k]·W[o][k]` for every row `r`, with `W` as [`pack`]
-/// laid it out and each input rounded to bfloat16.
+/// laid it out and each input rounded to bfloat16 into `rounded` (resized as needed).
 ///
 /// # Panics
 /// If the lengths disagree (a bug in the caller, not an input) or the CPU lacks the features
@@ -57,6 +57,7 @@ pub(super) fn linear(
     in_dim: usize,
     out_dim: usize,
     output: &mut [f32],
+    rounded: &mut Vec<bf16>,
 ) {
     let pairs = in_dim.div_ceil(2);
     assert!(in_dim > 0 && packed.len() == out_dim.div_ceil(PANEL) * pairs * PANEL * 2);
@@ -69,7 +70,8 @@ pub(super) fn linear(
     #[cfg(target_arch = "x86_64")]
     {
         let n_rows = input.len() / in_dim;
-        let mut rounded = vec![bf16::ZERO; n_rows * pairs * 2];
+        rounded.clear();
+        rounded.resize(n_rows * pairs * 2, bf16::ZERO);
         for (row, rounded) in input
             .chunks_exact(in_dim)
             .zip(rounded.chunks_exact_mut(pairs * 2))
@@ -78,7 +80,7 @@ pub(super) fn linear(
             unsafe { round_avx512(row, rounded) };
         }
         let mut matrix = Matrix {
-            rounded: &rounded,
+            rounded,
             packed,
             bias,
             pairs,
@@ -232,6 +234,7 @@ mod tests {
             eprintln!("skipped: this CPU lacks AVX512_BF16, so the path is never taken");
             return;
         }
+        let mut rounded = Vec::new();
         let round = |value: f32| f64::from(bf16::from_f32(value).to_f32());
         // Odd input sizes, ragged panels and token tiles, and the model's own shapes.
         for (rows, in_dim, out_dim) in [
@@ -247,7 +250,15 @@ mod tests {
             let bias = values(out_dim, 13);
             let packed = pack(&weight, in_dim, out_dim);
             let mut output = vec![f32::NAN; rows * out_dim];
-            linear(&input, &packed, &bias, in_dim, out_dim, &mut output);
+            linear(
+                &input,
+                &packed,
+                &bias,
+                in_dim,
+                out_dim,
+                &mut output,
+                &mut rounded,
+            );
             for row in 0..rows {
                 for out in 0..out_dim {
                     let expected = f64::from(bias[out])
