@@ -25,16 +25,24 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use half::f16;
 
+/// GELU and the softmax's `exp`, in AVX-512 where the CPU has it.
 #[allow(unsafe_code)]
 mod activation;
+/// Attention, in AVX-512 register tiles where the CPU has it.
 #[allow(unsafe_code)]
 mod attention;
 /// The matrix product, in AVX2/FMA/F16C or AVX-512 intrinsics. Only reached after
 /// [`cpu_supported`].
 #[allow(unsafe_code)]
 mod gemm;
+/// The matrix product in AVX-512 BF16.
 #[allow(unsafe_code)]
 mod gemm_bf16;
+/// Layer normalisation after the residual connection, in AVX-512 where the CPU has it.
+#[allow(unsafe_code)]
+mod norm;
+
+use norm::LayerNorm;
 
 /// A linear layer `y = x·Wᵀ + b`, its weights packed in panels.
 struct Linear {
@@ -89,13 +97,6 @@ struct Workspace {
 
 thread_local! {
     static WORKSPACE: std::cell::RefCell<Workspace> = std::cell::RefCell::default();
-}
-
-/// Layer normalisation over the hidden size.
-struct LayerNorm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-    eps: f32,
 }
 
 struct EncoderLayer {
@@ -289,7 +290,7 @@ impl SingleTextBert {
                 *value = word[dim].to_f32() + kind[dim] + position[dim];
             }
         }
-        self.embedding_norm.apply(states);
+        self.embedding_norm.apply(states, None);
 
         context.clear();
         context.resize(n_tokens * hidden, 0.0);
@@ -305,14 +306,12 @@ impl SingleTextBert {
                 scratch,
             );
             layer.attention_out.forward(context, projected, rounded);
-            add_in_place(states, projected);
-            layer.attention_norm.apply(states);
+            layer.attention_norm.apply(states, Some(projected));
 
             layer.intermediate.forward(states, intermediate, rounded);
             activation::activate(self.activation, intermediate, self.avx512_activation);
             layer.output.forward(intermediate, projected, rounded);
-            add_in_place(states, projected);
-            layer.output_norm.apply(states);
+            layer.output_norm.apply(states, Some(projected));
         }
 
         let mut pooled = vec![0.0f32; hidden];
@@ -383,25 +382,6 @@ impl Linear {
     }
 }
 
-impl LayerNorm {
-    /// Normalises each row of `rows` in place.
-    fn apply(&self, rows: &mut [f32]) {
-        let width = self.gamma.len();
-        for row in rows.chunks_exact_mut(width) {
-            let mean = row.iter().sum::<f32>() / width as f32;
-            let variance = row
-                .iter()
-                .map(|value| (value - mean) * (value - mean))
-                .sum::<f32>()
-                / width as f32;
-            let inverse = 1.0 / (variance + self.eps).sqrt();
-            for ((value, gamma), beta) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
-                *value = (*value - mean) * inverse * gamma + beta;
-            }
-        }
-    }
-}
-
 /// The sub-tree of `vb` holding `embeddings.*` and `encoder.*`: the root, `bert.`, or the
 /// model type's prefix, as candle's `BertModel::load` looks for them.
 fn model_root<'a>(vb: &VarBuilder<'a>, config: &Config) -> VarBuilder<'a> {
@@ -442,11 +422,11 @@ fn layer_norm(vb: &VarBuilder, width: usize, eps: f32) -> Result<LayerNorm, Stri
             .find(|name| vb.contains_tensor(name))
             .unwrap_or(names[0])
     };
-    Ok(LayerNorm {
-        gamma: tensor(vb, width, pick(["weight", "gamma"]))?,
-        beta: tensor(vb, width, pick(["bias", "beta"]))?,
+    Ok(LayerNorm::new(
+        tensor(vb, width, pick(["weight", "gamma"]))?,
+        tensor(vb, width, pick(["bias", "beta"]))?,
         eps,
-    })
+    ))
 }
 
 fn add_in_place(target: &mut [f32], addend: &[f32]) {
