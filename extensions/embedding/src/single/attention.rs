@@ -3,7 +3,7 @@
 //! Each head is two small matrix products around a softmax: scores `Q·Kᵀ` (tokens × tokens),
 //! then the softmax-weighted sum of the values. On a 200-token text the scalar loops took about
 //! half of the forward pass, more than all the linear layers together; the AVX-512 path computes
-//! them in register tiles (four queries against 32 keys, then four queries' 32 output columns)
+//! them in register tiles (eight queries against 32 keys, then eight queries' 32 output columns)
 //! with a vectorised `exp`, over a transposed copy of the head's keys.
 
 #[cfg(target_arch = "x86_64")]
@@ -11,8 +11,9 @@ use super::activation;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// Queries per register tile.
-const QUERIES: usize = 4;
+/// Queries per register tile: 8 × 2 accumulators, so that sixteen independent sums hide the
+/// multiply-add latency (with 4, attention took 16% of a long text instead of 13%).
+const QUERIES: usize = 8;
 /// Keys per score tile and value columns per output tile: two AVX-512 registers.
 const BLOCK: usize = 32;
 
@@ -185,6 +186,10 @@ impl Heads<'_> {
             // SAFETY: `first + rows <= n_tokens`, and the caller's guarantees.
             unsafe {
                 match rows {
+                    8 => self.tile::<8>(offset, first),
+                    7 => self.tile::<7>(offset, first),
+                    6 => self.tile::<6>(offset, first),
+                    5 => self.tile::<5>(offset, first),
                     4 => self.tile::<4>(offset, first),
                     3 => self.tile::<3>(offset, first),
                     2 => self.tile::<2>(offset, first),
