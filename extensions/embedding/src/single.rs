@@ -83,7 +83,9 @@ impl Precision {
 
 /// The buffers of one forward pass, kept by each thread from text to text: a 256-token text
 /// needs about 5 MB of them, and allocating them afresh for every text cost page faults and
-/// page clearing (6% of the time on long texts).
+/// page clearing (6% of the time on long texts). They grow to the longest text a thread has
+/// embedded and live as long as the thread: rayon's (batches) for the process, tokio's
+/// blocking threads (single texts, mostly short queries) until they idle out.
 #[derive(Default)]
 struct Workspace {
     states: Vec<f32>,
