@@ -54,8 +54,8 @@ struct Linear {
 
 /// A linear layer's weights as its product reads them.
 enum Packed {
-    /// Half precision, widened to f32 for FMA (see [`gemm::pack`]).
-    Half(Vec<f16>),
+    /// Half precision, widened to f32 for FMA (see [`gemm::pack`]), in AVX2 or AVX-512.
+    Half(Vec<f16>, gemm::Path),
     /// bfloat16, multiplied with inputs rounded to bfloat16 by `vdpbf16ps` (see
     /// [`gemm_bf16::pack`]).
     Brain(Vec<half::bf16>),
@@ -70,13 +70,27 @@ pub(crate) enum Precision {
     Brain,
 }
 
-impl Precision {
-    /// The fastest this CPU runs.
+/// Which instructions the forward pass uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Kernels {
+    /// How the linear layers multiply.
+    pub(crate) precision: Precision,
+    /// Whether half-precision products, attention, GELU and layer norm use AVX-512 where the CPU
+    /// has it. Without it the forward runs as on a CPU with AVX2 only (tests compare the two).
+    pub(crate) avx512: bool,
+}
+
+impl Kernels {
+    /// The fastest this CPU runs: bfloat16 products if it has AVX512_BF16, AVX-512 for the
+    /// rest where it has AVX-512F.
     pub(crate) fn best() -> Self {
-        if gemm_bf16::available() {
-            Self::Brain
-        } else {
-            Self::Half
+        Self {
+            precision: if gemm_bf16::available() {
+                Precision::Brain
+            } else {
+                Precision::Half
+            },
+            avx512: true,
         }
     }
 }
@@ -148,20 +162,21 @@ pub(crate) fn cpu_supported() -> bool {
 impl SingleTextBert {
     /// The encoder `vb` holds, or `None` when this CPU or this model is not one the fast path
     /// handles (the caller then uses candle for single texts too). An error means the weights
-    /// are not the BERT model `config` describes. The linear layers multiply in the best
-    /// [`Precision`] this CPU has.
+    /// are not the BERT model `config` describes. The forward uses the best [`Kernels`] this
+    /// CPU has.
     pub(crate) fn load(vb: &VarBuilder, config: &Config) -> Result<Option<Self>, String> {
-        Self::load_with(vb, config, Precision::best())
+        Self::load_with(vb, config, Kernels::best())
     }
 
-    /// As [`Self::load`], the linear layers multiplying in `precision`, which this CPU must run.
+    /// As [`Self::load`], with `kernels` (`None` if the CPU lacks bfloat16 products and they
+    /// are asked for).
     pub(crate) fn load_with(
         vb: &VarBuilder,
         config: &Config,
-        precision: Precision,
+        kernels: Kernels,
     ) -> Result<Option<Self>, String> {
         if !cpu_supported()
-            || (precision == Precision::Brain && !gemm_bf16::available())
+            || (kernels.precision == Precision::Brain && !gemm_bf16::available())
             || config.position_embedding_type != PositionEmbeddingType::Absolute
             || config.num_attention_heads == 0
             || !config
@@ -189,7 +204,7 @@ impl SingleTextBert {
             (config.type_vocab_size, hidden),
             "token_type_embeddings.weight",
         )?;
-        let embedding_norm = layer_norm(&embeddings.pp("LayerNorm"), hidden, eps)?;
+        let embedding_norm = layer_norm(&embeddings.pp("LayerNorm"), hidden, eps, kernels)?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
             let layer = vb.pp(format!("encoder.layer.{index}"));
@@ -202,7 +217,7 @@ impl SingleTextBert {
                 ],
                 hidden,
                 hidden,
-                precision,
+                kernels,
             )?;
             layers.push(EncoderLayer {
                 qkv,
@@ -210,30 +225,39 @@ impl SingleTextBert {
                     &[&attention.pp("output.dense")],
                     hidden,
                     hidden,
-                    precision,
+                    kernels,
                 )?,
-                attention_norm: layer_norm(&attention.pp("output.LayerNorm"), hidden, eps)?,
+                attention_norm: layer_norm(
+                    &attention.pp("output.LayerNorm"),
+                    hidden,
+                    eps,
+                    kernels,
+                )?,
                 intermediate: Linear::fused(
                     &[&layer.pp("intermediate.dense")],
                     hidden,
                     config.intermediate_size,
-                    precision,
+                    kernels,
                 )?,
                 output: Linear::fused(
                     &[&layer.pp("output.dense")],
                     config.intermediate_size,
                     hidden,
-                    precision,
+                    kernels,
                 )?,
-                output_norm: layer_norm(&layer.pp("output.LayerNorm"), hidden, eps)?,
+                output_norm: layer_norm(&layer.pp("output.LayerNorm"), hidden, eps, kernels)?,
             });
         }
         Ok(Some(Self {
             hidden,
             heads: config.num_attention_heads,
             activation: config.hidden_act,
-            attention_path: attention::best_path(hidden / config.num_attention_heads),
-            avx512_activation: activation::avx512_available(),
+            attention_path: if kernels.avx512 {
+                attention::best_path(hidden / config.num_attention_heads)
+            } else {
+                attention::Path::Portable
+            },
+            avx512_activation: kernels.avx512 && activation::avx512_available(),
             word: word.iter().map(|&value| f16::from_f32(value)).collect(),
             position,
             token_type,
@@ -335,7 +359,7 @@ impl Linear {
         parts: &[&VarBuilder],
         in_dim: usize,
         out_dim: usize,
-        precision: Precision,
+        kernels: Kernels,
     ) -> Result<Self, String> {
         let mut weight = Vec::with_capacity(parts.len() * out_dim * in_dim);
         let mut bias = Vec::with_capacity(parts.len() * out_dim);
@@ -345,8 +369,15 @@ impl Linear {
         }
         let out_dim = parts.len() * out_dim;
         Ok(Self {
-            packed: match precision {
-                Precision::Half => Packed::Half(gemm::pack(&weight, in_dim, out_dim)),
+            packed: match kernels.precision {
+                Precision::Half => Packed::Half(
+                    gemm::pack(&weight, in_dim, out_dim),
+                    if kernels.avx512 {
+                        gemm::best_path()
+                    } else {
+                        gemm::Path::Avx2
+                    },
+                ),
                 Precision::Brain => Packed::Brain(gemm_bf16::pack(&weight, in_dim, out_dim)),
             },
             bias,
@@ -362,8 +393,8 @@ impl Linear {
         output.clear();
         output.resize(n_rows * self.out_dim, 0.0);
         match &self.packed {
-            Packed::Half(packed) => gemm::linear(
-                gemm::best_path(),
+            Packed::Half(packed, path) => gemm::linear(
+                *path,
                 input,
                 packed,
                 &self.bias,
@@ -417,7 +448,12 @@ fn tensor<S: Into<candle_core::Shape>>(
 }
 
 /// A layer norm's scale and shift under `vb` (`weight`/`bias`, or the older `gamma`/`beta`).
-fn layer_norm(vb: &VarBuilder, width: usize, eps: f32) -> Result<LayerNorm, String> {
+fn layer_norm(
+    vb: &VarBuilder,
+    width: usize,
+    eps: f32,
+    kernels: Kernels,
+) -> Result<LayerNorm, String> {
     let pick = |names: [&'static str; 2]| {
         names
             .into_iter()
@@ -428,6 +464,7 @@ fn layer_norm(vb: &VarBuilder, width: usize, eps: f32) -> Result<LayerNorm, Stri
         tensor(vb, width, pick(["weight", "gamma"]))?,
         tensor(vb, width, pick(["bias", "beta"]))?,
         eps,
+        kernels.avx512,
     ))
 }
 

@@ -16,14 +16,19 @@ pub(super) struct LayerNorm {
 }
 
 impl LayerNorm {
-    /// Scale `gamma` and shift `beta` (of the same length) and the variance floor `eps`.
-    pub(super) fn new(gamma: Vec<f32>, beta: Vec<f32>, eps: f32) -> Self {
+    /// Scale `gamma` and shift `beta` (of the same length) and the variance floor `eps`; in
+    /// AVX-512 if `allow_avx512` and the CPU has it.
+    pub(super) fn new(gamma: Vec<f32>, beta: Vec<f32>, eps: f32, allow_avx512: bool) -> Self {
         #[cfg(target_arch = "x86_64")]
-        let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+        let avx512 = allow_avx512
+            && std::arch::is_x86_feature_detected!("avx512f")
             && gamma.len().is_multiple_of(16)
             && gamma.len() == beta.len();
         #[cfg(not(target_arch = "x86_64"))]
-        let avx512 = false;
+        let avx512 = {
+            let _ = allow_avx512;
+            false
+        };
         Self {
             gamma,
             beta,
@@ -138,7 +143,7 @@ mod tests {
     #[test]
     fn the_avx512_layer_norm_matches_the_portable_one() {
         for width in [384, 48, 20] {
-            let norm = LayerNorm::new(values(width, 1), values(width, 2), 1e-12);
+            let norm = LayerNorm::new(values(width, 1), values(width, 2), 1e-12, true);
             if !norm.avx512 {
                 eprintln!("width {width}: the portable version only");
                 continue;

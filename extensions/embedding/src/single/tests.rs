@@ -1,7 +1,9 @@
 //! Both precisions of the packed forward against sentence-transformers' reference vectors.
 //!
-//! `tests/fidelity.rs` checks the provider end to end, which on a CPU with AVX512_BF16 only ever
-//! runs the bfloat16 products; this checks the half-precision ones on the same machine too.
+//! `tests/fidelity.rs` checks the provider end to end, which only ever runs the best kernels
+//! this CPU has (on this project's machines, bfloat16 products and AVX-512 for the rest); this
+//! checks each set the CPU can run: also half-precision products, and the forward a CPU with
+//! only AVX2 runs (scalar attention, GELU and layer norm).
 //! Needs the model, as `tests/fidelity.rs` does (`scripts/fetch-model`).
 
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{Precision, SingleTextBert};
+use super::{Kernels, Precision, SingleTextBert};
 use crate::EmbeddingConfig;
 
 /// The sentences and vectors of `tests/data/minilm-reference.json`.
@@ -34,7 +36,7 @@ fn cosine(left: &[f32], right: &[f32]) -> f32 {
 }
 
 #[test]
-fn every_precision_matches_sentence_transformers() {
+fn every_kernel_set_matches_sentence_transformers() {
     let dir = std::env::var_os("MNEMO_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| EmbeddingConfig::default().resolved_model_dir());
@@ -57,13 +59,22 @@ fn every_precision_matches_sentence_transformers() {
         .expect("truncation");
 
     let (sentences, expected) = reference();
-    let mut precisions = vec![Precision::Half];
-    if Precision::best() == Precision::Brain {
-        precisions.push(Precision::Brain);
+    let mut sets = vec![
+        Kernels {
+            precision: Precision::Half,
+            avx512: false,
+        },
+        Kernels {
+            precision: Precision::Half,
+            avx512: true,
+        },
+    ];
+    if Kernels::best().precision == Precision::Brain {
+        sets.push(Kernels::best());
     }
     let mut vectors = Vec::new();
-    for &precision in &precisions {
-        let Some(bert) = SingleTextBert::load_with(&weights, &config, precision).expect("load")
+    for &kernels in &sets {
+        let Some(bert) = SingleTextBert::load_with(&weights, &config, kernels).expect("load")
         else {
             eprintln!("skipped: this CPU lacks AVX2, FMA or F16C, so the path is never taken");
             return;
@@ -79,19 +90,21 @@ fn every_precision_matches_sentence_transformers() {
             worst = worst.min(similarity);
             assert!(
                 similarity >= 0.999,
-                "{precision:?}: cosine {similarity} < 0.999 for {sentence:?}"
+                "{kernels:?}: cosine {similarity} < 0.999 for {sentence:?}"
             );
             these.push(vector);
         }
-        eprintln!("{precision:?}: lowest cosine with sentence-transformers {worst:.7}");
+        eprintln!("{kernels:?}: lowest cosine with sentence-transformers {worst:.7}");
         vectors.push(these);
     }
-    if let [half, brain] = &vectors[..] {
-        for ((sentence, half), brain) in sentences.iter().zip(half).zip(brain) {
-            let similarity = cosine(half, brain);
+    // Every set against the first (the AVX2 one): the same forward, rounded differently.
+    for (kernels, these) in sets.iter().zip(&vectors).skip(1) {
+        for ((sentence, first), this) in sentences.iter().zip(&vectors[0]).zip(these) {
+            let similarity = cosine(first, this);
             assert!(
                 similarity > 0.9999,
-                "half and bfloat16 differ for {sentence:?}: cosine {similarity}"
+                "{kernels:?} and {:?} differ for {sentence:?}: cosine {similarity}",
+                sets[0]
             );
         }
     }
