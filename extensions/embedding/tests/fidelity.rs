@@ -131,8 +131,9 @@ async fn batch_and_single_give_the_same_vectors() {
     let batch = embedder.embed_batch(&sentences).await.expect("embed_batch");
     assert_eq!(batch.len(), sentences.len());
     for (sentence, from_batch) in sentences.iter().zip(&batch) {
-        // A single text takes the half-precision path on CPUs with AVX2 (see `single.rs`),
-        // a batch candle's f32 one: they agree to a few parts in 10⁵.
+        // On CPUs with AVX2 both go through the packed forward of `single.rs` (a batch text
+        // by text); elsewhere a single text and a batch both take candle's f32 path, padded
+        // differently: they agree to a few parts in 10⁵.
         let single = embedder.embed(sentence).await.expect("embed");
         let max_diff = single
             .iter()
