@@ -281,9 +281,12 @@ fn load_model(dir: &Path, max_seq_len: usize) -> Result<LoadedModel, ModelLoadEr
     let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
         .map_err(|err| invalid(&tokenizer_path, err.to_string()))?;
     // The shipped tokenizer.json pads every input to 128 tokens and truncates at 128: pad each
-    // batch to its longest input instead, and truncate at `max_seq_len`.
+    // batch to its longest input instead, and truncate at `max_seq_len`. Never to a multiple of
+    // some size: the packed forward takes a single text without an attention mask, so a padding
+    // token there would be read as text.
     let padding = PaddingParams {
         strategy: PaddingStrategy::BatchLongest,
+        pad_to_multiple_of: None,
         ..tokenizer.get_padding().cloned().unwrap_or_default()
     };
     tokenizer.with_padding(Some(padding));

@@ -78,7 +78,8 @@ pub(crate) struct Kernels {
     /// How the linear layers multiply.
     pub(crate) precision: Precision,
     /// Whether half-precision products, attention, GELU and layer norm use AVX-512 where the CPU
-    /// has it. Without it the forward runs as on a CPU with AVX2 only (tests compare the two).
+    /// has it. Without it the forward runs as on a CPU with AVX2 only, bfloat16 products excepted
+    /// (tests compare the two).
     pub(crate) avx512: bool,
 }
 
