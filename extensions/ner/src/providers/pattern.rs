@@ -516,13 +516,21 @@ impl<'t> Finder<'t> {
     }
 
     /// `Caroline: I went hiking.`: a transcript's speaker label, opening the text, of name
-    /// words none of which is a common word (`Note:`, `Update:` are not people).
+    /// words none of which is a common word (`Note:`, `Update:` are not people) or reads as a
+    /// reply's opening word (`Noted:`, `Warning:`, `Basically:`, `Done:`).
     fn speaker_label(&self, run: Run) -> bool {
+        const REPLY_WORDS: [&str; 10] = [
+            "done", "sure", "okay", "ok", "great", "thanks", "yes", "agreed", "correct", "ps",
+        ];
+        let not_a_name = |word: &str| {
+            COMMON.contains(word)
+                || REPLY_WORDS.contains(&word)
+                || ["ed", "ing", "ly"].iter().any(|end| word.ends_with(end))
+        };
         run.first == 0
             && self.punct_is(Some(run.last + 1), ':')
             && self.token(Some(run.last + 2)).is_some()
-            && !(run.first..=run.last)
-                .any(|index| COMMON.contains(self.tokens[index].base_lower.as_str()))
+            && !(run.first..=run.last).any(|index| not_a_name(&self.tokens[index].base_lower))
     }
 
     /// `Thanks so much, Priya!`: one name after a comma, ending the sentence.
@@ -860,6 +868,10 @@ mod tests {
         // Only before more text, and not a common word.
         assert_eq!(found("Note: buy milk"), vec![]);
         assert_eq!(found("Update: the build is green"), vec![]);
+        assert_eq!(found("Noted: vegetarian-friendly and mild."), vec![]);
+        assert_eq!(found("Warning: the oven is hot"), vec![]);
+        assert_eq!(found("Honestly: no idea"), vec![]);
+        assert_eq!(found("Done: all three tickets"), vec![]);
         assert_eq!(found("Caroline:"), vec![]);
     }
 
