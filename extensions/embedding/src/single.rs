@@ -477,5 +477,20 @@ fn add_in_place(target: &mut [f32], addend: &[f32]) {
     }
 }
 
+/// Deterministic test values in [-spread, spread), in steps of 0.001 (xorshift from `seed`).
+#[cfg(test)]
+fn test_values(count: usize, seed: u64, spread: f32) -> Vec<f32> {
+    let steps = (2000.0 * spread) as u64 + 1;
+    let mut state = seed | 1;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % steps) as f32 / 1000.0 - spread
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -288,15 +288,7 @@ mod tests {
 
     /// Deterministic values in [-2, 2).
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed | 1;
-        (0..count)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 4001) as f32 / 1000.0 - 2.0
-            })
-            .collect()
+        super::super::test_values(count, seed, 2.0)
     }
 
     #[test]

@@ -129,15 +129,7 @@ mod tests {
 
     /// Deterministic values in [-3, 3).
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed | 1;
-        (0..count)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 6001) as f32 / 1000.0 - 3.0
-            })
-            .collect()
+        super::super::test_values(count, seed, 3.0)
     }
 
     #[test]
