@@ -14,7 +14,8 @@
 //!
 //! `--dump FILE` also writes, per question, the candidate lists hybrid search fuses (fts with
 //! BM25 relevance, vector with cosine, entity with matched entities), mapped to turn ids (the
-//! evidence is session ids at session level), for studying fusion offline.
+//! evidence is session ids at session level), and hybrid search's own ranking with its scores,
+//! for studying fusion offline.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write as _};
@@ -315,6 +316,26 @@ pub async fn run(
                         (list.name.to_owned(), Value::Array(hits))
                     })
                     .collect();
+                // The ranking hybrid search returns, with scores, deeper than the metrics read.
+                let ranked = service
+                    .search(&SearchRequest {
+                        query: query.clone(),
+                        user_id: Some("eval".to_owned()),
+                        kinds: vec![MemoryKind::Episode],
+                        limit: DUMP_DEPTH,
+                        mode: SearchMode::Hybrid,
+                        at: Some(asked),
+                        ..SearchRequest::default()
+                    })
+                    .await?;
+                let ranked: Vec<Value> = ranked
+                    .iter()
+                    .filter_map(|hit| {
+                        turn_of
+                            .get(&hit.memory.id)
+                            .map(|unit| json!([unit, round(hit.score)]))
+                    })
+                    .collect();
                 let record = json!({
                     "case": case["id"],
                     "qid": question["qid"],
@@ -322,6 +343,7 @@ pub async fn run(
                     "question": query,
                     "evidence": evidence,
                     "lists": lists,
+                    "hybrid": ranked,
                 });
                 writeln!(out, "{record}")?;
             }
