@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_MODEL_DIR: &str = "~/.cache/mnemo/models/all-MiniLM-L6-v2";
 /// Longest input in tokens for the local model (`sentence_bert_config.json` of all-MiniLM-L6-v2).
 pub const DEFAULT_MAX_SEQ_LEN: usize = 256;
+/// Most passages of `max_seq_len` tokens the local model reads of one text: 8 of 256 tokens
+/// cover about 8,000 characters of English.
+pub const DEFAULT_MAX_PASSAGES: usize = 8;
 /// Most texts per forward pass (local) or per request (remote).
 pub const DEFAULT_BATCH_SIZE: usize = 32;
 /// OpenAI's API; any OpenAI-compatible server works.
@@ -42,9 +45,12 @@ pub struct EmbeddingConfig {
     /// BERT-family sentence model; a leading `~` is the home directory. `scripts/fetch-model`
     /// installs all-MiniLM-L6-v2 into the default.
     pub model_dir: PathBuf,
-    /// Local: longest input in tokens; longer texts are truncated. At most the model's
-    /// `max_position_embeddings`.
+    /// Local: longest passage in tokens. At most the model's `max_position_embeddings`.
     pub max_seq_len: usize,
+    /// Local: a longer text is read as up to this many passages of `max_seq_len` tokens, whose
+    /// vectors are averaged (weighted by length); the rest of the text is not read. 1 truncates
+    /// at `max_seq_len`.
+    pub max_passages: usize,
     /// Most texts per forward pass (local) or per HTTP request (remote).
     pub batch_size: usize,
     /// Remote: base URL of the API, up to but not including `/embeddings`.
@@ -78,6 +84,7 @@ impl Default for EmbeddingConfig {
             provider: EmbeddingProvider::Local,
             model_dir: PathBuf::from(DEFAULT_MODEL_DIR),
             max_seq_len: DEFAULT_MAX_SEQ_LEN,
+            max_passages: DEFAULT_MAX_PASSAGES,
             batch_size: DEFAULT_BATCH_SIZE,
             base_url: DEFAULT_BASE_URL.to_owned(),
             model: DEFAULT_REMOTE_MODEL.to_owned(),
@@ -96,6 +103,7 @@ impl fmt::Debug for EmbeddingConfig {
             .field("provider", &self.provider)
             .field("model_dir", &self.model_dir)
             .field("max_seq_len", &self.max_seq_len)
+            .field("max_passages", &self.max_passages)
             .field("batch_size", &self.batch_size)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
@@ -143,6 +151,12 @@ impl ValidateConfig for EmbeddingConfig {
                 if self.max_seq_len < 2 {
                     problems.push(
                         "key `max_seq_len`: must be at least 2 (the [CLS] and [SEP] tokens)"
+                            .to_owned(),
+                    );
+                }
+                if self.max_passages == 0 {
+                    problems.push(
+                        "key `max_passages`: must be at least 1 (1 truncates long texts)"
                             .to_owned(),
                     );
                 }
@@ -231,6 +245,7 @@ mod tests {
         assert_eq!(defaults.provider, EmbeddingProvider::Local);
         assert_eq!(defaults.model_dir, Path::new(DEFAULT_MODEL_DIR));
         assert_eq!(defaults.max_seq_len, 256);
+        assert_eq!(defaults.max_passages, 8);
         assert_eq!(defaults.batch_size, 32);
         assert_eq!(defaults.model, "text-embedding-3-small");
         assert_eq!(defaults.timeout_secs, 30);
@@ -246,6 +261,7 @@ mod tests {
             provider = "remote"
             model_dir = "/models/bge"
             max_seq_len = 128
+            max_passages = 2
             batch_size = 8
             base_url = "http://localhost:11434/v1"
             model = "text-embedding-3-large"
@@ -257,6 +273,7 @@ mod tests {
         .expect("valid section");
         assert_eq!(config.provider, EmbeddingProvider::Remote);
         assert_eq!(config.model_dir, Path::new("/models/bge"));
+        assert_eq!(config.max_passages, 2);
         assert_eq!(config.remote_dimensions(), Some(256));
         assert!(config.problems().is_empty());
         assert!(
@@ -287,6 +304,13 @@ mod tests {
 
         let local = parse("dimensions = 256").expect("valid TOML");
         assert!(!local.problems().is_empty(), "dimensions is remote-only");
+
+        let none = parse("max_passages = 0").expect("valid TOML");
+        let problems = none.problems();
+        assert!(
+            problems.len() == 1 && problems[0].contains("`max_passages`"),
+            "{problems:?}"
+        );
     }
 
     #[test]

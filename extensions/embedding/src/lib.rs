@@ -5,9 +5,10 @@
 //! (memory) find it in the kernel's `Services`. It takes no other role.
 //!
 //! - `provider = "local"` (the default) runs a BERT-family sentence model in-process with candle
-//!   on the CPU: the tokenizer pads each batch to its longest text and truncates at
-//!   `max_seq_len`, BERT's last hidden states are mean-pooled over the attention mask, then
-//!   L2-normalised, as sentence-transformers does. Tried and tested with
+//!   on the CPU: BERT's last hidden states are mean-pooled over the attention mask, then
+//!   L2-normalised, as sentence-transformers does. A text longer than `max_seq_len` tokens is
+//!   read as up to `max_passages` overlapping passages whose vectors are averaged (see
+//!   `local.rs`), instead of being cut at `max_seq_len`. Tried and tested with
 //!   `sentence-transformers/all-MiniLM-L6-v2` (384 dimensions; `tests/fidelity.rs` checks it against
 //!   reference vectors from sentence-transformers); any BERT-family sentence model in the same
 //!   layout (`config.json`, `tokenizer.json`, `model.safetensors`, mean pooling) works through
@@ -30,12 +31,12 @@ mod single;
 
 pub use config::{
     expand_tilde, known_dimensions, EmbeddingConfig, EmbeddingProvider, API_KEY_ENV,
-    DEFAULT_BASE_URL, DEFAULT_BATCH_SIZE, DEFAULT_MAX_SEQ_LEN, DEFAULT_MODEL_DIR,
-    DEFAULT_REMOTE_MODEL, DEFAULT_TIMEOUT_SECS,
+    DEFAULT_BASE_URL, DEFAULT_BATCH_SIZE, DEFAULT_MAX_PASSAGES, DEFAULT_MAX_SEQ_LEN,
+    DEFAULT_MODEL_DIR, DEFAULT_REMOTE_MODEL, DEFAULT_TIMEOUT_SECS,
 };
 pub use local::{
-    LocalEmbedder, ModelLoadError, CONFIG_FILE, DEFAULT_LOCAL_DIMENSIONS, TOKENIZER_FILE,
-    WEIGHTS_FILE,
+    LocalEmbedder, ModelLoadError, CONFIG_FILE, DEFAULT_LOCAL_DIMENSIONS, PASSAGE_OVERLAP,
+    TOKENIZER_FILE, WEIGHTS_FILE,
 };
 pub use mnemo_embedding_api::*;
 pub use remote::RemoteEmbedder;

@@ -1,5 +1,12 @@
 //! The local provider: a BERT-family sentence model (all-MiniLM-L6-v2 by default) run in-process
 //! with candle, mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
+//!
+//! A text longer than `max_seq_len` tokens is read as passages: its first `max_seq_len` tokens,
+//! then windows of the same size, each starting [`PASSAGE_OVERLAP`] tokens before the last one
+//! ended, at most `max_passages` of them. The passages' vectors are averaged, weighted by their
+//! length in tokens, and normalised again, so that a long turn's later paragraphs count too
+//! instead of being cut off. A text that fits in one passage gets exactly the vector it got
+//! before passages existed.
 
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -11,9 +18,9 @@ use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
-use crate::config::{expand_tilde, EmbeddingConfig, DEFAULT_MODEL_DIR};
+use crate::config::{expand_tilde, EmbeddingConfig, DEFAULT_MAX_PASSAGES, DEFAULT_MODEL_DIR};
 use crate::single::SingleTextBert;
 use mnemo_embedding_api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
 
@@ -25,6 +32,9 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 /// The vector size reported before the model is loaded or when it cannot be (all-MiniLM-L6-v2's).
 pub const DEFAULT_LOCAL_DIMENSIONS: usize = 384;
+/// Tokens a passage repeats from the end of the one before it, so that a sentence cut at a
+/// passage's end is read whole in the next (at most half a passage, for a short `max_seq_len`).
+pub const PASSAGE_OVERLAP: usize = 32;
 
 /// Why the local model could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -56,13 +66,85 @@ pub enum ModelLoadError {
     },
 }
 
+/// What the model reads of a text at once: token and token-type ids, special tokens included.
+#[derive(Debug, Clone, PartialEq)]
+struct Passage {
+    ids: Vec<u32>,
+    type_ids: Vec<u32>,
+}
+
+/// The special tokens (`[CLS]` before and `[SEP]` after, for BERT) and token types the
+/// tokenizer's template puts around a single text, learnt by encoding one word.
+#[derive(Debug, Clone)]
+struct Frame {
+    before: Vec<(u32, u32)>,
+    after: Vec<(u32, u32)>,
+    text_type_id: u32,
+}
+
+impl Frame {
+    fn of(tokenizer: &Tokenizer) -> Result<Self, String> {
+        let probe = tokenizer
+            .encode("word", true)
+            .map_err(|err| err.to_string())?;
+        let special = probe.get_special_tokens_mask();
+        let pairs: Vec<(u32, u32)> = probe
+            .get_ids()
+            .iter()
+            .copied()
+            .zip(probe.get_type_ids().iter().copied())
+            .collect();
+        let first = special
+            .iter()
+            .position(|&mask| mask == 0)
+            .ok_or("the tokenizer returns no token for a word")?;
+        let last = special.iter().rposition(|&mask| mask == 0).unwrap_or(first);
+        Ok(Self {
+            before: pairs[..first].to_vec(),
+            after: pairs[last + 1..].to_vec(),
+            text_type_id: pairs[first].1,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.before.len() + self.after.len()
+    }
+
+    /// `tokens` framed.
+    fn around(&self, tokens: &[u32]) -> Passage {
+        let ids = self
+            .before
+            .iter()
+            .map(|&(id, _)| id)
+            .chain(tokens.iter().copied())
+            .chain(self.after.iter().map(|&(id, _)| id))
+            .collect();
+        let type_ids = self
+            .before
+            .iter()
+            .map(|&(_, type_id)| type_id)
+            .chain(std::iter::repeat_n(self.text_type_id, tokens.len()))
+            .chain(self.after.iter().map(|&(_, type_id)| type_id))
+            .collect();
+        Passage { ids, type_ids }
+    }
+}
+
 /// A loaded model: weights, tokenizer and output size.
 struct LoadedModel {
     bert: BertModel,
     /// The same weights laid out for one text at a time (a search's query); `None` on CPUs
     /// without AVX2/FMA/F16C, where single texts go through candle too.
     single: Option<SingleTextBert>,
+    /// Splits text into tokens; neither truncates nor pads (passages are cut in
+    /// [`LoadedModel::passages`], and candle's batches padded in [`LoadedModel::embed_chunk`]).
     tokenizer: Tokenizer,
+    /// The special tokens the tokenizer puts around one text.
+    frame: Frame,
+    /// The padding token's id, for candle's batches.
+    pad_id: u32,
+    /// The longest passage in tokens, the frame's included.
+    max_len: usize,
     dimensions: usize,
 }
 
@@ -70,6 +152,7 @@ struct LoadedModel {
 struct Inner {
     model_dir: PathBuf,
     max_seq_len: usize,
+    max_passages: usize,
     batch_size: usize,
     model_id: String,
     state: OnceLock<Result<Arc<LoadedModel>, String>>,
@@ -94,6 +177,7 @@ impl fmt::Debug for LocalEmbedder {
         f.debug_struct("LocalEmbedder")
             .field("model_dir", &self.inner.model_dir)
             .field("max_seq_len", &self.inner.max_seq_len)
+            .field("max_passages", &self.inner.max_passages)
             .field("batch_size", &self.inner.batch_size)
             .field("loaded", &matches!(self.inner.state.get(), Some(Ok(_))))
             .finish()
@@ -101,8 +185,9 @@ impl fmt::Debug for LocalEmbedder {
 }
 
 impl LocalEmbedder {
-    /// A provider for the model in `model_dir` (a leading `~` is expanded), truncating inputs at
-    /// `max_seq_len` tokens and running at most `batch_size` texts per forward pass.
+    /// A provider for the model in `model_dir` (a leading `~` is expanded), reading inputs in
+    /// passages of `max_seq_len` tokens (at most [`DEFAULT_MAX_PASSAGES`]; see
+    /// [`Self::with_max_passages`]) and running at most `batch_size` passages per forward pass.
     pub fn new(model_dir: impl AsRef<Path>, max_seq_len: usize, batch_size: usize) -> Self {
         let model_dir = expand_tilde(model_dir.as_ref());
         let model_id = model_dir
@@ -113,6 +198,7 @@ impl LocalEmbedder {
             inner: Arc::new(Inner {
                 model_dir,
                 max_seq_len: max_seq_len.max(2),
+                max_passages: DEFAULT_MAX_PASSAGES,
                 batch_size: batch_size.max(1),
                 model_id,
                 state: OnceLock::new(),
@@ -121,9 +207,28 @@ impl LocalEmbedder {
         }
     }
 
-    /// The provider `config` describes (its `model_dir`, `max_seq_len` and `batch_size`).
+    /// The provider `config` describes (its `model_dir`, `max_seq_len`, `max_passages` and
+    /// `batch_size`).
     pub fn from_config(config: &EmbeddingConfig) -> Self {
         Self::new(&config.model_dir, config.max_seq_len, config.batch_size)
+            .with_max_passages(config.max_passages)
+    }
+
+    /// This provider reading at most `max_passages` passages of a long text (at least 1: the
+    /// text truncated at `max_seq_len`). Call it before the provider is cloned or used.
+    pub fn with_max_passages(self, max_passages: usize) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                model_dir: inner.model_dir.clone(),
+                max_seq_len: inner.max_seq_len,
+                max_passages: max_passages.max(1),
+                batch_size: inner.batch_size,
+                model_id: inner.model_id.clone(),
+                state: inner.state.clone(),
+                single: OnceLock::new(),
+            }),
+        }
     }
 
     /// The model directory, with `~` expanded.
@@ -182,13 +287,16 @@ impl Inner {
         let model = self.model().map_err(EmbeddingError::Unavailable)?;
         if let Some(single) = &model.single {
             let embed_one = |text: &String| -> Result<Vec<f32>, EmbeddingError> {
-                let encoding = model
-                    .tokenizer
-                    .encode(text.as_str(), true)
-                    .map_err(|err| failed("tokenizer", err))?;
-                single
-                    .embed(encoding.get_ids(), encoding.get_type_ids())
-                    .map_err(|err| failed("inference", err))
+                let passages = model.passages(text, self.max_passages)?;
+                let vectors = passages
+                    .iter()
+                    .map(|passage| {
+                        single
+                            .embed(&passage.ids, &passage.type_ids)
+                            .map_err(|err| failed("inference", err))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(pool_passages(&passages, vectors))
             };
             // A batch too goes text by text through the packed forward, the texts spread over
             // the cores: each text computes only its own tokens (no padding to the longest), and
@@ -202,7 +310,7 @@ impl Inner {
                 }
             };
         }
-        if let [text] = texts {
+        if let [_] = texts {
             let single = self.single.get_or_init(|| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(1)
@@ -212,26 +320,72 @@ impl Inner {
                     .ok()
             });
             if let Some(pool) = single {
-                return pool.install(|| model.embed_chunk(vec![text.as_str()]));
+                return pool.install(|| self.embed_with_candle(&model, texts));
             }
         }
-        // Without the fast path (a CPU without AVX2/FMA): candle's batches.
-        // Similar lengths share a forward pass, so that little padding is computed.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&text_idx| texts[text_idx].len());
-        let mut vectors = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let inputs: Vec<&str> = chunk
-                .iter()
-                .map(|&text_idx| texts[text_idx].as_str())
-                .collect();
-            let chunk_vectors = model.embed_chunk(inputs)?;
-            for (&text_idx, vector) in chunk.iter().zip(chunk_vectors) {
-                vectors[text_idx] = vector;
-            }
-        }
-        Ok(vectors)
+        self.embed_with_candle(&model, texts)
     }
+
+    /// Without the fast path (a CPU without AVX2/FMA): candle's batches. Passages of similar
+    /// lengths share a forward pass, so that little padding is computed.
+    fn embed_with_candle(
+        &self,
+        model: &LoadedModel,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        let passages = texts
+            .iter()
+            .map(|text| model.passages(text, self.max_passages))
+            .collect::<Result<Vec<_>, _>>()?;
+        // (text, passage) of every passage, shortest first.
+        let mut order: Vec<(usize, usize)> = passages
+            .iter()
+            .enumerate()
+            .flat_map(|(text_idx, text)| (0..text.len()).map(move |idx| (text_idx, idx)))
+            .collect();
+        order.sort_by_key(|&(text_idx, idx)| passages[text_idx][idx].ids.len());
+        let mut vectors: Vec<Vec<Vec<f32>>> = passages
+            .iter()
+            .map(|text| vec![Vec::new(); text.len()])
+            .collect();
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&Passage> = chunk
+                .iter()
+                .map(|&(text_idx, idx)| &passages[text_idx][idx])
+                .collect();
+            let batch_vectors = model.embed_chunk(batch)?;
+            for (&(text_idx, idx), vector) in chunk.iter().zip(batch_vectors) {
+                vectors[text_idx][idx] = vector;
+            }
+        }
+        Ok(passages
+            .iter()
+            .zip(vectors)
+            .map(|(text, text_vectors)| pool_passages(text, text_vectors))
+            .collect())
+    }
+}
+
+/// One vector for a text from its passages' vectors: the mean weighted by each passage's
+/// tokens, L2-normalised. A single passage's vector is returned unchanged.
+fn pool_passages(passages: &[Passage], mut vectors: Vec<Vec<f32>>) -> Vec<f32> {
+    if vectors.len() <= 1 {
+        return vectors.pop().unwrap_or_default();
+    }
+    let mut pooled = vec![0.0_f32; vectors[0].len()];
+    for (passage, vector) in passages.iter().zip(&vectors) {
+        let weight = passage.ids.len() as f32;
+        for (sum, value) in pooled.iter_mut().zip(vector) {
+            *sum += weight * value;
+        }
+    }
+    let norm = pooled.iter().map(|value| value * value).sum::<f32>().sqrt();
+    if norm > 1e-12 {
+        for value in &mut pooled {
+            *value /= norm;
+        }
+    }
+    pooled
 }
 
 /// The hint for a missing model: the command that installs it into `dir`.
@@ -280,22 +434,16 @@ fn load_model(dir: &Path, max_seq_len: usize) -> Result<LoadedModel, ModelLoadEr
 
     let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
         .map_err(|err| invalid(&tokenizer_path, err.to_string()))?;
-    // The shipped tokenizer.json pads every input to 128 tokens and truncates at 128: pad each
-    // batch to its longest input instead, and truncate at `max_seq_len`. Never to a multiple of
-    // some size: the packed forward takes a single text without an attention mask, so a padding
-    // token there would be read as text.
-    let padding = PaddingParams {
-        strategy: PaddingStrategy::BatchLongest,
-        pad_to_multiple_of: None,
-        ..tokenizer.get_padding().cloned().unwrap_or_default()
-    };
-    tokenizer.with_padding(Some(padding));
+    // The shipped tokenizer.json pads every input to 128 tokens and truncates at 128: the
+    // tokenizer here does neither, `passages` cuts and `embed_chunk` pads. The packed forward
+    // takes a single text without an attention mask, so a padding token there would be read
+    // as text.
+    let pad_id = tokenizer.get_padding().map_or(0, |padding| padding.pad_id);
+    tokenizer.with_padding(None);
     tokenizer
-        .with_truncation(Some(TruncationParams {
-            max_length: max_len,
-            ..TruncationParams::default()
-        }))
+        .with_truncation(None)
         .map_err(|err| invalid(&tokenizer_path, err.to_string()))?;
+    let frame = Frame::of(&tokenizer).map_err(|err| invalid(&tokenizer_path, err))?;
 
     let weights = mmap_weights(&weights_path).map_err(|err| invalid(&weights_path, err))?;
     let single = SingleTextBert::load(&weights, &bert_config).unwrap_or_else(|reason| {
@@ -311,6 +459,9 @@ fn load_model(dir: &Path, max_seq_len: usize) -> Result<LoadedModel, ModelLoadEr
         bert,
         single,
         tokenizer,
+        frame,
+        pad_id,
+        max_len,
         dimensions: bert_config.hidden_size,
     })
 }
@@ -341,22 +492,49 @@ fn failed(what: &str, err: impl fmt::Display) -> EmbeddingError {
 }
 
 impl LoadedModel {
-    /// One forward pass: tokenise (padded to the longest text), run BERT, mean-pool over the
-    /// attention mask, L2-normalise.
-    fn embed_chunk(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        let n_texts = texts.len();
-        let encodings = self
+    /// The passages the model reads of `text`, each framed by the special tokens: its first
+    /// `max_len` tokens, then windows of the same size that start [`PASSAGE_OVERLAP`] tokens
+    /// (at most half a window) before the last one ended, at most `max_passages` in all.
+    fn passages(&self, text: &str, max_passages: usize) -> Result<Vec<Passage>, EmbeddingError> {
+        let tokens = self
             .tokenizer
-            .encode_batch(texts, true)
+            .encode(text, false)
             .map_err(|err| failed("tokenizer", err))?;
-        let n_tokens = encodings.first().map_or(0, |encoding| encoding.len());
+        let tokens = tokens.get_ids();
+        let window = self.max_len.saturating_sub(self.frame.len()).max(1);
+        let step = window - PASSAGE_OVERLAP.min(window / 2);
+        let mut passages = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + window).min(tokens.len());
+            passages.push(self.frame.around(&tokens[start..end]));
+            if end == tokens.len() || passages.len() >= max_passages {
+                return Ok(passages);
+            }
+            start += step;
+        }
+    }
+
+    /// One forward pass over `passages` (padded here to the longest): run BERT, mean-pool over
+    /// the attention mask, L2-normalise.
+    fn embed_chunk(&self, passages: Vec<&Passage>) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        let n_texts = passages.len();
+        let n_tokens = passages
+            .iter()
+            .map(|passage| passage.ids.len())
+            .max()
+            .unwrap_or(0);
         let mut ids = Vec::with_capacity(n_texts * n_tokens);
         let mut type_ids = Vec::with_capacity(n_texts * n_tokens);
         let mut mask = Vec::with_capacity(n_texts * n_tokens);
-        for encoding in &encodings {
-            ids.extend_from_slice(encoding.get_ids());
-            type_ids.extend_from_slice(encoding.get_type_ids());
-            mask.extend_from_slice(encoding.get_attention_mask());
+        for passage in &passages {
+            let padding = n_tokens - passage.ids.len();
+            ids.extend_from_slice(&passage.ids);
+            ids.extend(std::iter::repeat_n(self.pad_id, padding));
+            type_ids.extend_from_slice(&passage.type_ids);
+            type_ids.extend(std::iter::repeat_n(0, padding));
+            mask.extend(std::iter::repeat_n(1_u32, passage.ids.len()));
+            mask.extend(std::iter::repeat_n(0_u32, padding));
         }
         let tensor = |values: Vec<u32>| {
             Tensor::from_vec(values, (n_texts, n_tokens), &Device::Cpu)
@@ -396,12 +574,12 @@ impl EmbeddingApi for LocalEmbedder {
         self.load()
     }
 
-    /// The tokens of `text` with `[CLS]` and `[SEP]`, at most `max_seq_len` (loading the model
-    /// now if needed, which blocks); `None` if it cannot be loaded.
+    /// The tokens the model reads of `text`: those of its passages, each with `[CLS]` and
+    /// `[SEP]` (loading the model now if needed, which blocks); `None` if it cannot be loaded.
     fn token_count(&self, text: &str) -> Option<usize> {
         let model = self.inner.model().ok()?;
-        let encoding = model.tokenizer.encode(text, true).ok()?;
-        Some(encoding.get_ids().len())
+        let passages = model.passages(text, self.inner.max_passages).ok()?;
+        Some(passages.iter().map(|passage| passage.ids.len()).sum())
     }
 
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
@@ -420,5 +598,69 @@ impl EmbeddingApi for LocalEmbedder {
         tokio::task::spawn_blocking(move || inner.embed_blocking(&texts))
             .await
             .map_err(|err| failed("inference task", err))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Needs the model, as `tests/fidelity.rs` does (`scripts/fetch-model`).
+
+    use super::*;
+
+    fn cosine(left: &[f32], right: &[f32]) -> f32 {
+        left.iter().zip(right).map(|(a, b)| a * b).sum()
+    }
+
+    #[test]
+    fn candle_and_the_packed_forward_read_passages_alike() {
+        let dir = std::env::var_os("MNEMO_MODEL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| EmbeddingConfig::default().resolved_model_dir());
+        // Passages of 64 tokens, 4 per forward pass: a long text fills several batches.
+        let embedder = LocalEmbedder::new(&dir, 64, 4);
+        let model = embedder
+            .inner
+            .model()
+            .expect("the model is installed (scripts/fetch-model)");
+        let long = "We walked along the river to the old mill, then back through the \
+                    orchard where the apples were already falling. "
+            .repeat(20);
+        let passages = model
+            .passages(&long, DEFAULT_MAX_PASSAGES)
+            .expect("passages");
+        assert_eq!(passages.len(), DEFAULT_MAX_PASSAGES, "capped");
+        assert!(passages.iter().all(|passage| passage.ids.len() == 64));
+        // Passages overlap, and each is framed as the tokenizer frames a text.
+        let whole = model.tokenizer.encode(long.as_str(), true).expect("encode");
+        let (first, second) = (&passages[0].ids, &passages[1].ids);
+        assert_eq!(
+            first[..63],
+            whole.get_ids()[..63],
+            "[CLS] and the first tokens"
+        );
+        assert_eq!(second[0], first[0], "[CLS] again");
+        assert_eq!(first.last(), whole.get_ids().last(), "[SEP]");
+        assert_eq!(second.last(), whole.get_ids().last(), "[SEP]");
+        assert_eq!(
+            second[1..32],
+            first[32..63],
+            "the second repeats the first's last 31"
+        );
+
+        let texts = vec!["A short one.".to_owned(), long];
+        let candle = embedder
+            .inner
+            .embed_with_candle(&model, &texts)
+            .expect("candle's batches");
+        let packed = embedder.inner.embed_blocking(&texts).expect("packed");
+        if model.single.is_none() {
+            eprintln!("this CPU lacks AVX2, FMA or F16C: both paths are candle's");
+        }
+        for (text, (a, b)) in texts.iter().zip(candle.iter().zip(&packed)) {
+            let norm = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "{text:?}: norm {norm}");
+            let similarity = cosine(a, b);
+            assert!(similarity > 0.9999, "{text:?}: cosine {similarity}");
+        }
     }
 }

@@ -114,6 +114,7 @@ async fn max_seq_len_truncates_and_the_reference_sees_it() {
         .max_by_key(|(_, sentence)| sentence.len())
         .expect("sentences");
     let at_128 = LocalEmbedder::new(model_dir(), 128, 32)
+        .with_max_passages(1)
         .embed(long)
         .await
         .expect("embed at 128");
@@ -122,6 +123,64 @@ async fn max_seq_len_truncates_and_the_reference_sees_it() {
         similarity < 0.999,
         "truncating at 128 tokens still gives cosine {similarity}"
     );
+}
+
+/// About 400 tokens of talk about a garden, then one sentence on another subject.
+fn long_turn_with_a_late_fact() -> (String, &'static str) {
+    let garden = [
+        "The tomatoes finally ripened after weeks of rain, and the basil next to them is thriving.",
+        "I moved the lavender to the sunny corner by the fence because it kept drooping in the shade.",
+        "Slugs ate half of the lettuce again, so I am trying copper tape around the raised beds.",
+        "The compost heap is warm now; turning it every Sunday morning seems to make the difference.",
+        "Next spring I want to add a row of sunflowers along the wall for the bees and the birds.",
+    ];
+    let mut text = String::new();
+    for round in 0..3 {
+        for sentence in garden {
+            text.push_str(sentence);
+            text.push_str(if round == 2 { " " } else { " Anyway. " });
+        }
+    }
+    text.push_str("Oh, and my sister Ines is getting married in Lisbon next June.");
+    (text, "Where is Ines getting married?")
+}
+
+#[tokio::test]
+async fn a_long_text_is_read_to_its_end_in_passages() {
+    let passages = embedder();
+    let truncated = LocalEmbedder::new(model_dir(), 256, 32).with_max_passages(1);
+    let (turn, question) = long_turn_with_a_late_fact();
+    let tokens = passages.token_count(&turn).expect("token count");
+    let first_only = truncated.token_count(&turn).expect("token count");
+    assert_eq!(first_only, 256, "one passage is the first 256 tokens");
+    assert!(
+        tokens > 256 + 32,
+        "the whole turn is read, in two passages or more: {tokens} tokens"
+    );
+
+    let query = passages.embed(question).await.expect("embed the question");
+    let read_whole = passages.embed(&turn).await.expect("embed in passages");
+    let cut = truncated.embed(&turn).await.expect("embed truncated");
+    assert_unit(&read_whole, "pooled passages");
+    let (whole, cut) = (cosine(&query, &read_whole), cosine(&query, &cut));
+    eprintln!("question against the turn: {whole:.3} in passages, {cut:.3} cut at 256 tokens");
+    assert!(
+        whole > cut + 0.05,
+        "the late fact should bring the question closer: {whole} in passages, {cut} cut"
+    );
+
+    // A text that fits in one passage gets exactly its one passage's vector.
+    let short = "I moved the lavender to the sunny corner.";
+    assert_eq!(
+        passages.embed(short).await.expect("embed"),
+        truncated.embed(short).await.expect("embed"),
+    );
+    // In a batch, a long text gets the vector it gets alone.
+    let batch = passages
+        .embed_batch(&[short.to_owned(), turn.clone()])
+        .await
+        .expect("batch");
+    assert!(cosine(&batch[1], &read_whole) > 0.99999);
 }
 
 #[tokio::test]
