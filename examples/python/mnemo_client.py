@@ -98,8 +98,9 @@ def batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 def print_hit(rank: int, hit: dict[str, Any]) -> None:
     memory, why = hit["memory"], hit["why"]
     print(f"hit {rank}: [{memory['kind']}] {memory['content']}")
-    print(f"    score {hit['score']:.4f} = (fused {why['fused']:.4f} + neighbours "
-          f"{why['neighbours']:.4f}) x confidence weight {why['confidence_weight']:.2f}")
+    print(f"    score {hit['score']:.4f} = (fused {why['fused']:.4f} x speaker {why['speaker']:.1f} "
+          f"x period {why['period']:.1f} + neighbours {why['neighbours']:.4f} "
+          f"+ session {why['session']:.4f}) x confidence weight {why['confidence_weight']:.2f}")
     for verdict in why["lists"]:
         print(f"    {verdict['list']}: rank {verdict['rank']}, score {verdict['score']:.4f}")
 

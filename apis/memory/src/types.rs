@@ -207,6 +207,9 @@ pub struct ScoreBreakdown {
     /// What the neighbouring turns of its session added (hybrid search over episodes); may be
     /// negative when its own relevance was shared out.
     pub neighbours: f64,
+    /// What the best other matches of its session added (hybrid search over episodes).
+    #[serde(default)]
+    pub session: f64,
     /// The factor its confidence contributed: `min(1, 0.5 + confidence)`.
     pub confidence_weight: f64,
 }

@@ -53,6 +53,10 @@ pub struct MemoryConfig {
     pub previous_turn_weight: f64,
     /// Hybrid search: an episode also gets this share of the relevance of the turn just after it.
     pub next_turn_weight: f64,
+    /// Hybrid search: an episode also gets this share of the relevance of the two best other
+    /// turns of its session among the leading candidates (a session that matches in several
+    /// turns is about the question); 0 = off.
+    pub session_weight: f64,
     /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
     /// list always has neighbours, related or not.
     pub min_similarity: f32,
@@ -137,6 +141,7 @@ impl Default for MemoryConfig {
             rrf_k: 60.0,
             previous_turn_weight: 0.15,
             next_turn_weight: 0.1,
+            session_weight: 0.1,
             min_similarity: 0.3,
             vector_oversample: 8,
             supersede_similarity: 0.75,
@@ -224,6 +229,7 @@ impl ValidateConfig for MemoryConfig {
             ("entity_weight", self.entity_weight),
             ("previous_turn_weight", self.previous_turn_weight),
             ("next_turn_weight", self.next_turn_weight),
+            ("session_weight", self.session_weight),
         ] {
             need((0.0..=1.0).contains(&value), key, "must be between 0 and 1");
         }

@@ -75,7 +75,7 @@ pub(crate) struct SearchResults {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct HitView {
     memory: MemoryView,
-    /// `(fused × speaker × period + neighbours) × confidence_weight`. Comparable within one search only: with
+    /// `(fused × speaker × period + neighbours + session) × confidence_weight`. Comparable within one search only: with
     /// `fusion` `scores` (hybrid, by default) the lists' normalised scores are added (the best
     /// text match gives 1, the vector and entity lists add their weighted shares); with `rrf`
     /// (a single mode, or `fusion = "rrf"`) each list adds 1 / (60 + rank).
@@ -101,6 +101,8 @@ pub(crate) struct WhyView {
     period: f64,
     /// What neighbouring turns of its session added.
     neighbours: f64,
+    /// What the best other matches of its session added (a session matching in several turns).
+    session: f64,
     /// The factor its confidence gave: min(1, 0.5 + confidence).
     confidence_weight: f64,
 }
@@ -137,6 +139,7 @@ impl HitView {
                 speaker: hit.why.speaker,
                 period: hit.why.period,
                 neighbours: hit.why.neighbours,
+                session: hit.why.session,
                 confidence_weight: hit.why.confidence_weight,
             },
             memory: hit.memory.into(),

@@ -13,11 +13,17 @@
 //! question's words, but follows the turn that does. The conversation-context list
 //! ([`context_scores`]) scores each turn by its own BM25 plus that of the turn before it, and
 //! shares the text weight with the plain BM25 list. After fusion, [`spread_to_neighbours`] gives
-//! every listed episode a share of the fused relevance of the turns just before and after it.
+//! every listed episode a share of the fused relevance of the turns just before and after it,
+//! and [`session_lift`] a share of that of the best other matches of its session: a session
+//! that matches in several turns is about the question, and questions that span sessions want
+//! each whole session's evidence.
 
 use std::collections::HashMap;
 
-use crate::types::CandidateList;
+use crate::types::{CandidateList, SessionKey};
+
+/// How many other turns of its session lend an episode relevance ([`session_lift`]).
+pub(crate) const SESSION_PEERS: usize = 2;
 
 /// How hybrid search fuses its lists (`fusion` in `[extensions.memory]`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,6 +167,33 @@ pub(crate) fn spread_to_neighbours(
         *score += before * inherited(previous) + after * inherited(next);
     }
     spread
+}
+
+/// What each episode of `head` (id, session, relevance) gains from its session: `weight`
+/// times the summed relevance of the [`SESSION_PEERS`] most relevant other episodes of the same
+/// session in `head`. Episodes alone in their session gain nothing and are left out.
+pub(crate) fn session_lift(
+    head: &[(&String, &SessionKey, f64)],
+    weight: f64,
+) -> HashMap<String, f64> {
+    let mut sessions: HashMap<&SessionKey, Vec<(f64, &String)>> = HashMap::new();
+    for &(id, session, relevance) in head {
+        sessions.entry(session).or_default().push((relevance, id));
+    }
+    let mut lift = HashMap::new();
+    for members in sessions.values_mut().filter(|members| members.len() > 1) {
+        members.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        for (_, id) in members.iter() {
+            let peers: f64 = members
+                .iter()
+                .filter(|(_, other)| other != id)
+                .take(SESSION_PEERS)
+                .map(|(relevance, _)| relevance)
+                .sum();
+            lift.insert((*id).clone(), weight * peers);
+        }
+    }
+    lift
 }
 
 #[cfg(test)]
@@ -312,5 +345,42 @@ mod tests {
         // q: 0.6 x 0.75 x 1 + 0.6 x 0.25 x 2/3; a: 0.6 x 0.75 x 1/2 + 0.6 x 0.25 x 1.
         assert!((both["q"] - 0.55).abs() < 1e-12);
         assert!((both["a"] - 0.375).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_session_lends_its_best_other_matches() {
+        let session = |user: &str, id: &str| SessionKey {
+            user_id: user.to_owned(),
+            chat_id: None,
+            session_id: id.to_owned(),
+        };
+        let (s1, s2, other_user) = (
+            session("ana", "s1"),
+            session("ana", "s2"),
+            session("bo", "s1"),
+        );
+        let ids: Vec<String> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .map(|id| (*id).to_owned())
+            .collect();
+        let head = vec![
+            (&ids[0], &s1, 1.0),
+            (&ids[1], &s1, 0.5),
+            (&ids[2], &s1, 0.25),
+            (&ids[3], &s1, 0.125),
+            (&ids[4], &s2, 0.9),
+            // The same session id of another user is another session.
+            (&ids[5], &other_user, 0.8),
+        ];
+        let lift = session_lift(&head, 0.1);
+        // Each gets 0.1 x its two best peers: a from b and c, the others from a and the next.
+        assert!((lift["a"] - 0.075).abs() < 1e-12);
+        assert!((lift["b"] - 0.125).abs() < 1e-12);
+        assert!((lift["c"] - 0.15).abs() < 1e-12);
+        assert!((lift["d"] - 0.15).abs() < 1e-12);
+        assert!(
+            !lift.contains_key("e") && !lift.contains_key("f"),
+            "alone in a session"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Ranking a search: fusing the candidate lists, weighing confidence, lifting what was said in
 //! the period the query names and the turns of the speaker it names, and lifting turns next to
-//! relevant ones.
+//! relevant ones and in sessions that match in several turns.
 
 use std::collections::HashMap;
 
@@ -8,7 +8,7 @@ use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
 use super::candidates::query_head;
-use super::fusion::{fuse, spread_to_neighbours, Fusion};
+use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion};
 use super::speakers::spoken_by;
 use super::when::period_in;
 use crate::error::{record_failure, Result};
@@ -120,6 +120,7 @@ impl MemoryService {
         // The head of the list is re-ranked: only a candidate already near the top can be
         // lifted into the results by its speaker or its neighbours.
         let mut speaker_factor: HashMap<String, f64> = HashMap::new();
+        let mut session_gain: HashMap<String, f64> = HashMap::new();
         if hybrid {
             ranked.truncate(limit * NEIGHBOUR_POOL);
             let head: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
@@ -151,9 +152,18 @@ impl MemoryService {
             } else {
                 relevance
             };
+            let session_weight = self.config().session_weight;
+            if session_weight > 0.0 {
+                let members: Vec<_> = head
+                    .iter()
+                    .filter_map(|id| Some((id, keys.get(id)?.session.as_ref()?, *spread.get(id)?)))
+                    .collect();
+                session_gain = session_lift(&members, session_weight);
+            }
             for entry in &mut ranked {
                 if let (Some(score), Some(weight)) = (spread.get(&entry.0), weight(&entry.0)) {
-                    entry.1 = score * weight;
+                    let gain = session_gain.get(&entry.0).copied().unwrap_or(0.0);
+                    entry.1 = (score + gain) * weight;
                 }
             }
             order(&mut ranked);
@@ -165,7 +175,12 @@ impl MemoryService {
             .into_iter()
             .filter_map(|(id, score, _, ranks)| {
                 let speaker = speaker_factor.get(&id).copied().unwrap_or(1.0);
-                let relevance = (fused.get(&id)?.0, speaker, period_factor(&id));
+                let relevance = Relevance {
+                    fused: fused.get(&id)?.0,
+                    speaker,
+                    period: period_factor(&id),
+                    session: session_gain.get(&id).copied().unwrap_or(0.0),
+                };
                 let why = breakdown(&lists, &id, &ranks, relevance, score, weight(&id)?);
                 memories
                     .remove(&id)
@@ -180,18 +195,32 @@ impl MemoryService {
     }
 }
 
-/// Why the memory `id` got `score`: each list's rank and own score, the fused relevance and the
-/// speaker's and the period's factors (`relevance`), what its neighbours added, and its
-/// confidence's factor (`score = (fused × speaker × period + neighbours) × weight`).
+/// A hit's relevance before its neighbours' shares and its confidence: the fused lists, the
+/// speaker's and the period's factors, and what its session's other matches added.
+struct Relevance {
+    fused: f64,
+    speaker: f64,
+    period: f64,
+    session: f64,
+}
+
+/// Why the memory `id` got `score`: each list's rank and own score, its `relevance`, what its
+/// neighbours added, and its confidence's factor
+/// (`score = (fused × speaker × period + neighbours + session) × weight`).
 fn breakdown(
     lists: &[CandidateList],
     id: &str,
     ranks: &[(String, usize)],
-    relevance: (f64, f64, f64),
+    relevance: Relevance,
     score: f64,
     confidence_weight: f64,
 ) -> ScoreBreakdown {
-    let (fused, speaker, period) = relevance;
+    let Relevance {
+        fused,
+        speaker,
+        period,
+        session,
+    } = relevance;
     let matches = ranks
         .iter()
         .map(|(list, rank)| ListMatch {
@@ -206,7 +235,7 @@ fn breakdown(
         })
         .collect();
     let neighbours = if confidence_weight > 0.0 {
-        score / confidence_weight - fused * speaker * period
+        score / confidence_weight - fused * speaker * period - session
     } else {
         0.0
     };
@@ -216,6 +245,7 @@ fn breakdown(
         speaker,
         period,
         neighbours,
+        session,
         confidence_weight,
     }
 }

@@ -81,6 +81,8 @@ pub(crate) struct RankKey {
     pub(crate) previous: Option<String>,
     /// The turn after it in its session (episodes only, when asked for).
     pub(crate) next: Option<String>,
+    /// Its session (episodes only).
+    pub(crate) session: Option<SessionKey>,
 }
 
 /// A memory waiting for its vector.

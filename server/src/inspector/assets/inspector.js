@@ -177,6 +177,7 @@ async function search(event) {
           why.speaker !== 1 ? el("span", { title: "a turn spoken by the person the query names" }, `× speaker ${fixed(why.speaker)}`) : null,
           why.period !== 1 ? el("span", { title: "said in the period the query names, or the week after" }, `× period ${fixed(why.period)}`) : null,
           el("span", { title: "what neighbouring turns of its session added" }, `+ neighbours ${fixed(why.neighbours)}`),
+          why.session ? el("span", { title: "what the best other matches of its session added" }, `+ session ${fixed(why.session)}`) : null,
           el("span", { title: "min(1, 0.5 + confidence)" }, `× confidence ${fixed(why.confidence_weight)}`)));
     }));
     say(results.hits.length ? `${results.hits.length} hits, best first.` : "Nothing found.");

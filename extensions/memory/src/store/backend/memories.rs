@@ -36,7 +36,7 @@ pub(crate) trait MemoryRecords: Send + Sync {
     ) -> Result<HashMap<String, Memory>>;
 
     /// Which of `ids` pass the request's filters, with what ranking needs and without reading
-    /// their text: confidence, event time and, with `neighbours`, an episode's previous and
+    /// their text: confidence, event time, an episode's session and, with `neighbours`, its previous and
     /// next turn in its session.
     ///
     /// # Errors

@@ -17,7 +17,7 @@ use crate::store::backend::MemoryRecords;
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
 use crate::store::RankKey;
-use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
+use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest, SessionKey};
 
 /// The kinds' names, for binding as a list.
 fn kind_names(kinds: &[MemoryKind]) -> Vec<String> {
@@ -85,26 +85,46 @@ impl MemoryRecords for PostgresStore {
         } else {
             builder.push("NULL::text, NULL::text");
         }
-        builder.push(" FROM memories m WHERE m.id = ANY(");
+        builder.push(
+            ", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END \
+             FROM memories m WHERE m.id = ANY(",
+        );
         builder.push_bind(ids.to_vec()).push(")");
         push_filters(&mut builder, request);
-        type Row = (String, f64, i64, Option<String>, Option<String>);
+        type Row = (
+            String,
+            f64,
+            i64,
+            Option<String>,
+            Option<String>,
+            String,
+            Option<String>,
+            Option<String>,
+        );
         Ok(builder
             .build_query_as::<Row>()
             .fetch_all(&self.pool)
             .await?
             .into_iter()
-            .map(|(id, confidence, event_time, previous, next)| {
-                (
-                    id,
-                    RankKey {
-                        confidence,
-                        event_time,
-                        previous,
-                        next,
-                    },
-                )
-            })
+            .map(
+                |(id, confidence, event_time, previous, next, user_id, chat_id, session_id)| {
+                    let session = session_id.map(|session_id| SessionKey {
+                        user_id,
+                        chat_id,
+                        session_id,
+                    });
+                    (
+                        id,
+                        RankKey {
+                            confidence,
+                            event_time,
+                            previous,
+                            next,
+                            session,
+                        },
+                    )
+                },
+            )
             .collect())
     }
 

@@ -5,7 +5,7 @@ use super::super::open_fresh;
 use super::{ana, at, insert, row, sql, Row};
 use crate::store::backend::MemoryRecords;
 use crate::store::postgres::PostgresStore;
-use crate::types::{ListRequest, MemoryKind, SearchRequest};
+use crate::types::{ListRequest, MemoryKind, SearchRequest, SessionKey};
 
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
@@ -70,6 +70,11 @@ async fn get_load_and_rank_keys_with_session_neighbours() {
     assert_eq!(neighbours("ep_4"), (some("ep_3b"), None));
     assert_eq!(neighbours("fact_1"), (None, None));
     assert_eq!(keys["ep_4"].event_time, 30);
+    assert_eq!(
+        keys["ep_2"].session,
+        Some(SessionKey::new("ana", None, "s1"))
+    );
+    assert_eq!(keys["fact_1"].session, None, "only episodes have a session");
     assert_eq!(keys["ep_4"].confidence, 1.0);
     let plain = store.rank_keys(&ids, &ana(), false).await.unwrap();
     assert_eq!(plain["ep_2"].previous, None);
