@@ -185,7 +185,7 @@ pub struct SearchHit {
     /// Fused score (weighted normalised scores, or RRF), or the single list's rank score.
     pub score: f64,
     /// Why it ranked where it did: [`SearchHit::score`] is `(fused × speaker × period +
-    /// neighbours) × confidence_weight`.
+    /// neighbours + session) × confidence_weight`.
     pub why: ScoreBreakdown,
 }
 

@@ -17,7 +17,7 @@ use crate::types::{
     CandidateList, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
 };
 
-/// Hybrid search re-ranks by speaker and neighbouring turns only the best
+/// Hybrid search re-ranks by speaker, neighbouring turns and sessions only the best
 /// `limit × NEIGHBOUR_POOL` candidates.
 const NEIGHBOUR_POOL: usize = 8;
 
@@ -27,7 +27,8 @@ type Ranked = (String, f64, i64, Vec<(String, usize)>);
 impl MemoryService {
     /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
     /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
-    /// listed episode inherit a share of its neighbouring turns' relevance.
+    /// listed episode inherit a share of its neighbouring turns' relevance and of its session's
+    /// best other matches (their relevance with their own neighbours' shares).
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.

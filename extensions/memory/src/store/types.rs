@@ -85,6 +85,42 @@ pub(crate) struct RankKey {
     pub(crate) session: Option<SessionKey>,
 }
 
+/// A row of `rank_keys`' query, either backend: id, confidence, event time, previous and next
+/// turn, owner, chat, and session id (episodes only).
+pub(crate) type RankRow = (
+    String,
+    f64,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+impl RankKey {
+    /// The id and key a [`RankRow`] holds.
+    pub(crate) fn from_row(row: RankRow) -> (String, Self) {
+        let (id, confidence, event_time, previous, next, user_id, chat_id, session_id) = row;
+        // An episode of nobody's (no owner) is in no user's session.
+        let session = user_id
+            .zip(session_id)
+            .map(|(user_id, session_id)| SessionKey {
+                user_id,
+                chat_id,
+                session_id,
+            });
+        let key = Self {
+            confidence,
+            event_time,
+            previous,
+            next,
+            session,
+        };
+        (id, key)
+    }
+}
+
 /// A memory waiting for its vector.
 #[derive(Debug, Clone)]
 pub struct IndexItem {

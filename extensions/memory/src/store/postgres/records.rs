@@ -16,8 +16,8 @@ use crate::error::Result;
 use crate::store::backend::MemoryRecords;
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
-use crate::store::RankKey;
-use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest, SessionKey};
+use crate::store::types::{RankKey, RankRow};
+use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// The kinds' names, for binding as a list.
 fn kind_names(kinds: &[MemoryKind]) -> Vec<String> {
@@ -91,40 +91,12 @@ impl MemoryRecords for PostgresStore {
         );
         builder.push_bind(ids.to_vec()).push(")");
         push_filters(&mut builder, request);
-        type Row = (
-            String,
-            f64,
-            i64,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<String>,
-        );
         Ok(builder
-            .build_query_as::<Row>()
+            .build_query_as::<RankRow>()
             .fetch_all(&self.pool)
             .await?
             .into_iter()
-            .map(
-                |(id, confidence, event_time, previous, next, user_id, chat_id, session_id)| {
-                    let session = session_id.map(|session_id| SessionKey {
-                        user_id,
-                        chat_id,
-                        session_id,
-                    });
-                    (
-                        id,
-                        RankKey {
-                            confidence,
-                            event_time,
-                            previous,
-                            next,
-                            session,
-                        },
-                    )
-                },
-            )
+            .map(RankKey::from_row)
             .collect())
     }
 

@@ -191,53 +191,107 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
 }
 
 #[tokio::test]
+async fn rank_keys_name_an_episodes_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    let episode = |content: &str, user: Option<&str>| crate::store::NewMemory {
+        kind: MemoryKind::Episode,
+        user_id: user.map(str::to_owned),
+        ..fact(content)
+    };
+    let turn = store
+        .insert_memory(&episode("ana's turn", Some("ana")), &[])
+        .await
+        .unwrap();
+    let nobodys = store
+        .insert_memory(&episode("nobody's turn", None), &[])
+        .await
+        .unwrap();
+    let fact = store.insert_memory(&fact("a fact"), &[]).await.unwrap();
+    let ids = vec![turn.clone(), nobodys.clone(), fact.clone()];
+    let keys = store
+        .rank_keys(&ids, &SearchRequest::default(), true)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 3);
+    assert_eq!(
+        keys[&turn].session,
+        Some(SessionKey::new("ana", None, "s1"))
+    );
+    assert_eq!(
+        keys[&nobodys].session, None,
+        "nobody's: in no user's session"
+    );
+    assert_eq!(keys[&fact].session, None, "only episodes have a session");
+}
+
+#[tokio::test]
 async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_fast(&dir.path().join("memory.db")).await;
-    // 4,500 memories: "alpha" and "beta" each in most of them, "zebra" in three.
+    // 6,000 memories: "alpha" and "beta" each in 40% of them, "zebra" in four, and "note" in
+    // every one.
     let mut zebras = Vec::new();
-    for n in 0..4_500 {
+    for n in 0..6_000 {
         let text = match n % 1_500 {
-            0 => format!("the zebra escaped again {n}"),
-            1..=3 => format!("alpha beta together {n}"),
-            m if m % 2 == 0 => format!("alpha only {n}"),
-            _ => format!("beta only {n}"),
+            0 => format!("the zebra escaped again, note {n}"),
+            1..=3 => format!("alpha beta together, note {n}"),
+            m if m % 5 < 2 => format!("alpha only, note {n}"),
+            m if m % 5 < 4 => format!("beta only, note {n}"),
+            _ => format!("gamma only, note {n}"),
         };
         let id = store.insert_memory(&fact(&text), &[]).await.unwrap();
         if text.contains("zebra") {
             zebras.push(id);
         }
     }
-    let request = SearchRequest {
-        query: "zebra alpha beta".into(),
-        user_id: Some("ana".into()),
-        limit: 10,
-        ..SearchRequest::default()
+    let search = |query: &str, limit: usize| {
+        let request = SearchRequest {
+            query: query.into(),
+            user_id: Some("ana".into()),
+            limit,
+            ..SearchRequest::default()
+        };
+        let store = &store;
+        async move {
+            let found: Vec<String> = store
+                .search_fts(&request, limit)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let memories = store.load_filtered(&found, &request).await.unwrap();
+            let contents: Vec<String> = found
+                .iter()
+                .map(|id| memories[id].content.clone())
+                .collect();
+            (found, contents)
+        }
     };
-    let found: Vec<String> = store
-        .search_fts(&request, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let (found, contents) = search("zebra alpha beta", 10).await;
     assert_eq!(found.len(), 10);
     for zebra in &zebras {
-        assert!(found[..3].contains(zebra), "rare word first: {found:?}");
+        assert!(found[..4].contains(zebra), "rare word first: {contents:?}");
     }
     // Memories with both common words outrank those with one.
-    let memories = store.load_filtered(&found, &request).await.unwrap();
-    let both = found[3..]
+    let both = contents[4..]
         .iter()
-        .take_while(|id| memories[*id].content.contains("together"))
+        .take_while(|content| content.contains("together"))
         .count();
-    assert_eq!(both, 7, "{found:?}");
-    // A query of common words only still answers.
-    let common = SearchRequest {
-        query: "alpha only".into(),
-        ..request.clone()
-    };
-    assert_eq!(store.search_fts(&common, 10).await.unwrap().len(), 10);
+    assert_eq!(both, 6, "{contents:?}");
+    // A word in half the memories or more gets no BM25 weight: it is left out of the query
+    // while the other words find enough, and changes nothing.
+    assert_eq!(search("zebra alpha beta note", 10).await.0, found);
+    // When they do not, it is searched too, after them.
+    let (rare, contents) = search("zebra note", 10).await;
+    assert_eq!(rare.len(), 10, "{contents:?}");
+    for zebra in &zebras {
+        assert!(rare[..4].contains(zebra), "rare word first: {contents:?}");
+    }
+    // A query of common words only still answers, and so does one of ubiquitous words.
+    assert_eq!(search("alpha only", 10).await.0.len(), 10);
+    assert_eq!(search("note only", 10).await.0.len(), 10);
 }
 
 /// A turn that opens a session closes its user's other open sessions in the same chat and

@@ -75,6 +75,20 @@ async fn get_load_and_rank_keys_with_session_neighbours() {
         Some(SessionKey::new("ana", None, "s1"))
     );
     assert_eq!(keys["fact_1"].session, None, "only episodes have a session");
+    // An episode of nobody's is read too, in no session.
+    insert(
+        &store,
+        &Row {
+            user: None,
+            ..turn("ep_nobody", 40)
+        },
+    )
+    .await;
+    let anyone = store
+        .rank_keys(&["ep_nobody".to_owned()], &SearchRequest::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(anyone["ep_nobody"].session, None);
     assert_eq!(keys["ep_4"].confidence, 1.0);
     let plain = store.rank_keys(&ids, &ana(), false).await.unwrap();
     assert_eq!(plain["ep_2"].previous, None);
