@@ -148,9 +148,9 @@ impl ValidateConfig for EmbeddingConfig {
         }
         match self.provider {
             EmbeddingProvider::Local => {
-                if self.max_seq_len < 2 {
+                if self.max_seq_len < 3 {
                     problems.push(
-                        "key `max_seq_len`: must be at least 2 (the [CLS] and [SEP] tokens)"
+                        "key `max_seq_len`: must be at least 3 ([CLS], a token of text, [SEP])"
                             .to_owned(),
                     );
                 }

@@ -197,7 +197,7 @@ impl LocalEmbedder {
         Self {
             inner: Arc::new(Inner {
                 model_dir,
-                max_seq_len: max_seq_len.max(2),
+                max_seq_len: max_seq_len.max(3),
                 max_passages: DEFAULT_MAX_PASSAGES,
                 batch_size: batch_size.max(1),
                 model_id,
@@ -444,6 +444,16 @@ fn load_model(dir: &Path, max_seq_len: usize) -> Result<LoadedModel, ModelLoadEr
         .with_truncation(None)
         .map_err(|err| invalid(&tokenizer_path, err.to_string()))?;
     let frame = Frame::of(&tokenizer).map_err(|err| invalid(&tokenizer_path, err))?;
+    if max_len <= frame.len() {
+        return Err(invalid(
+            &tokenizer_path,
+            format!(
+                "max_seq_len {max_len} leaves no room for text between the tokenizer's {} \
+                 special tokens",
+                frame.len()
+            ),
+        ));
+    }
 
     let weights = mmap_weights(&weights_path).map_err(|err| invalid(&weights_path, err))?;
     let single = SingleTextBert::load(&weights, &bert_config).unwrap_or_else(|reason| {
