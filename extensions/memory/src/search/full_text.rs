@@ -14,6 +14,14 @@ const RANK_BUDGET: i64 = 2_000;
 /// Ids ranked by BM25 for `request.query`, best first, each with its BM25 relevance
 /// (FTS5's `bm25()` negated, so higher is better and every match is above 0).
 ///
+/// In a large index (more than [`RANK_BUDGET`] memories), a query of several words is first
+/// run without the words found in half the memories or more: FTS5's BM25 gives them no weight
+/// (it clamps their IDF, zero or negative, to almost 0), yet ranking reads each one's whole
+/// posting list, and every memory holding one is a match to rank. They are searched too only
+/// when the other words find fewer than `limit` memories (or when every word is that common).
+/// PostgreSQL's `ts_rank` has no IDF and would have weighed them like any other word; there
+/// the results change.
+///
 /// Ranking costs about a microsecond per matching memory, so when the query's words
 /// match more than twice [`RANK_BUDGET`] memories, a first pass ranks only the memories
 /// that have a rare word (in at most `RANK_BUDGET` memories) or all the common words
@@ -35,33 +43,68 @@ pub(crate) async fn search_fts(
     let Some(any_word) = match_any(&terms) else {
         return Ok(Vec::new());
     };
-    if terms.len() > 1 && stats.document_count(store).await? > RANK_BUDGET {
-        let mut rare = Vec::new();
-        let mut common = Vec::new();
-        let mut matches = 0;
-        for term in &terms {
-            let frequency = stats.term_frequency(store, term).await?;
-            matches += frequency;
-            if frequency <= RANK_BUDGET {
-                rare.push(term.clone());
-            } else {
-                common.push(term.clone());
+    // In a large index: the first-pass queries of the specific words, then of all of them.
+    let mut queries = Vec::new();
+    if terms.len() > 1 {
+        let documents = stats.document_count(store).await?;
+        if documents > RANK_BUDGET {
+            let mut frequencies = Vec::with_capacity(terms.len());
+            for term in &terms {
+                frequencies.push(stats.term_frequency(store, term).await?);
             }
-        }
-        if matches > 2 * RANK_BUDGET {
-            if let Some(narrow) = match_rare_or_all_common(&rare, &common) {
-                let ids = store.fts_best_matches(&narrow, request, limit).await?;
-                if ids.len() >= limit {
-                    return Ok(ids);
-                }
+            let (specific, specific_frequencies) = specific_terms(&terms, &frequencies, documents);
+            if specific.len() < terms.len() {
+                queries.push(narrow(&specific, &specific_frequencies));
+                queries.push(match_any(&specific));
             }
+            queries.push(narrow(&terms, &frequencies));
         }
     }
-    let ids = store.fts_best_matches(&any_word, request, limit).await?;
-    if ids.len() >= limit {
-        return Ok(ids);
+    queries.push(Some(any_word.clone()));
+    for query in queries.into_iter().flatten() {
+        let ids = store.fts_best_matches(&query, request, limit).await?;
+        if ids.len() >= limit {
+            return Ok(ids);
+        }
     }
     store.fts_all_matches(&any_word, request, limit).await
+}
+
+/// The terms found in fewer than half of the `documents` (with their frequencies), or all of
+/// them when none is.
+fn specific_terms(
+    terms: &[String],
+    frequencies: &[i64],
+    documents: i64,
+) -> (Vec<String>, Vec<i64>) {
+    let specific = |frequency: i64| frequency * 2 < documents;
+    if !frequencies.iter().any(|&frequency| specific(frequency)) {
+        return (terms.to_vec(), frequencies.to_vec());
+    }
+    terms
+        .iter()
+        .zip(frequencies)
+        .filter(|&(_, &frequency)| specific(frequency))
+        .map(|(term, &frequency)| (term.clone(), frequency))
+        .unzip()
+}
+
+/// The first-pass query for `terms` occurring in `frequencies` memories each: their rare words,
+/// or all their common ones together; `None` when they match too few memories to need it.
+fn narrow(terms: &[String], frequencies: &[i64]) -> Option<String> {
+    if terms.len() < 2 || frequencies.iter().sum::<i64>() <= 2 * RANK_BUDGET {
+        return None;
+    }
+    let mut rare = Vec::new();
+    let mut common = Vec::new();
+    for (term, &frequency) in terms.iter().zip(frequencies) {
+        if frequency <= RANK_BUDGET {
+            rare.push(term.clone());
+        } else {
+            common.push(term.clone());
+        }
+    }
+    match_rare_or_all_common(&rare, &common)
 }
 
 /// Active facts visible in `session`'s scope (its user's, in its chat) sharing words with
@@ -91,4 +134,36 @@ pub(crate) async fn similar_facts(
         .collect();
     let mut found = store.load_filtered(&ids, &request).await?;
     Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(terms: &[&str]) -> Vec<String> {
+        terms.iter().map(|term| (*term).to_owned()).collect()
+    }
+
+    #[test]
+    fn words_in_half_the_memories_or_more_are_not_specific() {
+        let terms = words(&["zebra", "about", "half", "lisbon"]);
+        let (specific, frequencies) = specific_terms(&terms, &[3, 5_800, 5_000, 4_999], 10_000);
+        assert_eq!(specific, words(&["zebra", "lisbon"]));
+        assert_eq!(frequencies, vec![3, 4_999]);
+        // When every word is that common, they all stay.
+        let (all, _) = specific_terms(&terms[1..3], &[5_800, 5_000], 10_000);
+        assert_eq!(all, words(&["about", "half"]));
+    }
+
+    #[test]
+    fn a_first_pass_takes_rare_words_or_all_common_ones_together() {
+        let terms = words(&["zebra", "alpha", "beta"]);
+        assert_eq!(
+            narrow(&terms, &[3, 2_400, 2_400]).as_deref(),
+            Some("\"zebra\" OR (\"alpha\" AND \"beta\")")
+        );
+        // Few matches in all: no first pass.
+        assert_eq!(narrow(&terms, &[3, 1_000, 1_000]), None);
+        assert_eq!(narrow(&terms[..1], &[9_000]), None);
+    }
 }

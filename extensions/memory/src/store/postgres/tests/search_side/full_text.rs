@@ -140,8 +140,9 @@ async fn full_text_finds_the_best_few_among_many() {
     assert_eq!(best, all);
     assert_eq!(store.fts_match_count("\"garden\"").await.unwrap(), 3000);
 
-    // Through the search layer: over 2,000 memories, a query whose words match many is
-    // narrowed to its rare word or all its common words together.
+    // Through the search layer: over 2,000 memories, words in half of them or more ("garden"
+    // and "note" are in all) are left out of the query; Ana has no "17", so they are searched
+    // after all.
     let request = SearchRequest {
         query: "gardens, notes and 17".into(),
         ..ana()
