@@ -235,7 +235,9 @@ enum Command {
     },
     /// Re-embed memories after an embedding-model change (resumable, with progress).
     Reindex {
-        /// Rebuild every vector even if the index matches the current model.
+        /// Rebuild every vector even if the index matches the current model, embedding every
+        /// text again (after changing `max_seq_len` or `max_passages`, or to read long texts
+        /// stored before passages existed).
         #[arg(long)]
         all: bool,
     },

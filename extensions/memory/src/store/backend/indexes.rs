@@ -70,8 +70,10 @@ pub(crate) trait VectorIndex: Send + Sync {
     async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus>;
 
     /// Rebuilds `vec_memories` for a new provider: drops the old vectors, creates the table for
-    /// `dimensions`, records the provider, and queues every active memory for the indexer, in
-    /// one transaction. Memories themselves are untouched.
+    /// `dimensions`, records the provider, forgets the vectors cached for `model_id` (a rebuild
+    /// re-embeds every text with the provider's settings now, such as the passages a long text
+    /// is read in), and queues every active memory for the indexer, in one transaction.
+    /// Memories themselves are untouched.
     ///
     /// # Errors
     /// The database fails; nothing changes then.

@@ -281,8 +281,8 @@ impl VectorIndex for PostgresStore {
     }
 
     /// Drops every vector and every HNSW index (of any length), makes the indexes for
-    /// `dimensions` on the emptied table, records the provider and queues every active memory,
-    /// under the store's write lock in one transaction.
+    /// `dimensions` on the emptied table, records the provider, forgets its cached vectors and
+    /// queues every active memory, under the store's write lock in one transaction.
     async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64> {
         let mut tx = self.begin_write(WriteScope::Store).await?;
         // Emptied by TRUNCATE, not DELETE: an index built in the same transaction would still
@@ -308,6 +308,10 @@ impl VectorIndex for PostgresStore {
             sqlx::query(&statement).execute(&mut *tx).await?;
         }
         record_provider(&mut tx, dimensions, model_id).await?;
+        sqlx::query("DELETE FROM embedding_cache WHERE model_id = $1")
+            .bind(model_id)
+            .execute(&mut *tx)
+            .await?;
         let queued = sqlx::query(
             "INSERT INTO embedding_queue (memory_id, enqueued_at) \
              SELECT id, created_at FROM memories WHERE valid_until IS NULL \

@@ -230,6 +230,10 @@ impl VectorIndex for MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        sqlx::query("DELETE FROM embedding_cache WHERE model_id = ?")
+            .bind(model_id)
+            .execute(&mut *tx)
+            .await?;
         let queued = sqlx::query(
             "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
              SELECT id, created_at FROM memories WHERE valid_until IS NULL",

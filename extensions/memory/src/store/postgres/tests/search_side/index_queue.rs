@@ -239,4 +239,12 @@ async fn the_embedding_cache_round_trips_by_model() {
     )
     .await;
     assert_eq!(created, 10);
+    // Rebuilding the index for "m" re-embeds every text: its cached vectors are forgotten,
+    // another model's stay.
+    store.reset_vector_index(4, "m").await.unwrap();
+    assert!(store.cached_vectors(&hashes, "m").await.unwrap().is_empty());
+    assert_eq!(
+        store.cached_vectors(&hashes, "other").await.unwrap()["h1"],
+        [7.0]
+    );
 }
