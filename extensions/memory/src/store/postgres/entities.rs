@@ -18,7 +18,7 @@ use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
+use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -133,13 +133,7 @@ impl EntityLinks for PostgresStore {
         let memories = if memory_limit == 0 {
             Vec::new()
         } else {
-            builder
-                .build()
-                .fetch_all(&self.pool)
-                .await?
-                .iter()
-                .map(memory_from_row)
-                .collect::<Result<Vec<_>>>()?
+            self.fetch_memories(builder).await?
         };
         Ok(Some(EntityInfo {
             id: row.try_get("id")?,

@@ -295,7 +295,10 @@ impl MemoryRecords for PostgresStore {
 
 impl PostgresStore {
     /// The memories a built query (selecting `MEMORY_COLUMNS`) returns, in its order.
-    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Postgres>) -> Result<Vec<Memory>> {
+    pub(super) async fn fetch_memories(
+        &self,
+        mut builder: QueryBuilder<'_, Postgres>,
+    ) -> Result<Vec<Memory>> {
         builder
             .build()
             .fetch_all(&self.pool)

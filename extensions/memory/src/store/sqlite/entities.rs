@@ -13,7 +13,7 @@ use super::scope::push_scope;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, memory_from_row, new_id, ts, MEMORY_COLUMNS};
+use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -139,13 +139,7 @@ impl EntityLinks for MemoryStore {
         let memories = if memory_limit == 0 {
             Vec::new()
         } else {
-            builder
-                .build()
-                .fetch_all(&self.pool)
-                .await?
-                .iter()
-                .map(memory_from_row)
-                .collect::<Result<Vec<_>>>()?
+            self.fetch_memories(builder).await?
         };
         Ok(Some(EntityInfo {
             id: row.try_get("id")?,

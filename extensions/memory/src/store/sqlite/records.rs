@@ -287,7 +287,10 @@ impl MemoryRecords for MemoryStore {
 
 impl MemoryStore {
     /// The memories a built query (selecting `MEMORY_COLUMNS`) returns, in its order.
-    async fn fetch_memories(&self, mut builder: QueryBuilder<'_, Sqlite>) -> Result<Vec<Memory>> {
+    pub(super) async fn fetch_memories(
+        &self,
+        mut builder: QueryBuilder<'_, Sqlite>,
+    ) -> Result<Vec<Memory>> {
         builder
             .build()
             .fetch_all(&self.pool)
