@@ -62,16 +62,21 @@ pub(crate) fn query_terms(text: &str) -> Vec<String> {
 
 /// The FTS5 query matching any of `terms`, each quoted; `None` when there are none.
 pub(crate) fn match_any(terms: &[String]) -> Option<String> {
+    joined(terms, " OR ")
+}
+
+/// The FTS5 query matching all of `terms` together; `None` when there are none.
+pub(crate) fn match_all(terms: &[String]) -> Option<String> {
+    joined(terms, " AND ")
+}
+
+/// `terms`, each quoted, joined by the FTS5 operator `operator`; `None` when there are none.
+fn joined(terms: &[String], operator: &str) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    Some(
-        terms
-            .iter()
-            .map(|word| quote(word))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    let quoted: Vec<String> = terms.iter().map(|word| quote(word)).collect();
+    Some(quoted.join(operator))
 }
 
 /// The FTS5 query matching any of `rare`, or all of `common` together (at least two of them):
@@ -79,14 +84,7 @@ pub(crate) fn match_any(terms: &[String]) -> Option<String> {
 pub(crate) fn match_rare_or_all_common(rare: &[String], common: &[String]) -> Option<String> {
     let mut parts: Vec<String> = rare.iter().map(|word| quote(word)).collect();
     if common.len() >= 2 {
-        parts.push(format!(
-            "({})",
-            common
-                .iter()
-                .map(|word| quote(word))
-                .collect::<Vec<_>>()
-                .join(" AND ")
-        ));
+        parts.extend(match_all(common).map(|all| format!("({all})")));
     }
     if parts.is_empty() {
         None

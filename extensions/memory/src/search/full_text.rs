@@ -1,10 +1,10 @@
 //! The full-text candidate list: which FTS5 query to rank for a search, narrowing a query
 //! whose words match too many memories to rank them all.
 
-use super::fts_query::{match_any, match_rare_or_all_common, query_terms};
+use super::fts_query::{match_all, match_any, match_rare_or_all_common, query_terms};
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::MemoryBackend;
+use crate::store::{FirstPass, MemoryBackend};
 use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
 
 /// Matches worth ranking in one query; a query matching more is narrowed first (see
@@ -25,8 +25,13 @@ const RANK_BUDGET: i64 = 2_000;
 /// Ranking costs about a microsecond per matching memory, so when the query's words
 /// match more than twice [`RANK_BUDGET`] memories, a first pass ranks only the memories
 /// that have a rare word (in at most `RANK_BUDGET` memories) or all the common words
-/// together: a memory with a single common word has the least BM25 weight anyway. Only if
-/// that finds fewer than `limit` does the plain "any word" query run.
+/// together: a memory with a single common word has the least BM25 weight anyway. Common
+/// words can still go together in most of a large store (a name of two words, a phrase of
+/// every day), so of the memories with all of them and no rare word, only the `RANK_BUDGET`
+/// stored last are ranked (on SQLite; see [`MemoryBackend::fts_first_pass_matches`]): they
+/// differ from each other only in length and in how often they repeat a word, while a rare
+/// word outweighs them. Only if the first pass finds fewer than `limit` does the plain "any
+/// word" query run.
 ///
 /// FTS5 ranks its best matches before the request's filters join `memories`; only when too
 /// few pass are all matches ranked with the filters.
@@ -55,14 +60,17 @@ pub(crate) async fn search_fts(
             let (specific, specific_frequencies) = specific_terms(&terms, &frequencies, documents);
             if specific.len() < terms.len() {
                 queries.push(narrow(&specific, &specific_frequencies));
-                queries.push(match_any(&specific));
+                queries.push(match_any(&specific).map(Attempt::Any));
             }
             queries.push(narrow(&terms, &frequencies));
         }
     }
-    queries.push(Some(any_word.clone()));
-    for query in queries.into_iter().flatten() {
-        let ids = store.fts_best_matches(&query, request, limit).await?;
+    queries.push(Some(Attempt::Any(any_word.clone())));
+    for attempt in queries.into_iter().flatten() {
+        let ids = match &attempt {
+            Attempt::Any(query) => store.fts_best_matches(query, request, limit).await?,
+            Attempt::FirstPass(pass) => store.fts_first_pass_matches(pass, request, limit).await?,
+        };
         if ids.len() >= limit {
             return Ok(ids);
         }
@@ -89,9 +97,18 @@ fn specific_terms(
         .unzip()
 }
 
-/// The first-pass query for `terms` occurring in `frequencies` memories each: their rare words,
-/// or all their common ones together; `None` when they match too few memories to need it.
-fn narrow(terms: &[String], frequencies: &[i64]) -> Option<String> {
+/// A full-text query [`search_fts`] tries.
+#[derive(Debug, PartialEq)]
+enum Attempt {
+    /// A query ranked whole.
+    Any(String),
+    /// A first pass, whose matches with common words only may be ranked in part.
+    FirstPass(FirstPass),
+}
+
+/// The first pass for `terms` occurring in `frequencies` memories each: their rare words, or
+/// all their common ones together; `None` when they match too few memories to need it.
+fn narrow(terms: &[String], frequencies: &[i64]) -> Option<Attempt> {
     if terms.len() < 2 || frequencies.iter().sum::<i64>() <= 2 * RANK_BUDGET {
         return None;
     }
@@ -104,7 +121,16 @@ fn narrow(terms: &[String], frequencies: &[i64]) -> Option<String> {
             common.push(term.clone());
         }
     }
-    match_rare_or_all_common(&rare, &common)
+    let query = match_rare_or_all_common(&rare, &common)?;
+    if common.len() < 2 {
+        return Some(Attempt::Any(query));
+    }
+    Some(Attempt::FirstPass(FirstPass {
+        query,
+        common: match_all(&common)?,
+        rare: match_any(&rare),
+        recent: RANK_BUDGET as usize,
+    }))
 }
 
 /// Active facts visible in `session`'s scope (its user's, in its chat) sharing words with
@@ -159,8 +185,24 @@ mod tests {
     fn a_first_pass_takes_rare_words_or_all_common_ones_together() {
         let terms = words(&["zebra", "alpha", "beta"]);
         assert_eq!(
-            narrow(&terms, &[3, 2_400, 2_400]).as_deref(),
-            Some("\"zebra\" OR (\"alpha\" AND \"beta\")")
+            narrow(&terms, &[3, 2_400, 2_400]),
+            Some(Attempt::FirstPass(FirstPass {
+                query: "\"zebra\" OR (\"alpha\" AND \"beta\")".into(),
+                common: "\"alpha\" AND \"beta\"".into(),
+                rare: Some("\"zebra\"".into()),
+                recent: 2_000,
+            }))
+        );
+        // Every word common: the common words together, with no rare ones.
+        let Some(Attempt::FirstPass(common_only)) = narrow(&terms[1..], &[2_400, 2_400]) else {
+            panic!("a first pass of the common words together");
+        };
+        assert_eq!(common_only.query, "(\"alpha\" AND \"beta\")");
+        assert_eq!(common_only.rare, None);
+        // A single common word is left out, and the rare words are ranked whole.
+        assert_eq!(
+            narrow(&terms[..2], &[3, 9_000]),
+            Some(Attempt::Any("\"zebra\"".into()))
         );
         // Few matches in all: no first pass.
         assert_eq!(narrow(&terms, &[3, 1_000, 1_000]), None);

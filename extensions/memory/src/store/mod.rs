@@ -25,4 +25,4 @@ pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub use types::{
     EntitySummary, IndexItem, IntegrityReport, OwnerSummary, Person, StoredTurn, VectorStatus,
 };
-pub(crate) use types::{NewMemory, RankKey};
+pub(crate) use types::{FirstPass, NewMemory, RankKey};

@@ -121,6 +121,21 @@ impl RankKey {
     }
 }
 
+/// A full-text first pass (see `search::full_text`): the memories that have one of the query's
+/// rare words, or all its common words together.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FirstPass {
+    /// The FTS5 query ranked: `rare OR (common)`.
+    pub(crate) query: String,
+    /// The common words together, as an FTS5 query (`"a" AND "b"`).
+    pub(crate) common: String,
+    /// The rare words, as an FTS5 query (`"x" OR "y"`); `None` when every word is common.
+    pub(crate) rare: Option<String>,
+    /// Of the memories that match `common` and none of the rare words, only this many of the
+    /// last stored need be ranked.
+    pub(crate) recent: usize,
+}
+
 /// A memory waiting for its vector.
 #[derive(Debug, Clone)]
 pub struct IndexItem {

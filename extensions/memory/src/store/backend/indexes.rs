@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 
 use crate::error::Result;
-use crate::store::{IndexItem, VectorStatus};
+use crate::store::{FirstPass, IndexItem, VectorStatus};
 use crate::types::{EntityInfo, SearchRequest};
 
 /// Full-text queries: ranked matches of a full-text query (built by
@@ -28,6 +28,24 @@ pub(crate) trait FullTextIndex: Send + Sync {
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(String, f64)>>;
+
+    /// A first pass's best matches, as [`Self::fts_best_matches`] gives them for
+    /// `pass.query`, except that a backend may rank, of the memories that match
+    /// `pass.common` and none of the rare words, only the `pass.recent` stored last: ranking
+    /// costs about a microsecond a match, and common words that go together (a name of two
+    /// words, a phrase said every day) can match most of a large store. The default ranks
+    /// every match.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn fts_first_pass_matches(
+        &self,
+        pass: &FirstPass,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
+        self.fts_best_matches(&pass.query, request, limit).await
+    }
 
     /// Every match of the FTS5 query that passes the request's filters, ranked: as
     /// [`Self::fts_best_matches`], but the filters join before ranking, so it costs what all

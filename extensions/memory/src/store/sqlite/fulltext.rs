@@ -8,6 +8,7 @@ use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
+use crate::store::FirstPass;
 use crate::types::SearchRequest;
 
 #[async_trait]
@@ -18,24 +19,17 @@ impl FullTextIndex for MemoryStore {
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
-        let depth = (limit * 4).max(64);
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id, -best.score FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
-             FROM memories_fts WHERE memories_fts MATCH ",
-        );
-        builder.push_bind(query.to_owned());
-        builder
-            .push(" ORDER BY score LIMIT ")
-            .push_bind(depth as i64);
-        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
-        push_filters(&mut builder, request);
-        builder
-            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
-        Ok(builder
-            .build_query_as::<(String, f64)>()
-            .fetch_all(&self.pool)
-            .await?)
+        self.best_matches(query, None, request, limit).await
+    }
+
+    async fn fts_first_pass_matches(
+        &self,
+        pass: &FirstPass,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
+        self.best_matches(&pass.query, Some(pass), request, limit)
+            .await
     }
 
     async fn fts_all_matches(
@@ -72,5 +66,59 @@ impl FullTextIndex for MemoryStore {
                 .fetch_one(&self.pool)
                 .await?,
         )
+    }
+}
+
+impl MemoryStore {
+    /// The best matches of `query` (a few times `limit`), then the request's filters. With a
+    /// first pass, a match that has none of its rare words is ranked only if it is among the
+    /// `recent` last stored matches of its common words: the rows outside that are filtered
+    /// out before `bm25()` runs, so FTS5 only walks their doclists.
+    async fn best_matches(
+        &self,
+        query: &str,
+        pass: Option<&FirstPass>,
+        request: &SearchRequest,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
+        let depth = (limit * 4).max(64);
+        let mut builder = QueryBuilder::new(
+            "SELECT m.id, -best.score FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
+             FROM memories_fts WHERE memories_fts MATCH ",
+        );
+        builder.push_bind(query.to_owned());
+        if let Some(pass) = pass {
+            // `+rowid` keeps these tests out of FTS5's own plan: it still walks every match,
+            // and SQLite drops the ones that fail before computing the rank. A store with fewer
+            // common matches than `recent` has no cut-off row, and keeps them all.
+            builder.push(
+                " AND (+rowid >= COALESCE((SELECT rowid FROM memories_fts \
+                 WHERE memories_fts MATCH ",
+            );
+            builder.push_bind(pass.common.clone());
+            builder
+                .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
+                .push_bind(i64::try_from(pass.recent.saturating_sub(1)).unwrap_or(i64::MAX))
+                .push("), 0)");
+            if let Some(rare) = &pass.rare {
+                builder.push(
+                    " OR +rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ",
+                );
+                builder.push_bind(rare.clone()).push(")");
+            }
+            builder.push(")");
+        }
+        builder
+            .push(" ORDER BY score LIMIT ")
+            .push_bind(depth as i64);
+        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
+        push_filters(&mut builder, request);
+        builder
+            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
+            .push_bind(limit as i64);
+        Ok(builder
+            .build_query_as::<(String, f64)>()
+            .fetch_all(&self.pool)
+            .await?)
     }
 }

@@ -323,6 +323,65 @@ async fn common_words_do_not_crowd_out_rare_ones_in_a_large_store() {
     assert_eq!(search("note only", 10).await.0.len(), 10);
 }
 
+/// When a store's common words go together in more memories than a search ranks
+/// (`RANK_BUDGET`, 2,000), the first pass ranks every memory with a rare word, but of those
+/// with the common words only, just the 2,000 stored last.
+#[tokio::test]
+async fn a_first_pass_ranks_only_the_newest_memories_with_common_words_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_fast(&dir.path().join("memory.db")).await;
+    let zebra = store
+        .insert_memory(&fact("the zebra and the alpha beta, note 0"), &[])
+        .await
+        .unwrap();
+    // Short, so BM25 puts it first of the memories with the common words only.
+    let oldest_short = store.insert_memory(&fact("alpha beta"), &[]).await.unwrap();
+    let mut ids = Vec::new();
+    for n in 2..2_600 {
+        let text = format!("alpha and beta came up together again today, note {n}");
+        ids.push(store.insert_memory(&fact(&text), &[]).await.unwrap());
+    }
+    let newest: std::collections::HashSet<&String> = ids[ids.len() - 2_000..].iter().collect();
+    let request = |query: &str| SearchRequest {
+        query: query.into(),
+        user_id: Some("ana".into()),
+        limit: 10,
+        ..SearchRequest::default()
+    };
+    let ranked = |found: Vec<(String, f64)>| -> Vec<String> {
+        found.into_iter().map(|(id, _)| id).collect()
+    };
+
+    // Ranking every match puts the short old memory right after the rare word's.
+    let every = ranked(
+        store
+            .fts_best_matches("\"zebra\" OR (\"alpha\" AND \"beta\")", &request(""), 10)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(every[..2], [zebra.clone(), oldest_short.clone()]);
+
+    let found = ranked(
+        store
+            .search_fts(&request("zebra alpha beta"), 10)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.len(), 10);
+    assert_eq!(
+        found[0], zebra,
+        "the rare word's memory, however old, comes first"
+    );
+    assert!(
+        found[1..].iter().all(|id| newest.contains(id)),
+        "the others are among the newest 2,000"
+    );
+    // A query of common words only: the newest 2,000 of their matches.
+    let common = ranked(store.search_fts(&request("alpha beta"), 10).await.unwrap());
+    assert_eq!(common.len(), 10);
+    assert!(common.iter().all(|id| newest.contains(id)), "{common:?}");
+}
+
 /// A turn that opens a session closes its user's other open sessions in the same chat and
 /// reports each once; a consolidated session is not reported, and another user's sessions, or
 /// the same user's in another chat, stay open.
