@@ -27,11 +27,12 @@ const RANK_BUDGET: i64 = 2_000;
 /// that have a rare word (in at most `RANK_BUDGET` memories) or all the common words
 /// together: a memory with a single common word has the least BM25 weight anyway. Common
 /// words can still go together in most of a large store (a name of two words, a phrase of
-/// every day), so of the memories with all of them and no rare word, only the `RANK_BUDGET`
-/// stored last are ranked (on SQLite; see [`MemoryBackend::fts_first_pass_matches`]): they
-/// differ from each other only in length and in how often they repeat a word, while a rare
-/// word outweighs them. Only if the first pass finds fewer than `limit` does the plain "any
-/// word" query run.
+/// every day), so the memories with all of them and no rare word are ranked only if they are
+/// among the [`RANK_BUDGET`] last stored matches of the common words (highest rowid on SQLite,
+/// counted store-wide before the request's filters; PostgreSQL ranks them all, see
+/// [`MemoryBackend::fts_first_pass_matches`]): they differ from each other only in length and
+/// in how often they repeat a word, while a rare word outweighs them. Only if the first pass
+/// finds fewer than `limit` does the plain "any word" query run.
 ///
 /// FTS5 ranks its best matches before the request's filters join `memories`; only when too
 /// few pass are all matches ranked with the filters.
@@ -43,6 +44,27 @@ pub(crate) async fn search_fts(
     stats: &CorpusStats,
     request: &SearchRequest,
     limit: usize,
+) -> Result<Vec<(String, f64)>> {
+    full_text_matches(store, stats, request, limit, CommonMatches::Newest).await
+}
+
+/// Which of a first pass's memories that have only common words are ranked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CommonMatches {
+    /// Only those among the [`RANK_BUDGET`] last stored matches of the common words: a search,
+    /// where time counts.
+    Newest,
+    /// All of them: looking for a near-duplicate, which may be old.
+    Every,
+}
+
+/// [`search_fts`], ranking the first pass's memories with only common words as `common` says.
+async fn full_text_matches(
+    store: &dyn MemoryBackend,
+    stats: &CorpusStats,
+    request: &SearchRequest,
+    limit: usize,
+    common: CommonMatches,
 ) -> Result<Vec<(String, f64)>> {
     let terms = query_terms(&request.query);
     let Some(any_word) = match_any(&terms) else {
@@ -60,16 +82,21 @@ pub(crate) async fn search_fts(
             let (specific, specific_frequencies) = specific_terms(&terms, &frequencies, documents);
             if specific.len() < terms.len() {
                 queries.push(narrow(&specific, &specific_frequencies));
-                queries.push(match_any(&specific).map(Attempt::Any));
+                queries.push(match_any(&specific).map(Attempt::Whole));
             }
             queries.push(narrow(&terms, &frequencies));
         }
     }
-    queries.push(Some(Attempt::Any(any_word.clone())));
+    queries.push(Some(Attempt::Whole(any_word.clone())));
     for attempt in queries.into_iter().flatten() {
-        let ids = match &attempt {
-            Attempt::Any(query) => store.fts_best_matches(query, request, limit).await?,
-            Attempt::FirstPass(pass) => store.fts_first_pass_matches(pass, request, limit).await?,
+        let ids = match (&attempt, common) {
+            (Attempt::Whole(query), _) => store.fts_best_matches(query, request, limit).await?,
+            (Attempt::FirstPass(pass), CommonMatches::Every) => {
+                store.fts_best_matches(&pass.query, request, limit).await?
+            }
+            (Attempt::FirstPass(pass), CommonMatches::Newest) => {
+                store.fts_first_pass_matches(pass, request, limit).await?
+            }
         };
         if ids.len() >= limit {
             return Ok(ids);
@@ -100,8 +127,8 @@ fn specific_terms(
 /// A full-text query [`search_fts`] tries.
 #[derive(Debug, PartialEq)]
 enum Attempt {
-    /// A query ranked whole.
-    Any(String),
+    /// A query whose every match is ranked.
+    Whole(String),
     /// A first pass, whose matches with common words only may be ranked in part.
     FirstPass(FirstPass),
 }
@@ -123,13 +150,13 @@ fn narrow(terms: &[String], frequencies: &[i64]) -> Option<Attempt> {
     }
     let query = match_rare_or_all_common(&rare, &common)?;
     if common.len() < 2 {
-        return Some(Attempt::Any(query));
+        return Some(Attempt::Whole(query));
     }
     Some(Attempt::FirstPass(FirstPass {
         query,
         common: match_all(&common)?,
         rare: match_any(&rare),
-        recent: RANK_BUDGET as usize,
+        newest_kept: usize::try_from(RANK_BUDGET).unwrap_or(usize::MAX),
     }))
 }
 
@@ -153,7 +180,8 @@ pub(crate) async fn similar_facts(
         limit,
         ..SearchRequest::default()
     };
-    let ids: Vec<String> = search_fts(store, stats, &request, limit)
+    // An old near-duplicate must be found even when it shares only common words.
+    let ids: Vec<String> = full_text_matches(store, stats, &request, limit, CommonMatches::Every)
         .await?
         .into_iter()
         .map(|(id, _)| id)
@@ -190,7 +218,7 @@ mod tests {
                 query: "\"zebra\" OR (\"alpha\" AND \"beta\")".into(),
                 common: "\"alpha\" AND \"beta\"".into(),
                 rare: Some("\"zebra\"".into()),
-                recent: 2_000,
+                newest_kept: 2_000,
             }))
         );
         // Every word common: the common words together, with no rare ones.
@@ -202,7 +230,7 @@ mod tests {
         // A single common word is left out, and the rare words are ranked whole.
         assert_eq!(
             narrow(&terms[..2], &[3, 9_000]),
-            Some(Attempt::Any("\"zebra\"".into()))
+            Some(Attempt::Whole("\"zebra\"".into()))
         );
         // Few matches in all: no first pass.
         assert_eq!(narrow(&terms, &[3, 1_000, 1_000]), None);

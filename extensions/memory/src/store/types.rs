@@ -131,9 +131,9 @@ pub(crate) struct FirstPass {
     pub(crate) common: String,
     /// The rare words, as an FTS5 query (`"x" OR "y"`); `None` when every word is common.
     pub(crate) rare: Option<String>,
-    /// Of the memories that match `common` and none of the rare words, only this many of the
-    /// last stored need be ranked.
-    pub(crate) recent: usize,
+    /// How many of the last stored matches of `common` (highest rowid on SQLite, whatever
+    /// their owner) a memory with none of the rare words must be among to be ranked.
+    pub(crate) newest_kept: usize,
 }
 
 /// A memory waiting for its vector.

@@ -30,11 +30,11 @@ pub(crate) trait FullTextIndex: Send + Sync {
     ) -> Result<Vec<(String, f64)>>;
 
     /// A first pass's best matches, as [`Self::fts_best_matches`] gives them for
-    /// `pass.query`, except that a backend may rank, of the memories that match
-    /// `pass.common` and none of the rare words, only the `pass.recent` stored last: ranking
-    /// costs about a microsecond a match, and common words that go together (a name of two
-    /// words, a phrase said every day) can match most of a large store. The default ranks
-    /// every match.
+    /// `pass.query`, except that a backend may leave unranked a memory that has none of the
+    /// rare words and is not among the `pass.newest_kept` last stored matches of `pass.common`
+    /// (counted over every owner, before the request's filters): ranking costs about a
+    /// microsecond a match, and common words that go together (a name of two words, a phrase
+    /// said every day) can match most of a large store. The default ranks every match.
     ///
     /// # Errors
     /// The database fails.

@@ -72,8 +72,8 @@ impl FullTextIndex for MemoryStore {
 impl MemoryStore {
     /// The best matches of `query` (a few times `limit`), then the request's filters. With a
     /// first pass, a match that has none of its rare words is ranked only if it is among the
-    /// `recent` last stored matches of its common words: the rows outside that are filtered
-    /// out before `bm25()` runs, so FTS5 only walks their doclists.
+    /// `newest_kept` highest rowids of its common words' matches: the others are dropped
+    /// before `bm25()` runs.
     async fn best_matches(
         &self,
         query: &str,
@@ -88,17 +88,24 @@ impl MemoryStore {
         );
         builder.push_bind(query.to_owned());
         if let Some(pass) = pass {
-            // `+rowid` keeps these tests out of FTS5's own plan: it still walks every match,
-            // and SQLite drops the ones that fail before computing the rank. A store with fewer
-            // common matches than `recent` has no cut-off row, and keeps them all.
-            builder.push(
-                " AND (+rowid >= COALESCE((SELECT rowid FROM memories_fts \
-                 WHERE memories_fts MATCH ",
-            );
+            // The cut-off is the `newest_kept`-th highest rowid among the common words'
+            // matches; a store with fewer has none, and keeps them all. With rare words, `+`
+            // keeps the test out of FTS5's plan (an OR of two tests cannot go in): FTS5 walks
+            // every match, and SQLite drops those that fail before computing the rank. Without
+            // them, FTS5 takes the lower bound on rowid itself and starts there.
+            let rowid = if pass.rare.is_some() {
+                "+rowid"
+            } else {
+                "rowid"
+            };
+            builder.push(format!(
+                " AND ({rowid} >= COALESCE((SELECT rowid FROM memories_fts \
+                 WHERE memories_fts MATCH "
+            ));
             builder.push_bind(pass.common.clone());
             builder
                 .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
-                .push_bind(i64::try_from(pass.recent.saturating_sub(1)).unwrap_or(i64::MAX))
+                .push_bind(i64::try_from(pass.newest_kept.saturating_sub(1)).unwrap_or(i64::MAX))
                 .push("), 0)");
             if let Some(rare) = &pass.rare {
                 builder.push(

@@ -361,6 +361,32 @@ async fn a_first_pass_ranks_only_the_newest_memories_with_common_words_alone() {
     );
     assert_eq!(every[..2], [zebra.clone(), oldest_short.clone()]);
 
+    // The store's own first pass keeps exactly the `newest_kept` highest rowids of the
+    // common words' matches, and every match when they are fewer.
+    let pass = |newest_kept: usize| crate::store::FirstPass {
+        query: "\"zebra\" OR (\"alpha\" AND \"beta\")".into(),
+        common: "\"alpha\" AND \"beta\"".into(),
+        rare: Some("\"zebra\"".into()),
+        newest_kept,
+    };
+    let five = ranked(
+        store
+            .fts_first_pass_matches(&pass(5), &request(""), 10)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(five.len(), 6, "the rare word's memory and the five newest");
+    assert_eq!(five[0], zebra);
+    let last_five: std::collections::HashSet<&String> = ids[ids.len() - 5..].iter().collect();
+    assert!(five[1..].iter().all(|id| last_five.contains(id)));
+    let all = ranked(
+        store
+            .fts_first_pass_matches(&pass(3_000), &request(""), 10)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(all, every, "fewer matches than kept: all ranked");
+
     let found = ranked(
         store
             .search_fts(&request("zebra alpha beta"), 10)
@@ -380,6 +406,18 @@ async fn a_first_pass_ranks_only_the_newest_memories_with_common_words_alone() {
     let common = ranked(store.search_fts(&request("alpha beta"), 10).await.unwrap());
     assert_eq!(common.len(), 10);
     assert!(common.iter().all(|id| newest.contains(id)), "{common:?}");
+    // Looking for a fact's near-duplicate ranks every match: the old one is found.
+    let session = SessionKey::new("ana", None, "s1");
+    let similar = crate::search::similar_facts(
+        &store,
+        &crate::search::CorpusStats::default(),
+        &session,
+        "alpha beta",
+        10,
+    )
+    .await
+    .unwrap();
+    assert_eq!(similar[0].id, oldest_short);
 }
 
 /// A turn that opens a session closes its user's other open sessions in the same chat and
