@@ -50,17 +50,46 @@ fn scope(user: &str) -> ToolScope {
     }
 }
 
-/// Every file under `dir` whose bytes contain `needle`.
+/// Every file under `dir` whose bytes contain `needle`. A file can vanish between the listing
+/// and the read (SQLite removes its log and shared-memory files when the last connection of a
+/// closing pool goes); the walk is then made again, until one sees every file it lists.
 fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    for _ in 0..20 {
+        if let Some(found) = walk_for(dir, needle) {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!(
+        "files under {} kept vanishing while they were read",
+        dir.display()
+    );
+}
+
+/// One walk of [`files_containing`]; `None` when a file or folder vanished during it.
+fn walk_for(dir: &Path, needle: &str) -> Option<Vec<String>> {
+    let gone = |error: &std::io::Error| error.kind() == std::io::ErrorKind::NotFound;
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
+        let entries = match std::fs::read_dir(&dir) {
+            Err(error) if gone(&error) => return None,
+            entries => entries.unwrap(),
+        };
+        for entry in entries {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if std::fs::read(&path)
-                .unwrap()
+                continue;
+            }
+            let bytes = match std::fs::read(&path) {
+                Err(error) if gone(&error) => {
+                    eprintln!("{} vanished while the walk read it", path.display());
+                    return None;
+                }
+                bytes => bytes.unwrap(),
+            };
+            if bytes
                 .windows(needle.len())
                 .any(|window| window == needle.as_bytes())
             {
@@ -68,7 +97,7 @@ fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
             }
         }
     }
-    found
+    Some(found)
 }
 
 /// Everything `user` can get back for `query`: each search mode, both recall tools, the typed
