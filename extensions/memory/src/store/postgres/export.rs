@@ -4,9 +4,9 @@
 //!
 //! A record is `{"type": table, "row": {column: value}}` with SQLite's values: integers as JSON
 //! integers, reals as JSON floats, text as strings, blobs as lowercase hex strings, NULL as null;
-//! rows ordered by key, byte by byte as SQLite compares text. The PostgreSQL-only columns (the
-//! generated full text, the storing and link orders, the queue's lease) and the sessions'
-//! leases are left out, and an import binds
+//! rows in the order the SQLite store gives them (memories as stored, the rest by key). The
+//! PostgreSQL-only columns (the generated full text, the storing and link orders, the queue's
+//! lease) and the sessions' leases are left out, and an import binds
 //! each value with its column's PostgreSQL type, read from the catalog.
 
 use std::collections::HashMap;
@@ -22,13 +22,24 @@ use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
 
-/// Tables a full export holds, with the key that orders their rows: the SQLite store's.
+/// Tables a full export holds, with the order of their rows: the SQLite store's, memories in
+/// the order they were stored (`seq`, SQLite's rowid), the rest by key, text compared byte by
+/// byte as SQLite compares it.
 const EXPORT_TABLES: [(&str, &str); 5] = [
-    ("memories", "id"),
-    ("entities", "id"),
-    ("memory_entities", "memory_id, entity_id"),
-    ("sessions_consolidations", "user_id, chat_id, session_id"),
-    ("ingested_events", "user_id, event_id"),
+    ("memories", "seq"),
+    ("entities", "id COLLATE \"C\""),
+    (
+        "memory_entities",
+        "memory_id COLLATE \"C\", entity_id COLLATE \"C\"",
+    ),
+    (
+        "sessions_consolidations",
+        "user_id COLLATE \"C\", chat_id COLLATE \"C\", session_id COLLATE \"C\"",
+    ),
+    (
+        "ingested_events",
+        "user_id COLLATE \"C\", event_id COLLATE \"C\"",
+    ),
 ];
 
 /// Columns that are not exported or accepted: PostgreSQL's own derived ones (the tsvector, and
@@ -285,13 +296,7 @@ impl MemoryExport for PostgresStore {
                 .map(|column| format!("\"{}\"", column.name))
                 .collect::<Vec<_>>()
                 .join(", ");
-            // Byte order, as SQLite compares text.
-            let order = key
-                .split(", ")
-                .map(|part| format!("{part} COLLATE \"C\""))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!("SELECT {select} FROM {table}{filter} ORDER BY {order}");
+            let sql = format!("SELECT {select} FROM {table}{filter} ORDER BY {key}");
             let mut query = sqlx::query(&sql);
             if let Some(user) = user_id {
                 query = query.bind(user);

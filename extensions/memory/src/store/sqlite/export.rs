@@ -9,9 +9,11 @@ use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
 
-/// Tables a full export holds, with the key that orders their rows.
+/// Tables a full export holds, with the key that orders their rows: memories in the order they
+/// were stored (rowid), so that an import stores them in that order again (search keeps the
+/// last stored matches of very common words, see `fulltext.rs`), the other tables by key.
 pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
-    ("memories", "id"),
+    ("memories", "rowid"),
     ("entities", "id"),
     ("memory_entities", "memory_id, entity_id"),
     ("sessions_consolidations", "user_id, chat_id, session_id"),

@@ -537,3 +537,38 @@ async fn exported_floats_import_back_to_the_same_bits() {
         .unwrap();
     assert_eq!(confidence.to_bits(), odd.to_bits(), "{confidence} != {odd}");
 }
+
+/// An export lists memories in the order they were stored, so an import stores them in that
+/// order again (ids are hashes, so their order is another): the copy keeps which are the last
+/// stored, which a search's full-text first pass relies on.
+#[tokio::test]
+async fn an_export_keeps_the_order_memories_were_stored_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("a.db")).await;
+    let mut stored = Vec::new();
+    for n in 0..20 {
+        let text = format!("Ana noted item {n}");
+        stored.push(store.insert_memory(&fact(&text), &[]).await.unwrap());
+    }
+    let mut by_id = stored.clone();
+    by_id.sort();
+    assert_ne!(by_id, stored, "ids are not in storing order");
+    let rows = store.export_rows(None).await.unwrap();
+    let exported: Vec<String> = rows
+        .iter()
+        .filter(|row| row["type"] == "memories")
+        .map(|row| row["row"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(exported, stored);
+    let copy = open(&dir.path().join("b.db")).await;
+    for row in &rows {
+        copy.import_row(row["type"].as_str().unwrap(), &row["row"])
+            .await
+            .unwrap();
+    }
+    let in_copy: Vec<String> = sqlx::query_scalar("SELECT id FROM memories ORDER BY rowid")
+        .fetch_all(&copy.pool)
+        .await
+        .unwrap();
+    assert_eq!(in_copy, stored);
+}

@@ -111,11 +111,15 @@ async fn export_imports_into_another_database_as_it_was() {
         .unwrap();
     assert_eq!(tea["row"]["embedding"], "00ff10");
     assert_eq!(tea["row"]["mention_count"], Value::from(2));
-    let fact = &exported[0]["row"];
-    assert_eq!(fact["id"], "ep_a1");
-    assert_eq!(fact["confidence"], Value::from(1.0));
-    assert!(fact["confidence"].is_f64() && fact["event_time"].is_i64());
-    assert!(fact["valid_until"].is_null() && fact.get("search_text").is_none());
+    // Memories come in the order they were stored, as SQLite gives them.
+    assert_eq!(exported[0]["row"]["id"], "fact_a1");
+    let episode = &exported
+        .iter()
+        .find(|record| record["row"]["id"] == "ep_a1")
+        .unwrap()["row"];
+    assert_eq!(episode["confidence"], Value::from(1.0));
+    assert!(episode["confidence"].is_f64() && episode["event_time"].is_i64());
+    assert!(episode["valid_until"].is_null() && episode.get("search_text").is_none());
 
     let second = open_fresh().await;
     import_all(&second, &exported).await;
