@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn rare_words_or_all_common_ones() {
-        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        let words = crate::search::strings;
         assert_eq!(
             match_rare_or_all_common(&words(&["zebra"]), &words(&["dana", "lis\"bon"])).as_deref(),
             Some("\"zebra\" OR (\"dana\" AND \"lis\"\"bon\")")

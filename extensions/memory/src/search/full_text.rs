@@ -193,10 +193,7 @@ pub(crate) async fn similar_facts(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(terms: &[&str]) -> Vec<String> {
-        terms.iter().map(|term| (*term).to_owned()).collect()
-    }
+    use crate::search::strings as words;
 
     #[test]
     fn words_in_half_the_memories_or_more_are_not_specific() {

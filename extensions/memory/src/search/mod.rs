@@ -18,3 +18,9 @@ mod when;
 pub(crate) use full_text::search_fts;
 pub(crate) use full_text::similar_facts;
 pub(crate) use stats::CorpusStats;
+
+/// `list` as owned strings: the words and names the search tests pass around.
+#[cfg(test)]
+pub(crate) fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|item| (*item).to_owned()).collect()
+}

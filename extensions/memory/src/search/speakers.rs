@@ -99,10 +99,7 @@ pub(crate) fn spoken_by(content: &str, speaker: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|name| (*name).to_owned()).collect()
-    }
+    use crate::search::strings as names;
 
     #[test]
     fn names_and_their_possessives_are_left_out() {

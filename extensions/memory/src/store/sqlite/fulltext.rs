@@ -43,14 +43,8 @@ impl FullTextIndex for MemoryStore {
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
         builder.push_bind(query.to_owned());
-        push_filters(&mut builder, request);
-        builder
-            .push(" ORDER BY bm25(memories_fts), m.event_time DESC LIMIT ")
-            .push_bind(limit as i64);
-        Ok(builder
-            .build_query_as::<(String, f64)>()
-            .fetch_all(&self.pool)
-            .await?)
+        self.filtered_best(builder, request, "bm25(memories_fts)", limit)
+            .await
     }
 
     async fn fts_document_count(&self) -> Result<i64> {
@@ -119,9 +113,23 @@ impl MemoryStore {
             .push(" ORDER BY score LIMIT ")
             .push_bind(depth as i64);
         builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
+        self.filtered_best(builder, request, "best.score", limit)
+            .await
+    }
+
+    /// Runs a full-text query whose `builder` ends in a `WHERE` on `memories m`: adds the
+    /// request's filters, then keeps the `limit` best by `rank` (ascending, as FTS5's `bm25()`
+    /// is), the newest first among equals.
+    async fn filtered_best(
+        &self,
+        mut builder: QueryBuilder<'_, sqlx::Sqlite>,
+        request: &SearchRequest,
+        rank: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>> {
         push_filters(&mut builder, request);
         builder
-            .push(" ORDER BY best.score, m.event_time DESC LIMIT ")
+            .push(format!(" ORDER BY {rank}, m.event_time DESC LIMIT "))
             .push_bind(limit as i64);
         Ok(builder
             .build_query_as::<(String, f64)>()
