@@ -233,6 +233,50 @@ impl QuantizedIndex {
         }
     }
 
+    /// The stored vector of `memory_id` as its 8-bit codes give it back (each value within
+    /// half a code step of the float), or `None` when the mirror holds no live row for it.
+    pub(crate) fn approximate_vector(&self, memory_id: &str) -> Option<Vec<f32>> {
+        let position = *self.positions.get(memory_id)?;
+        if !self.alive[position] {
+            return None;
+        }
+        let dims = self.dimensions;
+        let scale = self.scales[position];
+        Some(
+            self.codes[position * dims..(position + 1) * dims]
+                .iter()
+                .map(|code| f32::from(*code) * scale)
+                .collect(),
+        )
+    }
+
+    /// The cosine similarity of `query` (a unit vector) to each of `memory_ids` that has a live
+    /// row, read from the 8-bit codes as the search's re-scoring reads them.
+    pub(crate) fn similarities(&self, query: &[f32], memory_ids: &[String]) -> Vec<(String, f32)> {
+        if query.len() != self.dimensions {
+            return Vec::new();
+        }
+        memory_ids
+            .iter()
+            .filter_map(|id| {
+                let position = *self.positions.get(id)?;
+                self.alive[position].then(|| (id.clone(), self.code_similarity(position, query)))
+            })
+            .collect()
+    }
+
+    /// The cosine similarity of the unit `query` to the row at `position`, from its codes.
+    fn code_similarity(&self, position: usize, query: &[f32]) -> f32 {
+        let dims = self.dimensions;
+        let codes = &self.codes[position * dims..(position + 1) * dims];
+        let dot: f32 = codes
+            .iter()
+            .zip(query)
+            .map(|(code, value)| f32::from(*code) * value)
+            .sum();
+        dot * self.scales[position]
+    }
+
     /// The `k` rows nearest to `query` (a unit vector) that pass `filter`, with their cosine
     /// similarity, best first: the `k × oversample` nearest by Hamming distance between sign
     /// bits, re-scored with the 8-bit codes.
@@ -317,18 +361,11 @@ impl QuantizedIndex {
                 }
             })
             .collect();
-        let dims = self.dimensions;
         let mut rescored: Vec<(f32, usize)> = scored
             .into_iter()
             .map(|position| {
                 let position = position as usize;
-                let codes = &self.codes[position * dims..(position + 1) * dims];
-                let dot: f32 = codes
-                    .iter()
-                    .zip(query)
-                    .map(|(code, value)| f32::from(*code) * value)
-                    .sum();
-                (dot * self.scales[position], position)
+                (self.code_similarity(position, query), position)
             })
             .collect();
         rescored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

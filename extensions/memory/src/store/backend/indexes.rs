@@ -111,6 +111,20 @@ pub(crate) trait VectorIndex: Send + Sync {
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>>;
 
+    /// The stored vectors of those of `ids` that have one (approximately: the SQLite store
+    /// gives its quantised mirror's reading), for shaping a query from its best matches.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>>;
+
+    /// The cosine similarity of the unit `vector` to each of `ids` that has a stored vector
+    /// (the SQLite store reads its quantised mirror, as its search does), in no order.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>>;
+
     /// Rows and approximate heap bytes of the in-memory vector index (loading it if needed).
     ///
     /// # Errors

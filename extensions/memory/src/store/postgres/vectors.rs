@@ -15,6 +15,8 @@
 //! configured depth (enough for an owner of most vectors), then with the most candidates
 //! pgvector allows, falling back to the exact search if that still finds fewer than asked for.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder, Transaction};
 
@@ -53,6 +55,15 @@ pub(super) fn vector_text(vector: &[f32]) -> String {
     }
     text.push(']');
     text
+}
+
+/// A vector from pgvector's text form, `[0.1,0.2,…]`; `None` if it is not one.
+fn parse_vector_text(text: &str) -> Option<Vec<f32>> {
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    inner
+        .split(',')
+        .map(|value| value.trim().parse::<f32>().ok())
+        .collect()
 }
 
 /// The statements creating the HNSW index for vectors of `dimensions` and the user index.
@@ -376,6 +387,39 @@ impl VectorIndex for PostgresStore {
 
     /// This store keeps no in-memory mirror of the vectors: the rows of `memory_vectors`, and
     /// 0 bytes.
+    async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT memory_id, embedding::text FROM memory_vectors WHERE memory_id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, text)| Some((id, parse_vector_text(&text)?)))
+            .collect())
+    }
+
+    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Stored vectors of another length (an earlier provider's) are not compared.
+        let rows: Vec<(String, f64)> = sqlx::query_as(
+            "SELECT memory_id, embedding <=> $1::vector AS distance FROM memory_vectors \
+             WHERE memory_id = ANY($2) AND vector_dims(embedding) = $3",
+        )
+        .bind(vector_text(vector))
+        .bind(ids)
+        .bind(i32::try_from(vector.len()).unwrap_or(i32::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(similarities(rows))
+    }
+
     async fn mirror_size(&self) -> Result<(usize, usize)> {
         let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_vectors")
             .fetch_one(&self.pool)

@@ -1,6 +1,7 @@
 //! The vector index: `vec_memories` (sqlite-vec) and its quantised in-memory mirror, which
 //! answers nearest-neighbour queries.
 
+use std::collections::HashMap;
 use std::sync::PoisonError;
 
 use async_trait::async_trait;
@@ -289,6 +290,20 @@ impl VectorIndex for MemoryStore {
             .filter(|(id, _)| allowed.contains_key(id))
             .take(limit)
             .collect())
+    }
+
+    async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>> {
+        self.refresh_mirror().await?;
+        let mirror = self.mirror();
+        Ok(ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), mirror.approximate_vector(id)?)))
+            .collect())
+    }
+
+    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>> {
+        self.refresh_mirror().await?;
+        Ok(self.mirror().similarities(vector, ids))
     }
 
     async fn mirror_size(&self) -> Result<(usize, usize)> {
