@@ -90,6 +90,7 @@ scenarios!(
     people_from_model_subjects,
     reflection,
     reflection_scopes,
+    search_feedback,
     search_sessions,
     search_speakers_and_periods,
     shared_session_id,

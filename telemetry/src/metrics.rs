@@ -125,7 +125,7 @@ impl Metrics {
         );
         registry.register(
             "mnemo_search_stage_duration_seconds",
-            "One stage of a search: a candidate list (fts, vector, entity) or their fusion",
+            "One stage of a search: a candidate list (fts, vector, entity, feedback) or their fusion",
             metrics.search_stages.clone(),
         );
         registry.register(

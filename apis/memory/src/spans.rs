@@ -16,6 +16,9 @@ pub const SEARCH_FTS: &str = "memory.search.fts";
 pub const SEARCH_VECTOR: &str = "memory.search.vector";
 /// The entity candidate list of a search: memories linked to the entities the query names.
 pub const SEARCH_ENTITY: &str = "memory.search.entity";
+/// The feedback candidate list of a search: the query vector moved towards its best first
+/// matches' vectors, and its nearest memories.
+pub const SEARCH_FEEDBACK: &str = "memory.search.feedback";
 /// Fusing the candidate lists and ranking the fused candidates.
 pub const SEARCH_FUSION: &str = "memory.search.fusion";
 /// The field of a list span: how many candidates the list gave.

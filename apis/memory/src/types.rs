@@ -222,12 +222,13 @@ fn no_factor() -> f64 {
 /// One candidate list's verdict on a memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListMatch {
-    /// `fts`, `context`, `vector` or `entity`.
+    /// `fts`, `context`, `vector`, `entity` or `feedback`.
     pub list: String,
     /// 1-based rank in that list.
     pub rank: usize,
-    /// The list's own score: BM25 relevance (fts), cosine similarity (vector), or how many of
-    /// the query's entities it is linked to (entity).
+    /// The list's own score: BM25 relevance (fts), cosine similarity (vector; feedback, to the
+    /// query moved towards its best first matches), or how many of the query's entities it is
+    /// linked to (entity).
     pub score: f64,
 }
 
@@ -235,11 +236,13 @@ pub struct ListMatch {
 /// `candidate_lists` returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateList {
-    /// `fts`, `context` (BM25 with the turn before), `vector` or `entity`.
+    /// `fts`, `context` (BM25 with the turn before), `vector`, `entity` or `feedback` (the
+    /// other lists' candidates scored again against the query moved towards its best first
+    /// matches).
     pub name: &'static str,
     /// Memory ids, best first, each with the list's own score: BM25 relevance (fts, higher is
-    /// better), cosine similarity (vector), or how many of the query's entities it is linked to
-    /// (entity).
+    /// better), cosine similarity (vector, feedback), or how many of the query's entities it is
+    /// linked to (entity).
     pub hits: Vec<(String, f64)>,
 }
 

@@ -57,6 +57,15 @@ pub struct MemoryConfig {
     /// turns of its session among the leading candidates (a session that matches in several
     /// turns is about the question); 0 = off.
     pub session_weight: f64,
+    /// Hybrid search: the weight of the feedback list, which scores the candidates again by
+    /// their similarity to the query vector moved towards the vectors of its
+    /// `feedback_matches` best first matches (pseudo-relevance feedback); 0 = off.
+    pub feedback_weight: f64,
+    /// Hybrid search: how many of the best first matches shape the feedback query.
+    pub feedback_matches: usize,
+    /// Hybrid search: how far the feedback query moves from the query towards the mean of those
+    /// matches (the query and the mean are unit vectors; 1 = halfway).
+    pub feedback_shift: f64,
     /// Vector neighbours less similar than this (cosine) are not results: a nearest-neighbour
     /// list always has neighbours, related or not.
     pub min_similarity: f32,
@@ -142,6 +151,9 @@ impl Default for MemoryConfig {
             previous_turn_weight: 0.15,
             next_turn_weight: 0.1,
             session_weight: 0.1,
+            feedback_weight: 0.3,
+            feedback_matches: 3,
+            feedback_shift: 0.5,
             min_similarity: 0.3,
             vector_oversample: 8,
             supersede_similarity: 0.75,
@@ -208,6 +220,16 @@ impl ValidateConfig for MemoryConfig {
             "must be at least 1",
         );
         need(self.rrf_k > 0.0, "rrf_k", "must be positive");
+        need(
+            (1..=50).contains(&self.feedback_matches),
+            "feedback_matches",
+            "must be between 1 and 50",
+        );
+        need(
+            (0.0..=10.0).contains(&self.feedback_shift),
+            "feedback_shift",
+            "must be between 0 and 10",
+        );
         for (key, value) in [
             ("speaker_weight", self.speaker_weight),
             ("period_weight", self.period_weight),
@@ -230,6 +252,7 @@ impl ValidateConfig for MemoryConfig {
             ("previous_turn_weight", self.previous_turn_weight),
             ("next_turn_weight", self.next_turn_weight),
             ("session_weight", self.session_weight),
+            ("feedback_weight", self.feedback_weight),
         ] {
             need((0.0..=1.0).contains(&value), key, "must be between 0 and 1");
         }

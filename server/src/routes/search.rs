@@ -110,12 +110,13 @@ pub(crate) struct WhyView {
 /// One list's verdict.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ListView {
-    /// `fts`, `context` (BM25 with the turn before), `vector` or `entity`.
+    /// `fts`, `context` (BM25 with the turn before), `vector`, `entity` or `feedback` (the
+    /// candidates scored again against the query moved towards its best first matches).
     list: String,
     /// 1-based rank in the list.
     rank: usize,
-    /// BM25 relevance (fts; context: with the turn before's), cosine similarity (vector), or
-    /// entities matched (entity).
+    /// BM25 relevance (fts; context: with the turn before's), cosine similarity (vector;
+    /// feedback: to the moved query), or entities matched (entity).
     score: f64,
 }
 

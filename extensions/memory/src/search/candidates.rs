@@ -283,6 +283,19 @@ impl MemoryService {
                     .collect(),
             });
         }
+        let with_feedback = mode == SearchMode::Hybrid
+            && self.config().fusion == "scores"
+            && self.config().feedback_weight > 0.0
+            && lists.iter().any(|list| list.name == "vector");
+        if with_feedback {
+            let feedback = self.feedback_list(request, &lists, &speakers, depth);
+            if let Some(hits) = traced_list(list_span!(spans::SEARCH_FEEDBACK), feedback).await? {
+                lists.push(CandidateList {
+                    name: "feedback",
+                    hits,
+                });
+            }
+        }
         Ok((lists, speakers))
     }
 }

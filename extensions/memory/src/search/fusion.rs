@@ -39,6 +39,9 @@ pub(crate) enum Fusion {
         context_weight: f64,
         /// Added for linked entities, scaled by the share of the query's entities matched.
         entity_weight: f64,
+        /// The feedback list's weight: nearest neighbours of the query moved towards its best
+        /// first matches (see `feedback.rs`).
+        feedback_weight: f64,
         /// The cosine similarity that counts as unrelated (the vector list's cut-off).
         similarity_floor: f64,
     },
@@ -79,10 +82,14 @@ pub(crate) fn fuse(
                 vector_weight,
                 context_weight,
                 entity_weight,
+                feedback_weight,
                 similarity_floor,
             } => match list.name {
                 "vector" => share_of_best(&list.hits, similarity_floor)
                     .map(|(id, score)| (id, vector_weight * score))
+                    .collect(),
+                "feedback" => share_of_best(&list.hits, similarity_floor)
+                    .map(|(id, score)| (id, feedback_weight * score))
                     .collect(),
                 "entity" => {
                     // Entity counts are not spread like scores: 1 of 1 entity matched is full.
@@ -230,6 +237,7 @@ mod tests {
                 vector_weight: 0.3,
                 context_weight: 0.5,
                 entity_weight: 0.1,
+                feedback_weight: 0.0,
                 similarity_floor: 0.3,
             },
         ));
@@ -250,6 +258,7 @@ mod tests {
                 vector_weight: 0.3,
                 context_weight: 0.5,
                 entity_weight: 0.1,
+                feedback_weight: 0.0,
                 similarity_floor: 0.3,
             },
         );
@@ -270,6 +279,7 @@ mod tests {
                 vector_weight: 0.3,
                 context_weight: 0.5,
                 entity_weight: 0.1,
+                feedback_weight: 0.0,
                 similarity_floor: 0.3,
             },
         ));
@@ -334,6 +344,7 @@ mod tests {
                     vector_weight: 0.4,
                     context_weight: 0.25,
                     entity_weight: 0.1,
+                    feedback_weight: 0.0,
                     similarity_floor: 0.3,
                 },
             ))

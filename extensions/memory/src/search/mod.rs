@@ -6,6 +6,7 @@
 
 mod candidates;
 mod entities;
+mod feedback;
 pub(crate) mod fts_query;
 mod full_text;
 mod fusion;

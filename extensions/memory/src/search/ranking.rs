@@ -48,6 +48,28 @@ impl MemoryService {
         result
     }
 
+    /// How the request's lists are fused: hybrid search with score fusion weighs them as
+    /// configured; a single list keeps its own order (1 / (k + rank) is monotonic).
+    pub(super) fn fusion(&self, request: &SearchRequest) -> Fusion {
+        if request.mode == SearchMode::Hybrid && self.config().fusion == "scores" {
+            Fusion::Scores {
+                vector_weight: self.config().vector_weight,
+                context_weight: self.config().context_weight,
+                entity_weight: self.config().entity_weight,
+                feedback_weight: self.config().feedback_weight,
+                similarity_floor: f64::from(
+                    request
+                        .min_similarity
+                        .unwrap_or(self.config().min_similarity),
+                ),
+            }
+        } else {
+            Fusion::Rrf {
+                k: self.config().rrf_k,
+            }
+        }
+    }
+
     /// [`Self::search`], inside its span.
     async fn rank(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
         let store = self.store()?.clone();
@@ -59,23 +81,7 @@ impl MemoryService {
             .clamp(1, self.config().max_search_limit.max(1));
         let candidates = self.config().candidates_per_list.max(limit);
         let (lists, speakers) = self.gather(request, candidates).await?;
-        // A single list keeps its own order (1 / (k + rank) is monotonic); hybrid fuses.
-        let fusion = if request.mode == SearchMode::Hybrid && self.config().fusion == "scores" {
-            Fusion::Scores {
-                vector_weight: self.config().vector_weight,
-                context_weight: self.config().context_weight,
-                entity_weight: self.config().entity_weight,
-                similarity_floor: f64::from(
-                    request
-                        .min_similarity
-                        .unwrap_or(self.config().min_similarity),
-                ),
-            }
-        } else {
-            Fusion::Rrf {
-                k: self.config().rrf_k,
-            }
-        };
+        let fusion = self.fusion(request);
         let fused = tracing::info_span!(spans::SEARCH_FUSION).in_scope(|| fuse(&lists, fusion));
         let (before, after) = (
             self.config().previous_turn_weight,
