@@ -250,21 +250,6 @@ impl QuantizedIndex {
         )
     }
 
-    /// The cosine similarity of `query` (a unit vector) to each of `memory_ids` that has a live
-    /// row, read from the 8-bit codes as the search's re-scoring reads them.
-    pub(crate) fn similarities(&self, query: &[f32], memory_ids: &[String]) -> Vec<(String, f32)> {
-        if query.len() != self.dimensions {
-            return Vec::new();
-        }
-        memory_ids
-            .iter()
-            .filter_map(|id| {
-                let position = *self.positions.get(id)?;
-                self.alive[position].then(|| (id.clone(), self.code_similarity(position, query)))
-            })
-            .collect()
-    }
-
     /// The cosine similarity of the unit `query` to the row at `position`, from its codes.
     fn code_similarity(&self, position: usize, query: &[f32]) -> f32 {
         let dims = self.dimensions;

@@ -8,7 +8,7 @@
 //! with the kids", but the first matches ("We always look forward to our family camping
 //! trip") lie between the two. The list re-scores the candidates in hand and adds none: a
 //! nearest-neighbour search for `q'` over the whole index found no more on LoCoMo, and costs
-//! another scan of it.
+//! another scan of it. The candidates' vectors come from one read of the store by id.
 
 use super::candidates::query_head;
 use super::fusion::{fuse, Fusion};
@@ -21,6 +21,11 @@ use crate::types::{CandidateList, SearchRequest};
 fn unit(vector: &[f32]) -> Option<Vec<f32>> {
     let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
     (norm > 0.0 && norm.is_finite()).then(|| vector.iter().map(|value| value / norm).collect())
+}
+
+/// The cosine of two unit vectors.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Rocchio's query: the unit `query` plus `shift` times the unit mean of the unit `matches`, as
@@ -95,20 +100,23 @@ impl MemoryService {
             return Ok(None);
         };
         let config = self.config();
+        // The best first matches are among the candidates: one read of the store serves both.
         let best = best_first_matches(lists, self.fusion(request), config.feedback_matches);
-        let store = self.store()?;
-        let mut stored = store.stored_vectors(&best).await?;
-        let matches: Vec<Vec<f32>> = best.iter().filter_map(|id| stored.remove(id)).collect();
+        let stored = self.store()?.stored_vectors(&candidates_in(lists)).await?;
+        let matches: Vec<Vec<f32>> = best
+            .iter()
+            .filter_map(|id| stored.get(id).cloned())
+            .collect();
         let Some(shaped) = shaped_query(&query, &matches, config.feedback_shift as f32) else {
             return Ok(None);
         };
-        let floor = request.min_similarity.unwrap_or(config.min_similarity);
-        let mut scored: Vec<(String, f64)> = store
-            .similarities_to(&shaped, &candidates_in(lists))
-            .await?
+        let floor = f64::from(request.min_similarity.unwrap_or(config.min_similarity));
+        // A vector of another length (an earlier provider's, on PostgreSQL) is not compared.
+        let mut scored: Vec<(String, f64)> = stored
             .into_iter()
+            .filter(|(_, vector)| vector.len() == shaped.len())
+            .filter_map(|(id, vector)| Some((id, f64::from(cosine(&unit(&vector)?, &shaped)))))
             .filter(|(_, similarity)| *similarity >= floor)
-            .map(|(id, similarity)| (id, f64::from(similarity)))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(depth);
@@ -119,10 +127,6 @@ impl MemoryService {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cosine(a: &[f32], b: &[f32]) -> f32 {
-        a.iter().zip(b).map(|(x, y)| x * y).sum()
-    }
 
     #[test]
     fn the_shaped_query_moves_towards_the_matches_by_the_shift() {

@@ -111,19 +111,14 @@ pub(crate) trait VectorIndex: Send + Sync {
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>>;
 
-    /// The stored vectors of those of `ids` that have one (approximately: the SQLite store
-    /// gives its quantised mirror's reading), for shaping a query from its best matches.
+    /// The stored vectors of those of `ids` that have one, for shaping a query from its best
+    /// matches and scoring candidates against it. The SQLite store reads its quantised mirror
+    /// (each value within half a code step; the mirror is loaded first if it is not, as
+    /// `search_vector` loads it), PostgreSQL `memory_vectors`.
     ///
     /// # Errors
     /// The database fails.
     async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>>;
-
-    /// The cosine similarity of the unit `vector` to each of `ids` that has a stored vector
-    /// (the SQLite store reads its quantised mirror, as its search does), in no order.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>>;
 
     /// Rows and approximate heap bytes of the in-memory vector index (loading it if needed).
     ///

@@ -57,15 +57,6 @@ pub(super) fn vector_text(vector: &[f32]) -> String {
     text
 }
 
-/// A vector from pgvector's text form, `[0.1,0.2,…]`; `None` if it is not one.
-fn parse_vector_text(text: &str) -> Option<Vec<f32>> {
-    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    inner
-        .split(',')
-        .map(|value| value.trim().parse::<f32>().ok())
-        .collect()
-}
-
 /// The statements creating the HNSW index for vectors of `dimensions` and the user index.
 fn create_indexes(dimensions: usize) -> Vec<String> {
     let mut statements = vec![
@@ -391,33 +382,14 @@ impl VectorIndex for PostgresStore {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT memory_id, embedding::text FROM memory_vectors WHERE memory_id = ANY($1)",
+        // As `real[]`, which the binary protocol hands over as floats: no text to parse.
+        let rows: Vec<(String, Vec<f32>)> = sqlx::query_as(
+            "SELECT memory_id, embedding::real[] FROM memory_vectors WHERE memory_id = ANY($1)",
         )
         .bind(ids)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(id, text)| Some((id, parse_vector_text(&text)?)))
-            .collect())
-    }
-
-    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Stored vectors of another length (an earlier provider's) are not compared.
-        let rows: Vec<(String, f64)> = sqlx::query_as(
-            "SELECT memory_id, embedding <=> $1::vector AS distance FROM memory_vectors \
-             WHERE memory_id = ANY($2) AND vector_dims(embedding) = $3",
-        )
-        .bind(vector_text(vector))
-        .bind(ids)
-        .bind(i32::try_from(vector.len()).unwrap_or(i32::MAX))
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(similarities(rows))
+        Ok(rows.into_iter().collect())
     }
 
     async fn mirror_size(&self) -> Result<(usize, usize)> {

@@ -301,11 +301,6 @@ impl VectorIndex for MemoryStore {
             .collect())
     }
 
-    async fn similarities_to(&self, vector: &[f32], ids: &[String]) -> Result<Vec<(String, f32)>> {
-        self.refresh_mirror().await?;
-        Ok(self.mirror().similarities(vector, ids))
-    }
-
     async fn mirror_size(&self) -> Result<(usize, usize)> {
         self.refresh_mirror().await?;
         let mirror = self.mirror();

@@ -478,41 +478,20 @@ async fn instances_starting_together_agree_on_one_provider() {
 }
 
 #[tokio::test]
-async fn stored_vectors_and_similarities_are_read_by_id() {
+async fn stored_vectors_are_read_by_id() {
     let store = open_fresh().await;
     let rows: Vec<(String, String, &str, Vec<f32>)> = (0..5_u64)
         .map(|n| (format!("m{n}"), "ana".to_owned(), "fact", pseudo(n, 8)))
         .collect();
     insert_vectors(&store, &rows).await;
-    // An earlier provider's vector of another length is not compared.
-    insert_vectors(
-        &store,
-        &[("old".to_owned(), "ana".to_owned(), "fact", pseudo(9, 4))],
-    )
-    .await;
-    let asked: Vec<String> = ["m1", "m2", "old", "missing"].map(str::to_owned).to_vec();
-    let stored = store.stored_vectors(&asked[..2]).await.unwrap();
-    assert_eq!(stored.len(), 2);
+    let asked: Vec<String> = ["m1", "m2", "missing"].map(str::to_owned).to_vec();
+    let stored = store.stored_vectors(&asked).await.unwrap();
+    assert_eq!(stored.len(), 2, "only memories with a vector");
     for (id, vector) in [("m1", pseudo(1, 8)), ("m2", pseudo(2, 8))] {
-        let read = &stored[id];
-        assert!(
-            read.iter().zip(&vector).all(|(a, b)| (a - b).abs() < 1e-5),
-            "{id}: {read:?}"
+        assert_eq!(
+            stored[id], vector,
+            "{id}: pgvector keeps single-precision floats exactly"
         );
     }
-    let query = pseudo(1, 8);
-    let similar: std::collections::HashMap<String, f32> = store
-        .similarities_to(&query, &asked)
-        .await
-        .unwrap()
-        .into_iter()
-        .collect();
-    assert_eq!(similar.len(), 2, "{similar:?}");
-    assert!((similar["m1"] - 1.0).abs() < 1e-4, "{similar:?}");
-    let exact: f32 = query.iter().zip(pseudo(2, 8)).map(|(a, b)| a * b).sum();
-    assert!(
-        (similar["m2"] - exact).abs() < 1e-4,
-        "{similar:?} against {exact}"
-    );
-    assert!(store.similarities_to(&query, &[]).await.unwrap().is_empty());
+    assert!(store.stored_vectors(&[]).await.unwrap().is_empty());
 }
