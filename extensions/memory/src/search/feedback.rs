@@ -175,5 +175,17 @@ mod tests {
         // a: 0.5; b: 0.25; c: 0.125 + 0.5; d: 0.5 × 0.2 / 0.6.
         assert_eq!(best_first_matches(&lists, fusion, 2), ["c", "a"]);
         assert_eq!(candidates_in(&lists), ["a", "b", "c", "d"]);
+        // The feedback list is fused as a cosine list with its own weight.
+        let mut with_feedback = lists.clone();
+        with_feedback.push(CandidateList {
+            name: "feedback",
+            hits: vec![("b".into(), 0.8), ("d".into(), 0.55)],
+        });
+        let fused = fuse(&with_feedback, fusion);
+        assert!((fused["b"].0 - (0.25 + 0.3)).abs() < 1e-9, "{fused:?}");
+        assert!(
+            (fused["d"].0 - (0.5 * 0.2 / 0.6 + 0.3 * 0.5)).abs() < 1e-9,
+            "{fused:?}"
+        );
     }
 }

@@ -85,12 +85,17 @@ pub(crate) fn fuse(
                 feedback_weight,
                 similarity_floor,
             } => match list.name {
-                "vector" => share_of_best(&list.hits, similarity_floor)
-                    .map(|(id, score)| (id, vector_weight * score))
-                    .collect(),
-                "feedback" => share_of_best(&list.hits, similarity_floor)
-                    .map(|(id, score)| (id, feedback_weight * score))
-                    .collect(),
+                // Cosine lists: the query's own vector, and the one moved by feedback.
+                "vector" | "feedback" => {
+                    let weight = if list.name == "vector" {
+                        vector_weight
+                    } else {
+                        feedback_weight
+                    };
+                    share_of_best(&list.hits, similarity_floor)
+                        .map(|(id, score)| (id, weight * score))
+                        .collect()
+                }
                 "entity" => {
                     // Entity counts are not spread like scores: 1 of 1 entity matched is full.
                     let most = list
