@@ -6,11 +6,12 @@
 //! load (half precision, which halves the bytes each product streams; query, key and value
 //! fused into one matrix), and each product reads them once, in AVX-512 where the CPU has it
 //! and AVX2 otherwise: 4.3–4.8 ms per short query with AVX-512 and 6.3–7.3 ms with AVX2 on the
-//! CI machine, against 12 ms with candle. On CPUs with AVX512_BF16 the weights are packed in
+//! CI machine, against 12 ms with candle. On CPUs with AVX512_BF16 the weights can be packed in
 //! bfloat16 instead and each product's inputs rounded to bfloat16, so that `vdpbf16ps` does
 //! twice the multiply-adds of `vfmadd` per instruction ([`Precision`]; `single/gemm_bf16.rs`):
-//! 1.6 times the long-text throughput, at a lowest cosine of 0.99994 with sentence-transformers
-//! (0.9999993 in half precision).
+//! 1.6 times the long-text throughput where the instruction runs at full rate, at a lowest
+//! cosine of 0.99994 with sentence-transformers (0.9999993 in half precision). Not every such
+//! CPU runs it at full rate, so the first load times both products (`single/calibration.rs`).
 //!
 //! Attention (`single/attention.rs`), GELU (`single/activation.rs`) and layer norm
 //! (`single/norm.rs`) run in AVX-512 where the CPU has it; in scalar code attention and GELU
@@ -33,6 +34,8 @@ mod activation;
 /// Attention, in AVX-512 register tiles where the CPU has it.
 #[allow(unsafe_code)]
 mod attention;
+/// Which of the two products this CPU runs faster.
+mod calibration;
 /// The matrix product, in AVX2/FMA/F16C or AVX-512 intrinsics. Only reached after
 /// [`cpu_supported`].
 #[allow(unsafe_code)]
@@ -84,11 +87,12 @@ pub(crate) struct Kernels {
 }
 
 impl Kernels {
-    /// The fastest this CPU runs: bfloat16 products if it has AVX512_BF16, AVX-512 for the
-    /// rest where it has AVX-512F.
+    /// The fastest this CPU runs: bfloat16 products if it has AVX512_BF16 and they measured
+    /// faster than half precision here ([`calibration`]), AVX-512 for the rest where it has
+    /// AVX-512F.
     pub(crate) fn best() -> Self {
         Self {
-            precision: if gemm_bf16::available() {
+            precision: if calibration::brain_is_faster() {
                 Precision::Brain
             } else {
                 Precision::Half
@@ -477,9 +481,9 @@ fn add_in_place(target: &mut [f32], addend: &[f32]) {
     }
 }
 
-/// Deterministic test values in [-spread, spread), in steps of 0.001 (xorshift from `seed`).
-#[cfg(test)]
-fn test_values(count: usize, seed: u64, spread: f32) -> Vec<f32> {
+/// Deterministic values in [-spread, spread), in steps of 0.001 (xorshift from `seed`): the
+/// tests' operands and the calibration's.
+fn pseudo_random(count: usize, seed: u64, spread: f32) -> Vec<f32> {
     let steps = (2000.0 * spread) as u64 + 1;
     let mut state = seed | 1;
     (0..count)

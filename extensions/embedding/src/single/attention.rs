@@ -288,7 +288,7 @@ mod tests {
 
     /// Deterministic values in [-2, 2).
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        super::super::test_values(count, seed, 2.0)
+        super::super::pseudo_random(count, seed, 2.0)
     }
 
     #[test]

@@ -217,7 +217,7 @@ mod tests {
 
     /// Deterministic values in [-1, 1).
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        super::super::test_values(count, seed, 1.0)
+        super::super::pseudo_random(count, seed, 1.0)
     }
 
     #[test]

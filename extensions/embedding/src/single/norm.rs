@@ -129,7 +129,7 @@ mod tests {
 
     /// Deterministic values in [-3, 3).
     fn values(count: usize, seed: u64) -> Vec<f32> {
-        super::super::test_values(count, seed, 3.0)
+        super::super::pseudo_random(count, seed, 3.0)
     }
 
     #[test]
