@@ -139,3 +139,58 @@ fn a_command_that_stores_with_embeddings_on_ends_without_warnings() {
         "the fact was sent to the embedding server"
     );
 }
+
+/// A kernel that was shut down and dropped frees its extensions' services. The memory service
+/// holds the kernel's context, which holds the services: without the kernel clearing them at
+/// shutdown, the cycle kept the service, its store and its embedding model alive, which
+/// `mnemo eval` (a kernel per case) saw as about 140 MB more memory for every case.
+#[tokio::test]
+async fn a_kernel_shut_down_and_dropped_frees_its_services() {
+    let server = HttpTestServer::respond_with(embeddings).await;
+    let config = format!(
+        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
+         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
+        server.base_url
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(
+        mnemo_host::builtin_extensions(),
+        Config::parse(&config, "test.toml").unwrap(),
+    )
+    .data_dir(dir.path())
+    .start()
+    .await
+    .unwrap();
+    let service = kernel
+        .context()
+        .services()
+        .get::<mnemo_memory::MemoryService>()
+        .unwrap();
+    let turn = ConversationEvent::from_value(json!({"type": "user_message", "id": "e1",
+        "at": "2026-04-06T09:00:00Z", "session_id": "s1", "user_id": "ana",
+        "text": "The boiler was serviced on Monday"}))
+    .unwrap()
+    .into_event();
+    assert!(service.ingest(&turn).await.unwrap().is_some());
+    let watch = Arc::downgrade(&service);
+    drop(service);
+    kernel.shutdown().await;
+    assert!(
+        kernel
+            .context()
+            .services()
+            .get::<mnemo_memory::MemoryService>()
+            .is_none(),
+        "a shut-down kernel publishes no services"
+    );
+    drop(kernel);
+    // Tasks the shutdown ended may still be dropping their handles on other workers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while watch.upgrade().is_some() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        watch.upgrade().is_none(),
+        "the memory service outlived its kernel"
+    );
+}

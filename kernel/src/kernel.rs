@@ -599,7 +599,8 @@ impl Kernel {
     }
 
     /// Shuts down: cancels background work, stops the scheduler, drains every event queue, then
-    /// stops the extensions in reverse start order. Calling it again does nothing.
+    /// stops the extensions in reverse start order and drops the published APIs
+    /// ([`KernelContext::services`] finds none afterwards). Calling it again does nothing.
     pub async fn shutdown(&self) {
         if self.inner.stopped.swap(true, Ordering::AcqRel) {
             return;
@@ -640,5 +641,9 @@ impl Kernel {
             );
         }
         self.stop_extensions(self.inner.extensions.len()).await;
+        // A service that holds the context (the memory service does) would otherwise keep the
+        // context, and with it every service and the embedding model, alive after the kernel
+        // is dropped: about 140 MB a kernel in `mnemo eval`, which starts one per case.
+        self.inner.ctx.inner.services.clear();
     }
 }
