@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
-use mnemo_kernel::ConversationEvent;
+use mnemo_kernel::{ConversationEvent, Event};
+use mnemo_memory::MemoryService;
 use serde_json::{json, Value};
 
 /// Log lines, collected from a subscriber on this thread.
@@ -39,6 +40,35 @@ fn embeddings(request: &ReceivedRequest) -> CannedAnswer {
     CannedAnswer::json(&json!({"object": "list", "data": data}))
 }
 
+/// Embeddings from the test server at `base_url`, with NER and memory on.
+fn remote_embedding_config(base_url: &str) -> String {
+    format!(
+        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{base_url}\"\nmodel = \"m\"\n\
+         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n"
+    )
+}
+
+/// A kernel on `dir` with [`remote_embedding_config`], and its memory service.
+async fn start_kernel(base_url: &str, dir: &std::path::Path) -> (Kernel, Arc<MemoryService>) {
+    let config = Config::parse(&remote_embedding_config(base_url), "test.toml").unwrap();
+    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
+        .data_dir(dir)
+        .start()
+        .await
+        .unwrap();
+    let service = kernel.context().services().get::<MemoryService>().unwrap();
+    (kernel, service)
+}
+
+/// One user turn to store.
+fn boiler_turn() -> Event {
+    ConversationEvent::from_value(json!({"type": "user_message", "id": "e1",
+        "at": "2026-04-06T09:00:00Z", "session_id": "s1", "user_id": "ana",
+        "text": "The boiler was serviced on Monday"}))
+    .unwrap()
+    .into_event()
+}
+
 /// The background indexer is waiting for the embedding server when the kernel shuts down. It
 /// must be stopped with the store, not wake up afterwards to write into a closed pool.
 ///
@@ -59,30 +89,9 @@ async fn shutdown_stops_the_indexer_before_closing_the_store() {
         embeddings(request).delayed(Duration::from_millis(700))
     })
     .await;
-    let config = format!(
-        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
-        server.base_url
-    );
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(
-        mnemo_host::builtin_extensions(),
-        Config::parse(&config, "test.toml").unwrap(),
-    )
-    .data_dir(dir.path())
-    .start()
-    .await
-    .unwrap();
-    let service = kernel
-        .context()
-        .services()
-        .get::<mnemo_memory::MemoryService>()
-        .unwrap();
-    let turn = ConversationEvent::from_value(json!({"type": "user_message", "id": "e1",
-        "at": "2026-04-06T09:00:00Z", "session_id": "s1", "user_id": "ana",
-        "text": "The boiler was serviced on Monday"}))
-    .unwrap()
-    .into_event();
+    let (kernel, service) = start_kernel(&server.base_url, dir.path()).await;
+    let turn = boiler_turn();
     // Stored at once; its vector is the background indexer's work, which asks the server and
     // waits for the answer.
     assert!(service.ingest(&turn).await.unwrap().is_some());
@@ -110,11 +119,7 @@ fn a_command_that_stores_with_embeddings_on_ends_without_warnings() {
         embeddings(request).delayed(Duration::from_millis(100))
     }));
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
-        server.base_url
-    );
+    let config = remote_embedding_config(&server.base_url);
     std::fs::write(dir.path().join("config.toml"), config).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .arg("--config")
@@ -147,40 +152,15 @@ fn a_command_that_stores_with_embeddings_on_ends_without_warnings() {
 #[tokio::test]
 async fn a_kernel_shut_down_and_dropped_frees_its_services() {
     let server = HttpTestServer::respond_with(embeddings).await;
-    let config = format!(
-        "[extensions.embedding]\nprovider = \"remote\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
-         dimensions = 3\ntimeout_secs = 10\n[extensions.ner]\n[extensions.memory]\n",
-        server.base_url
-    );
     let dir = tempfile::tempdir().unwrap();
-    let kernel = Kernel::builder(
-        mnemo_host::builtin_extensions(),
-        Config::parse(&config, "test.toml").unwrap(),
-    )
-    .data_dir(dir.path())
-    .start()
-    .await
-    .unwrap();
-    let service = kernel
-        .context()
-        .services()
-        .get::<mnemo_memory::MemoryService>()
-        .unwrap();
-    let turn = ConversationEvent::from_value(json!({"type": "user_message", "id": "e1",
-        "at": "2026-04-06T09:00:00Z", "session_id": "s1", "user_id": "ana",
-        "text": "The boiler was serviced on Monday"}))
-    .unwrap()
-    .into_event();
+    let (kernel, service) = start_kernel(&server.base_url, dir.path()).await;
+    let turn = boiler_turn();
     assert!(service.ingest(&turn).await.unwrap().is_some());
     let watch = Arc::downgrade(&service);
     drop(service);
     kernel.shutdown().await;
     assert!(
-        kernel
-            .context()
-            .services()
-            .get::<mnemo_memory::MemoryService>()
-            .is_none(),
+        kernel.context().services().get::<MemoryService>().is_none(),
         "a shut-down kernel publishes no services"
     );
     drop(kernel);
