@@ -6,12 +6,14 @@
 //! load (half precision, which halves the bytes each product streams; query, key and value
 //! fused into one matrix), and each product reads them once, in AVX-512 where the CPU has it
 //! and AVX2 otherwise: 4.3–4.8 ms per short query with AVX-512 and 6.3–7.3 ms with AVX2 on the
-//! CI machine, against 12 ms with candle. On CPUs with AVX512_BF16 the weights can be packed in
-//! bfloat16 instead and each product's inputs rounded to bfloat16, so that `vdpbf16ps` does
-//! twice the multiply-adds of `vfmadd` per instruction ([`Precision`]; `single/gemm_bf16.rs`):
-//! 1.6 times the long-text throughput where the instruction runs at full rate, at a lowest
-//! cosine of 0.99994 with sentence-transformers (0.9999993 in half precision). Not every such
-//! CPU runs it at full rate, so the first load times both products (`single/calibration.rs`).
+//! CI machine, against 12 ms with candle. Two more products do twice `vfmadd231ps`'s
+//! multiply-adds per instruction ([`Precision`]): on CPUs with AVX512-FP16 (Sapphire Rapids and
+//! later), half-precision weights times inputs rounded to half precision by `vfmadd231ph`
+//! (`single/gemm_fp16.rs`; lowest cosine 0.99999 with sentence-transformers); on CPUs with
+//! AVX512_BF16, bfloat16 weights and inputs by `vdpbf16ps` (`single/gemm_bf16.rs`; 0.99994).
+//! Half precision widened to f32 stays closest (0.9999993). A CPU flag does not promise a rate
+//! (the CI machine's `vdpbf16ps` ran at a sixth of its earlier rate on 2026-11-27), so the first
+//! load times every product the CPU has and keeps the fastest (`single/calibration.rs`).
 //!
 //! Attention (`single/attention.rs`), GELU (`single/activation.rs`) and layer norm
 //! (`single/norm.rs`) run in AVX-512 where the CPU has it; in scalar code attention and GELU
@@ -28,13 +30,47 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use half::f16;
 
+/// Calls `$matrix.$tile::<R>(panel, row)` for every panel below `$panels` and every tile of
+/// at most eight token rows below `$n_rows`, `R` being the tile's row count: the AVX-512
+/// products take it as a constant, so that their accumulators stay in registers. Panels
+/// outermost: a panel's weights are read from memory once and from cache for every further
+/// tile of tokens. Expands to
+/// unsafe calls: the caller's own conditions must be those of `$tile`, with `row + R` at most
+/// `$n_rows` and `panel` below `$panels` (which this loop keeps).
+macro_rules! for_each_tile {
+    ($matrix:expr, $tile:ident, $panels:expr, $n_rows:expr) => {{
+        let n_rows: usize = $n_rows;
+        for panel in 0..$panels {
+            let mut row = 0;
+            while row < n_rows {
+                let rows = 8.min(n_rows - row);
+                // SAFETY: `row + rows <= n_rows` and `panel` is below the panel count; the
+                // rest is the caller's (see the macro's comment).
+                unsafe {
+                    match rows {
+                        8 => $matrix.$tile::<8>(panel, row),
+                        7 => $matrix.$tile::<7>(panel, row),
+                        6 => $matrix.$tile::<6>(panel, row),
+                        5 => $matrix.$tile::<5>(panel, row),
+                        4 => $matrix.$tile::<4>(panel, row),
+                        3 => $matrix.$tile::<3>(panel, row),
+                        2 => $matrix.$tile::<2>(panel, row),
+                        _ => $matrix.$tile::<1>(panel, row),
+                    }
+                }
+                row += rows;
+            }
+        }
+    }};
+}
+
 /// GELU and the softmax's `exp`, in AVX-512 where the CPU has it.
 #[allow(unsafe_code)]
 mod activation;
 /// Attention, in AVX-512 register tiles where the CPU has it.
 #[allow(unsafe_code)]
 mod attention;
-/// Which of the two products this CPU runs faster.
+/// Which of the products this CPU runs fastest.
 mod calibration;
 /// The matrix product, in AVX2/FMA/F16C or AVX-512 intrinsics. Only reached after
 /// [`cpu_supported`].
@@ -43,6 +79,9 @@ mod gemm;
 /// The matrix product in AVX-512 BF16.
 #[allow(unsafe_code)]
 mod gemm_bf16;
+/// The matrix product in AVX512-FP16 arithmetic.
+#[allow(unsafe_code)]
+mod gemm_fp16;
 /// Layer normalisation after the residual connection, in AVX-512 where the CPU has it.
 #[allow(unsafe_code)]
 mod norm;
@@ -64,6 +103,9 @@ enum Packed {
     /// bfloat16, multiplied with inputs rounded to bfloat16 by `vdpbf16ps` (see
     /// [`gemm_bf16::pack`]).
     Brain(Vec<half::bf16>),
+    /// Half precision, multiplied with inputs rounded to half precision by `vfmadd231ph`
+    /// (see [`gemm_fp16::pack`]).
+    NativeHalf(gemm_fp16::PackedHalf),
 }
 
 /// How the linear layers multiply.
@@ -73,6 +115,20 @@ pub(crate) enum Precision {
     Half,
     /// bfloat16 weights and inputs, f32 sums: AVX512_BF16.
     Brain,
+    /// Half-precision weights, inputs and products, summed in half precision over short runs
+    /// and in f32 beyond: AVX512-FP16.
+    NativeHalf,
+}
+
+impl Precision {
+    /// Whether this CPU runs the products.
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Self::Half => cpu_supported(),
+            Self::Brain => cpu_supported() && gemm_bf16::available(),
+            Self::NativeHalf => cpu_supported() && gemm_fp16::available(),
+        }
+    }
 }
 
 /// Which instructions the forward pass uses.
@@ -87,16 +143,11 @@ pub(crate) struct Kernels {
 }
 
 impl Kernels {
-    /// The fastest this CPU runs: bfloat16 products if it has AVX512_BF16 and they measured
-    /// faster than half precision here ([`calibration`]), AVX-512 for the rest where it has
-    /// AVX-512F.
+    /// The fastest this CPU runs: the products that measured fastest here among those it has
+    /// ([`calibration`]), AVX-512 for the rest where it has AVX-512F.
     pub(crate) fn best() -> Self {
         Self {
-            precision: if calibration::brain_is_faster() {
-                Precision::Brain
-            } else {
-                Precision::Half
-            },
+            precision: calibration::fastest_precision(),
             avx512: true,
         }
     }
@@ -114,8 +165,15 @@ struct Workspace {
     context: Vec<f32>,
     projected: Vec<f32>,
     intermediate: Vec<f32>,
-    rounded: Vec<half::bf16>,
+    rounded: RoundedInputs,
     attention: attention::Scratch,
+}
+
+/// A product's inputs, rounded for the products that multiply in bfloat16 or half precision.
+#[derive(Default)]
+struct RoundedInputs {
+    brain: Vec<half::bf16>,
+    half: gemm_fp16::Rounded,
 }
 
 thread_local! {
@@ -182,8 +240,7 @@ impl SingleTextBert {
         config: &Config,
         kernels: Kernels,
     ) -> Result<Option<Self>, String> {
-        if !cpu_supported()
-            || (kernels.precision == Precision::Brain && !gemm_bf16::available())
+        if !kernels.precision.available()
             || config.position_embedding_type != PositionEmbeddingType::Absolute
             || config.num_attention_heads == 0
             || !config
@@ -374,8 +431,24 @@ impl Linear {
             weight.extend(tensor(part, (out_dim, in_dim), "weight")?);
             bias.extend(tensor(part, out_dim, "bias")?);
         }
-        let out_dim = parts.len() * out_dim;
-        Ok(Self {
+        Ok(Self::new(
+            weight,
+            bias,
+            in_dim,
+            parts.len() * out_dim,
+            kernels,
+        ))
+    }
+
+    /// The layer of `weight` (`out_dim × in_dim`) and `bias`, packed for `kernels`.
+    fn new(
+        weight: Vec<f32>,
+        bias: Vec<f32>,
+        in_dim: usize,
+        out_dim: usize,
+        kernels: Kernels,
+    ) -> Self {
+        Self {
             packed: match kernels.precision {
                 Precision::Half => Packed::Half(
                     gemm::pack(&weight, in_dim, out_dim),
@@ -386,16 +459,19 @@ impl Linear {
                     },
                 ),
                 Precision::Brain => Packed::Brain(gemm_bf16::pack(&weight, in_dim, out_dim)),
+                Precision::NativeHalf => {
+                    Packed::NativeHalf(gemm_fp16::pack(&weight, in_dim, out_dim))
+                }
             },
             bias,
             in_dim,
             out_dim,
-        })
+        }
     }
 
     /// `output = input·Wᵀ + b` for every row of `input` (`n × in_dim`); `output` is resized to
-    /// `n × out_dim`. `rounded` holds the bfloat16 product's rounded input.
-    fn forward(&self, input: &[f32], output: &mut Vec<f32>, rounded: &mut Vec<half::bf16>) {
+    /// `n × out_dim`. `rounded` holds the rounded input of the products that round it.
+    fn forward(&self, input: &[f32], output: &mut Vec<f32>, rounded: &mut RoundedInputs) {
         let n_rows = input.len() / self.in_dim;
         output.clear();
         output.resize(n_rows * self.out_dim, 0.0);
@@ -416,7 +492,16 @@ impl Linear {
                 self.in_dim,
                 self.out_dim,
                 output,
-                rounded,
+                &mut rounded.brain,
+            ),
+            Packed::NativeHalf(packed) => gemm_fp16::linear(
+                input,
+                packed,
+                &self.bias,
+                self.in_dim,
+                self.out_dim,
+                output,
+                &mut rounded.half,
             ),
         }
     }

@@ -134,26 +134,7 @@ impl Matrix<'_> {
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn product_avx512(&mut self) {
         let n_rows = self.input.len() / self.in_dim;
-        for panel in 0..self.out_dim.div_ceil(PANEL) {
-            let mut row = 0;
-            while row < n_rows {
-                let rows = 8.min(n_rows - row);
-                // SAFETY: `row + rows <= n_rows` and `panel` is a panel of `packed`.
-                unsafe {
-                    match rows {
-                        8 => self.tile_avx512::<8>(panel, row),
-                        7 => self.tile_avx512::<7>(panel, row),
-                        6 => self.tile_avx512::<6>(panel, row),
-                        5 => self.tile_avx512::<5>(panel, row),
-                        4 => self.tile_avx512::<4>(panel, row),
-                        3 => self.tile_avx512::<3>(panel, row),
-                        2 => self.tile_avx512::<2>(panel, row),
-                        _ => self.tile_avx512::<1>(panel, row),
-                    }
-                }
-                row += rows;
-            }
-        }
+        for_each_tile!(self, tile_avx512, self.out_dim.div_ceil(PANEL), n_rows);
     }
 
     /// Output rows `row..row + R` of one panel's columns.

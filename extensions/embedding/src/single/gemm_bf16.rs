@@ -11,9 +11,6 @@ use std::arch::x86_64::*;
 
 /// Output columns per panel: three AVX-512 registers of sixteen.
 const PANEL: usize = 48;
-/// Token rows per register tile: 8 × 3 accumulators, 3 weight registers and 1 broadcast input
-/// of the 32 registers.
-const ROWS: usize = 8;
 
 /// Whether this CPU runs the product: AVX-512F and AVX512_BF16.
 pub(super) fn available() -> bool {
@@ -28,17 +25,28 @@ pub(super) fn available() -> bool {
     }
 }
 
-/// `weight` (`out_dim` rows of `in_dim`) in bfloat16, laid out as the product reads it: panel
-/// by panel of [`PANEL`] outputs, within a panel pair of input positions by pair, and within a
-/// pair each output's two weights side by side (what one lane of `vdpbf16ps` multiplies). An
-/// odd input size and the last panel are padded with zeros.
+/// `weight` (`out_dim` rows of `in_dim`) in bfloat16, laid out as [`pack_pairs`] says.
 pub(super) fn pack(weight: &[f32], in_dim: usize, out_dim: usize) -> Vec<bf16> {
+    pack_pairs(weight, in_dim, out_dim, bf16::from_f32)
+}
+
+/// `weight` (`out_dim` rows of `in_dim`) converted by `convert` and laid out as the paired
+/// products (this one and [`super::gemm_fp16`]) read it: panel by panel of [`PANEL`] outputs,
+/// within a panel pair of input positions by pair, and within a pair each output's two weights
+/// side by side (what one 32-bit lane multiplies). An odd input size and the last panel are
+/// padded with zeros.
+pub(super) fn pack_pairs<T: Copy + Default>(
+    weight: &[f32],
+    in_dim: usize,
+    out_dim: usize,
+    convert: impl Fn(f32) -> T,
+) -> Vec<T> {
     let pairs = in_dim.div_ceil(2);
-    let mut packed = vec![bf16::ZERO; out_dim.div_ceil(PANEL) * pairs * PANEL * 2];
+    let mut packed = vec![T::default(); out_dim.div_ceil(PANEL) * pairs * PANEL * 2];
     for (out, row) in weight.chunks_exact(in_dim).enumerate().take(out_dim) {
         let (panel, column) = (out / PANEL, out % PANEL);
         for (k, &value) in row.iter().enumerate() {
-            packed[((panel * pairs + k / 2) * PANEL + column) * 2 + k % 2] = bf16::from_f32(value);
+            packed[((panel * pairs + k / 2) * PANEL + column) * 2 + k % 2] = convert(value);
         }
     }
     packed
@@ -133,31 +141,11 @@ impl Matrix<'_> {
     /// are those [`linear`] asserts.
     #[target_feature(enable = "avx512f,avx512bf16")]
     unsafe fn product(&mut self, n_rows: usize) {
-        // Panels outermost: a panel's weights are read from memory once and from cache for
-        // every further tile of tokens.
-        for panel in 0..self.out_dim.div_ceil(PANEL) {
-            let mut row = 0;
-            while row < n_rows {
-                let rows = ROWS.min(n_rows - row);
-                // SAFETY: `row + rows <= n_rows` and `panel` is a panel of `packed`.
-                unsafe {
-                    match rows {
-                        8 => self.tile::<8>(panel, row),
-                        7 => self.tile::<7>(panel, row),
-                        6 => self.tile::<6>(panel, row),
-                        5 => self.tile::<5>(panel, row),
-                        4 => self.tile::<4>(panel, row),
-                        3 => self.tile::<3>(panel, row),
-                        2 => self.tile::<2>(panel, row),
-                        _ => self.tile::<1>(panel, row),
-                    }
-                }
-                row += rows;
-            }
-        }
+        for_each_tile!(self, tile, self.out_dim.div_ceil(PANEL), n_rows);
     }
 
-    /// Output rows `row..row + R` of one panel's columns.
+    /// Output rows `row..row + R` of one panel's columns: with `R` = 8, 8 × 3 accumulators,
+    /// 3 weight registers and 1 broadcast input of the 32 registers.
     ///
     /// # Safety
     /// As [`Self::product`], and `row + R` is at most the number of input rows.

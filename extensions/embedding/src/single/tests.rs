@@ -1,9 +1,9 @@
-//! Both precisions of the packed forward against sentence-transformers' reference vectors.
+//! Every product of the packed forward against sentence-transformers' reference vectors.
 //!
 //! `tests/fidelity.rs` checks the provider end to end, which only ever runs the best kernels
-//! this CPU has (on this project's machines, bfloat16 products and AVX-512 for the rest); this
-//! checks each set the CPU can run: also half-precision products, and the forward a CPU with
-//! only AVX2 runs (scalar attention, GELU and layer norm).
+//! this CPU has (the product timed fastest, and AVX-512 for the rest); this checks each set the
+//! CPU can run: every product it has, and the forward a CPU with only AVX2 runs (scalar
+//! attention, GELU and layer norm).
 //! Needs the model, as `tests/fidelity.rs` does (`scripts/fetch-model`).
 
 use std::path::PathBuf;
@@ -69,11 +69,13 @@ fn every_kernel_set_matches_sentence_transformers() {
             avx512: true,
         },
     ];
-    if super::gemm_bf16::available() {
-        sets.push(Kernels {
-            precision: Precision::Brain,
-            avx512: true,
-        });
+    for precision in [Precision::NativeHalf, Precision::Brain] {
+        if precision.available() {
+            sets.push(Kernels {
+                precision,
+                avx512: true,
+            });
+        }
     }
     let mut vectors = Vec::new();
     for &kernels in &sets {
