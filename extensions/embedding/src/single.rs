@@ -34,8 +34,7 @@ use half::f16;
 /// at most eight token rows below `$n_rows`, `R` being the tile's row count: the AVX-512
 /// products take it as a constant, so that their accumulators stay in registers. Panels
 /// outermost: a panel's weights are read from memory once and from cache for every further
-/// tile of tokens. Expands to
-/// unsafe calls: the caller's own conditions must be those of `$tile`, with `row + R` at most
+/// tile of tokens. Expands to unsafe calls: the caller's own conditions must be those of `$tile`, with `row + R` at most
 /// `$n_rows` and `panel` below `$panels` (which this loop keeps).
 macro_rules! for_each_tile {
     ($matrix:expr, $tile:ident, $panels:expr, $n_rows:expr) => {{
@@ -137,8 +136,8 @@ pub(crate) struct Kernels {
     /// How the linear layers multiply.
     pub(crate) precision: Precision,
     /// Whether half-precision products, attention, GELU and layer norm use AVX-512 where the CPU
-    /// has it. Without it the forward runs as on a CPU with AVX2 only, bfloat16 products excepted
-    /// (tests compare the two).
+    /// has it. Without it the forward runs as on a CPU with AVX2 only, the products that need
+    /// AVX-512 excepted (tests compare the two).
     pub(crate) avx512: bool,
 }
 
@@ -173,7 +172,7 @@ struct Workspace {
 #[derive(Default)]
 struct RoundedInputs {
     brain: Vec<half::bf16>,
-    half: gemm_fp16::Rounded,
+    native_half: gemm_fp16::Rounded,
 }
 
 thread_local! {
@@ -233,8 +232,7 @@ impl SingleTextBert {
         Self::load_with(vb, config, Kernels::best())
     }
 
-    /// As [`Self::load`], with `kernels` (`None` if the CPU lacks bfloat16 products and they
-    /// are asked for).
+    /// As [`Self::load`], with `kernels` (`None` if the CPU lacks the products asked for).
     pub(crate) fn load_with(
         vb: &VarBuilder,
         config: &Config,
@@ -501,7 +499,7 @@ impl Linear {
                 self.in_dim,
                 self.out_dim,
                 output,
-                &mut rounded.half,
+                &mut rounded.native_half,
             ),
         }
     }

@@ -1,8 +1,8 @@
 //! The matrix product in AVX-512 BF16: weights and inputs rounded to bfloat16, products summed
 //! in f32 by `vdpbf16ps`, which multiplies and adds two pairs per lane (32 multiply-adds per
-//! instruction, twice `vfmadd`'s sixteen). Chosen at load on CPUs with AVX512_BF16 (Zen 4 and
-//! later, Sapphire Rapids and later); [`super::gemm`] remains the path elsewhere and the
-//! reference the test compares against.
+//! instruction, twice `vfmadd`'s sixteen). Runs on CPUs with AVX512_BF16 (Zen 4 and later,
+//! Sapphire Rapids and later), and is chosen at load where it times fastest
+//! ([`super::calibration`]); the test compares it with a plain product of the rounded values.
 
 use half::bf16;
 

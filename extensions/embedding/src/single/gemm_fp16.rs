@@ -23,6 +23,9 @@ const RUN: usize = 64;
 /// that no sum of [`RUN`] products overflows.
 const RUN_LIMIT: f32 = 4096.0;
 
+/// The largest magnitude an input may keep when rounded: inside half precision's range.
+const INPUT_LIMIT: f32 = 32768.0;
+
 /// Whether this CPU runs the product: AVX-512F, AVX512-BW and AVX512-FP16.
 pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -88,7 +91,9 @@ pub(super) fn linear(
     {
         let n_rows = input.len() / in_dim;
         // A run's sum is at most RUN · largest input · largest weight.
-        let bound = RUN_LIMIT / (RUN as f32 * packed.largest.max(f32::MIN_POSITIVE));
+        // Capped inside half precision's range, which the rounded input must fit too.
+        let bound =
+            (RUN_LIMIT / (RUN as f32 * packed.largest.max(f32::MIN_POSITIVE))).min(INPUT_LIMIT);
         rounded.values.clear();
         rounded.values.resize(n_rows * pairs * 2, f16::ZERO);
         rounded.scales.clear();
@@ -129,7 +134,8 @@ fn scale_below(largest: f32, bound: f32) -> f32 {
     scale
 }
 
-/// The largest magnitude in `row`; NaN if it holds one.
+/// The largest magnitude in `row`, NaN values aside (whatever the scale, a NaN input's
+/// outputs are NaN, as in f32).
 ///
 /// # Safety
 /// The CPU has AVX-512F.
@@ -138,24 +144,16 @@ fn scale_below(largest: f32, bound: f32) -> f32 {
 unsafe fn largest_avx512(row: &[f32]) -> f32 {
     let (chunks, tail) = row.as_chunks::<16>();
     let mut largest = _mm512_setzero_ps();
-    let mut nan = false;
     for chunk in chunks {
         // SAFETY: `chunk` holds sixteen f32.
         let values = _mm512_abs_ps(unsafe { _mm512_loadu_ps(chunk.as_ptr()) });
-        nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(values, values) != 0;
-        largest = _mm512_max_ps(largest, values);
+        // `vmaxps` returns its second operand when either is NaN: the running maximum.
+        largest = _mm512_max_ps(values, largest);
     }
-    let largest = tail
-        .iter()
+    tail.iter()
         .fold(_mm512_reduce_max_ps(largest), |largest, value| {
-            nan |= value.is_nan();
             largest.max(value.abs())
-        });
-    if nan {
-        f32::NAN
-    } else {
-        largest
-    }
+        })
 }
 
 /// `row` times `scale`, rounded to half precision (to nearest, ties to even) into `values`,
@@ -243,8 +241,9 @@ impl Matrix<'_> {
         for_each_tile!(self, tile, self.out_dim.div_ceil(PANEL), n_rows);
     }
 
-    /// Output rows `row..row + R` of one panel's columns: with `R` = 8, 8 × 3 accumulators,
-    /// 3 weight registers and 1 broadcast input of the 32 registers.
+    /// Output rows `row..row + R` of one panel's columns: [`run`] after [`run`] of half
+    /// precision sums, each added to the f32 sums kept here (six registers' worth a row, in
+    /// memory), then each output's two halves added.
     ///
     /// # Safety
     /// As [`Self::product`], and `row + R` is at most the number of input rows.
@@ -309,7 +308,7 @@ impl Matrix<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{available, linear, pack, Rounded};
+    use super::{available, linear, pack, scale_below, Rounded};
     use half::f16;
 
     /// Deterministic values in [-`range`, `range`).
@@ -356,6 +355,7 @@ mod tests {
             (13, 384, 1152, 1.0),
             (7, 1536, 384, 1.0),
             (17, 33, 97, 1.0),
+            (5, 301, 50, 1.0),
             (5, 384, 64, 30000.0),
         ] {
             let weight = values(out_dim * in_dim, 7 + in_dim as u64, 1.0);
@@ -378,6 +378,8 @@ mod tests {
                     "inputs up to {range} were not scaled: {:?}",
                     rounded.scales
                 );
+            } else {
+                assert!(rounded.scales.iter().all(|&scale| scale == 1.0));
             }
             let expected = plain_product(&input, &weight, &bias, in_dim, &rounded.scales);
             // Runs of 64 half-precision sums: a relative error of a few 2⁻¹¹ of each run.
@@ -422,5 +424,15 @@ mod tests {
             .all(|value| value.is_nan()));
         assert!(output[..out_dim].iter().all(|value| value.is_finite()));
         assert!(output[2 * out_dim..].iter().all(|value| value.is_finite()));
+    }
+
+    #[test]
+    fn scales_are_powers_of_two_and_only_where_needed() {
+        assert_eq!(scale_below(64.0, 64.0), 1.0);
+        assert_eq!(scale_below(65.0, 64.0), 0.5);
+        assert_eq!(scale_below(1000.0, 64.0), 0.0625);
+        assert_eq!(scale_below(0.0, 64.0), 1.0);
+        assert_eq!(scale_below(f32::NAN, 64.0), 1.0);
+        assert_eq!(scale_below(f32::INFINITY, 64.0), 1.0);
     }
 }
