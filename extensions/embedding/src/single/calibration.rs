@@ -26,6 +26,14 @@ const MARGIN: f64 = 1.1;
 /// The products in order of closeness to the reference.
 const BY_FIDELITY: [Precision; 3] = [Precision::Half, Precision::NativeHalf, Precision::Brain];
 
+/// The products this CPU runs, in [`BY_FIDELITY`] order.
+fn available_products() -> Vec<Precision> {
+    BY_FIDELITY
+        .into_iter()
+        .filter(|precision| precision.available())
+        .collect()
+}
+
 /// The fastest run of each product this CPU has, in [`BY_FIDELITY`] order.
 #[derive(Debug, Clone)]
 pub(super) struct Timing(pub(super) Vec<(Precision, Duration)>);
@@ -49,10 +57,7 @@ impl Timing {
 pub(super) fn fastest_precision() -> Precision {
     static CHOICE: OnceLock<Precision> = OnceLock::new();
     *CHOICE.get_or_init(|| {
-        let available: Vec<Precision> = BY_FIDELITY
-            .into_iter()
-            .filter(|precision| precision.available())
-            .collect();
+        let available = available_products();
         if available.len() < 2 {
             return available.first().copied().unwrap_or(Precision::Half);
         }
@@ -82,9 +87,8 @@ pub(super) fn fastest_precision() -> Precision {
 fn timed_layers() -> (Vec<f32>, Vec<(Precision, Linear)>) {
     let weight = super::pseudo_random(IN_DIM * OUT_DIM, 0x9e37_79b9, 1.0);
     let input = super::pseudo_random(ROWS * IN_DIM, 0x85eb_ca6b, 1.0);
-    let layers = BY_FIDELITY
+    let layers = available_products()
         .into_iter()
-        .filter(|precision| precision.available())
         .map(|precision| {
             let kernels = Kernels {
                 precision,
@@ -183,11 +187,7 @@ mod tests {
     fn every_product_the_cpu_has_is_timed_and_computes_the_same_layer() {
         let timing = super::time_products();
         let timed: Vec<Precision> = timing.0.iter().map(|&(precision, _)| precision).collect();
-        let available: Vec<Precision> = super::BY_FIDELITY
-            .into_iter()
-            .filter(|precision| precision.available())
-            .collect();
-        assert_eq!(timed, available);
+        assert_eq!(timed, super::available_products());
         // A product is only worth its speed if it computes the layer: each against half
         // precision widened to f32, on the timed matrix.
         let outputs = super::timed_outputs();
