@@ -87,9 +87,12 @@ pub(crate) struct RankKey {
 
 /// A row of `rank_keys`' query, either backend: id, confidence, event time, previous and next
 /// turn, owner, chat, and session id (episodes only).
-pub(crate) type RankRow = (
+pub(crate) type RankRow = RankColumns<f64>;
+
+/// [`RankRow`]'s columns, with the confidence as `Confidence` (SQLite reads it packed, as text).
+pub(crate) type RankColumns<Confidence> = (
     String,
-    f64,
+    Confidence,
     i64,
     Option<String>,
     Option<String>,

@@ -9,6 +9,7 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
+use super::packed::{fetch_packed, packed_rows};
 use super::scope::push_scope;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
@@ -226,14 +227,18 @@ impl EntityLinks for MemoryStore {
     }
 
     async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
-        Ok(sqlx::query_as(
-            "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ? \
-             ORDER BY rowid DESC LIMIT ?",
-        )
-        .bind(entity_id)
-        .bind(depth)
-        .fetch_all(&self.pool)
-        .await?)
+        // Packed (see `packed.rs`): the entity list reads up to a search's depth of links.
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {} FROM (SELECT memory_id, rowid AS link FROM memory_entities \
+             WHERE entity_id = ",
+            packed_rows("memory_id, link", "link DESC")
+        ));
+        builder
+            .push_bind(entity_id.to_owned())
+            .push(" ORDER BY rowid DESC LIMIT ")
+            .push_bind(depth)
+            .push(")");
+        fetch_packed(builder, &self.pool).await
     }
 
     async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {

@@ -2,8 +2,9 @@
 //! query to run is the search layer's choice (see `crate::search::full_text`).
 
 use async_trait::async_trait;
-use sqlx::QueryBuilder;
+use sqlx::{QueryBuilder, Sqlite};
 
+use super::packed::{exact_real, fetch_packed, packed_rows, Real};
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
@@ -38,8 +39,8 @@ impl FullTextIndex for MemoryStore {
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id, -bm25(memories_fts) FROM memories_fts CROSS JOIN memories m \
+        let mut builder = ranked_matches(
+            "-bm25(memories_fts) AS relevance FROM memories_fts CROSS JOIN memories m \
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
         builder.push_bind(query.to_owned());
@@ -76,8 +77,8 @@ impl MemoryStore {
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
         let depth = (limit * 4).max(64);
-        let mut builder = QueryBuilder::new(
-            "SELECT m.id, -best.score FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
+        let mut builder = ranked_matches(
+            "-best.score AS relevance FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
              FROM memories_fts WHERE memories_fts MATCH ",
         );
         builder.push_bind(query.to_owned());
@@ -117,12 +118,12 @@ impl MemoryStore {
             .await
     }
 
-    /// Runs a full-text query whose `builder` ends in a `WHERE` on `memories m`: adds the
-    /// request's filters, then keeps the `limit` best by `rank` (ascending, as FTS5's `bm25()`
-    /// is), the newest first among equals.
+    /// Runs a full-text query that [`ranked_matches`] began and that ends in a `WHERE` on
+    /// `memories m`: adds the request's filters, then keeps the `limit` best by `rank`
+    /// (ascending, as FTS5's `bm25()` is), the newest first among equals.
     async fn filtered_best(
         &self,
-        mut builder: QueryBuilder<'_, sqlx::Sqlite>,
+        mut builder: QueryBuilder<'_, Sqlite>,
         request: &SearchRequest,
         rank: &str,
         limit: usize,
@@ -130,10 +131,23 @@ impl MemoryStore {
         push_filters(&mut builder, request);
         builder
             .push(format!(" ORDER BY {rank}, m.event_time DESC LIMIT "))
-            .push_bind(limit as i64);
-        Ok(builder
-            .build_query_as::<(String, f64)>()
-            .fetch_all(&self.pool)
-            .await?)
+            .push_bind(limit as i64)
+            .push(")");
+        let rows: Vec<(String, Real)> = fetch_packed(builder, &self.pool).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, Real(relevance))| (id, relevance))
+            .collect())
     }
+}
+
+/// The start of a full-text query: `select` names the relevance of each match (`relevance`,
+/// higher is better) and goes on to its `FROM`. The rows, `m.id` and relevance, come back packed
+/// (see `packed.rs`), best first and the newest first among equals.
+fn ranked_matches(select: &str) -> QueryBuilder<'static, Sqlite> {
+    let columns = format!("id, {}", exact_real("relevance"));
+    QueryBuilder::new(format!(
+        "SELECT {} FROM (SELECT m.id AS id, m.event_time AS event_time, {select}",
+        packed_rows(&columns, "relevance DESC, event_time DESC"),
+    ))
 }

@@ -5,7 +5,8 @@
 //!
 //! Files: `open` (connection options, pragmas, migrations and every call into C),
 //! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `sessions`, `people`, `export` and `admin`, one storage trait each.
+//! `lifecycle`, `sessions`, `people`, `export` and `admin`, one storage trait each; `packed`
+//! reads many small rows as one.
 
 mod admin;
 mod checkpoint;
@@ -17,6 +18,7 @@ mod ingest;
 mod inspection;
 mod lifecycle;
 mod open;
+mod packed;
 mod people;
 mod records;
 mod removal;

@@ -7,13 +7,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
+use super::packed::{exact_real, fetch_packed, packed_rows, Real};
 use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRecords;
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
-use crate::store::types::{RankKey, RankRow};
+use crate::store::types::{RankColumns, RankKey};
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 #[async_trait]
@@ -60,11 +61,12 @@ impl MemoryRecords for MemoryStore {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let mut builder = QueryBuilder::new("SELECT m.id, m.confidence, m.event_time, ");
+        // One packed row (see `packed.rs`): a search reads the keys of several hundred ids.
+        let mut columns = format!("m.id, {}, m.event_time, ", exact_real("m.confidence"));
         if neighbours {
             // The session index finds each turn's neighbours in the same user's session (`+kind`
             // and `+chat_id` keep SQLite on it).
-            builder.push(
+            columns.push_str(
                 "CASE WHEN m.kind = 'episode' AND m.session_id IS NOT NULL THEN \
                  (SELECT p.id FROM memories p WHERE p.session_id = m.session_id \
                   AND p.user_id = m.user_id AND +p.chat_id IS m.chat_id AND +p.kind = 'episode' AND (p.event_time < m.event_time \
@@ -77,24 +79,30 @@ impl MemoryRecords for MemoryStore {
                   ORDER BY n.event_time, n.rowid LIMIT 1) END",
             );
         } else {
-            builder.push("NULL, NULL");
+            columns.push_str("NULL, NULL");
         }
-        builder.push(
-            ", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END \
-             FROM memories m WHERE m.id IN (",
-        );
+        columns
+            .push_str(", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END");
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {} FROM memories m WHERE m.id IN (",
+            packed_rows(&columns, "")
+        ));
         let mut separated = builder.separated(", ");
         for id in ids {
             separated.push_bind(id.clone());
         }
         builder.push(")");
         push_filters(&mut builder, request);
-        Ok(builder
-            .build_query_as::<RankRow>()
-            .fetch_all(&self.pool)
-            .await?
+        let rows: Vec<RankColumns<Real>> = fetch_packed(builder, &self.pool).await?;
+        Ok(rows
             .into_iter()
-            .map(RankKey::from_row)
+            .map(
+                |(id, Real(confidence), event_time, previous, next, user, chat, session)| {
+                    RankKey::from_row((
+                        id, confidence, event_time, previous, next, user, chat, session,
+                    ))
+                },
+            )
             .collect())
     }
 
