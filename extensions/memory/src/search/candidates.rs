@@ -1,6 +1,8 @@
 //! The candidate lists of a search: full text (and, over a conversation, the text with the turn
 //! before), vector and entity, each ranked by its own score, gathered at once.
 
+use std::collections::HashMap;
+
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
@@ -11,6 +13,7 @@ use super::fusion::context_scores;
 use super::speakers::{spoken_by, without_names};
 use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
+use crate::store::RankKey;
 use crate::types::{CandidateList, SearchMode, SearchRequest};
 
 /// Most names tried against the entity table for one query.
@@ -152,20 +155,22 @@ impl MemoryService {
     }
 
     /// The conversation-context list for the text list `text` (see `fusion::context_scores`):
-    /// one more store read, for the turns that follow the text matches.
+    /// one more store read, for the turns that follow the text matches. Also the rank keys
+    /// that read gave, with neighbours, which ranking uses again.
     async fn context_list(
         &self,
         request: &SearchRequest,
         text: &[(String, f64)],
         depth: usize,
-    ) -> Result<Vec<(String, f64)>> {
+    ) -> Result<(Vec<(String, f64)>, HashMap<String, RankKey>)> {
         let ids: Vec<String> = text.iter().map(|(id, _)| id.clone()).collect();
         let keys = self.store()?.rank_keys(&ids, request, true).await?;
-        Ok(context_scores(
+        let scores = context_scores(
             text,
             |id| keys.get(id).and_then(|key| key.next.clone()),
             depth,
-        ))
+        );
+        Ok((scores, keys))
     }
 
     /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three,
@@ -180,15 +185,12 @@ impl MemoryService {
         request: &SearchRequest,
         depth: usize,
     ) -> Result<Vec<CandidateList>> {
-        Ok(self.gather(request, depth).await?.0)
+        Ok(self.gather(request, depth).await?.lists)
     }
 
-    /// [`Self::candidate_lists`], and the speakers the query names (see `speakers.rs`).
-    pub(crate) async fn gather(
-        &self,
-        request: &SearchRequest,
-        depth: usize,
-    ) -> Result<(Vec<CandidateList>, Vec<String>)> {
+    /// [`Self::candidate_lists`], the speakers the query names (see `speakers.rs`), and the
+    /// rank keys read on the way.
+    pub(crate) async fn gather(&self, request: &SearchRequest, depth: usize) -> Result<Gathered> {
         let state = self.state()?;
         let mode = request.mode;
         let with_context = mode == SearchMode::Hybrid
@@ -252,11 +254,13 @@ impl MemoryService {
         if let Some(hits) = fts {
             lists.push(CandidateList { name: "fts", hits });
         }
-        if let Some(hits) = context {
+        let mut keys = HashMap::new();
+        if let Some((hits, context_keys)) = context {
             lists.push(CandidateList {
                 name: "context",
                 hits,
             });
+            keys = context_keys;
         }
         if let Some(hits) = vector {
             lists.push(CandidateList {
@@ -296,6 +300,21 @@ impl MemoryService {
                 });
             }
         }
-        Ok((lists, speakers))
+        Ok(Gathered {
+            lists,
+            speakers,
+            keys,
+        })
     }
+}
+
+/// What [`MemoryService::gather`] found.
+pub(crate) struct Gathered {
+    /// The candidate lists.
+    pub(crate) lists: Vec<CandidateList>,
+    /// The speakers the query names.
+    pub(crate) speakers: Vec<String>,
+    /// Rank keys, with neighbours, read for some of the candidates (the full-text list's,
+    /// when the context list ran), through the request's filters.
+    pub(crate) keys: HashMap<String, RankKey>,
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
-use super::candidates::query_head;
+use super::candidates::{query_head, Gathered};
 use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion};
 use super::speakers::spoken_by;
 use super::when::period_in;
@@ -80,7 +80,11 @@ impl MemoryService {
             .limit
             .clamp(1, self.config().max_search_limit.max(1));
         let candidates = self.config().candidates_per_list.max(limit);
-        let (lists, speakers) = self.gather(request, candidates).await?;
+        let Gathered {
+            lists,
+            speakers,
+            mut keys,
+        } = self.gather(request, candidates).await?;
         let fusion = self.fusion(request);
         let fused = tracing::info_span!(spans::SEARCH_FUSION).in_scope(|| fuse(&lists, fusion));
         let (before, after) = (
@@ -89,8 +93,14 @@ impl MemoryService {
         );
         let hybrid = request.mode == SearchMode::Hybrid;
         let spread = hybrid && (before > 0.0 || after > 0.0);
-        let ids: Vec<String> = fused.keys().cloned().collect();
-        let keys = store.rank_keys(&ids, request, false).await?;
+        // One read for the keys gathering did not read, with neighbours when they will spread
+        // relevance (those gathered have them).
+        let missing: Vec<String> = fused
+            .keys()
+            .filter(|id| !keys.contains_key(*id))
+            .cloned()
+            .collect();
+        keys.extend(store.rank_keys(&missing, request, spread).await?);
         // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
         // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
         // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
@@ -150,10 +160,12 @@ impl MemoryService {
                 })
                 .collect();
             let spread = if spread {
-                let with_neighbours = store.rank_keys(&head, request, true).await?;
-                let neighbours: Vec<(String, Option<String>, Option<String>)> = with_neighbours
-                    .into_iter()
-                    .map(|(id, key)| (id, key.previous, key.next))
+                let neighbours: Vec<(String, Option<String>, Option<String>)> = head
+                    .iter()
+                    .filter_map(|id| {
+                        let key = keys.get(id)?;
+                        Some((id.clone(), key.previous.clone(), key.next.clone()))
+                    })
                     .collect();
                 spread_to_neighbours(&relevance, &neighbours, before, after)
             } else {
