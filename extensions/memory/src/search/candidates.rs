@@ -164,6 +164,7 @@ impl MemoryService {
         depth: usize,
     ) -> Result<(Vec<(String, f64)>, HashMap<String, RankKey>)> {
         let ids: Vec<String> = text.iter().map(|(id, _)| id.clone()).collect();
+        // With neighbours: ranking spreads relevance with these keys (see `Gathered::keys`).
         let keys = self.store()?.rank_keys(&ids, request, true).await?;
         let scores = context_scores(
             text,

@@ -85,8 +85,9 @@ pub(crate) struct RankKey {
     pub(crate) session: Option<SessionKey>,
 }
 
-/// A row of `rank_keys`' query, either backend: id, confidence, event time, previous and next
-/// turn, owner, chat, and session id (episodes only).
+/// A row of `rank_keys`' query: id, confidence, event time, previous and next turn, owner,
+/// chat, and session id (episodes only). PostgreSQL reads it as is; SQLite reads it packed, as
+/// `RankColumns<Real>`, and turns it into this.
 pub(crate) type RankRow = RankColumns<f64>;
 
 /// [`RankRow`]'s columns, with the confidence as `Confidence` (SQLite reads it packed, as text).

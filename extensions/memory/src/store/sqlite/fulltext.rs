@@ -44,8 +44,7 @@ impl FullTextIndex for MemoryStore {
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
         builder.push_bind(query.to_owned());
-        self.filtered_best(builder, request, "bm25(memories_fts)", limit)
-            .await
+        self.filtered_best(builder, request, limit).await
     }
 
     async fn fts_document_count(&self) -> Result<i64> {
@@ -114,23 +113,21 @@ impl MemoryStore {
             .push(" ORDER BY score LIMIT ")
             .push_bind(depth as i64);
         builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
-        self.filtered_best(builder, request, "best.score", limit)
-            .await
+        self.filtered_best(builder, request, limit).await
     }
 
     /// Runs a full-text query that [`ranked_matches`] began and that ends in a `WHERE` on
-    /// `memories m`: adds the request's filters, then keeps the `limit` best by `rank`
-    /// (ascending, as FTS5's `bm25()` is), the newest first among equals.
+    /// `memories m`: adds the request's filters, then keeps the `limit` best in
+    /// [`BEST_FIRST`] order.
     async fn filtered_best(
         &self,
         mut builder: QueryBuilder<'_, Sqlite>,
         request: &SearchRequest,
-        rank: &str,
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
         push_filters(&mut builder, request);
         builder
-            .push(format!(" ORDER BY {rank}, m.event_time DESC LIMIT "))
+            .push(format!(" ORDER BY {BEST_FIRST} LIMIT "))
             .push_bind(limit as i64)
             .push(")");
         let rows: Vec<(String, Real)> = fetch_packed(builder, &self.pool).await?;
@@ -141,13 +138,17 @@ impl MemoryStore {
     }
 }
 
+/// The order of full-text matches: the most relevant first, the newest first among equals, and
+/// by id among those (so that equal matches come in the same order every time).
+const BEST_FIRST: &str = "relevance DESC, event_time DESC, id";
+
 /// The start of a full-text query: `select` names the relevance of each match (`relevance`,
 /// higher is better) and goes on to its `FROM`. The rows, `m.id` and relevance, come back packed
-/// (see `packed.rs`), best first and the newest first among equals.
+/// (see `packed.rs`) in [`BEST_FIRST`] order.
 fn ranked_matches(select: &str) -> QueryBuilder<'static, Sqlite> {
     let columns = format!("id, {}", exact_real("relevance"));
     QueryBuilder::new(format!(
         "SELECT {} FROM (SELECT m.id AS id, m.event_time AS event_time, {select}",
-        packed_rows(&columns, "relevance DESC, event_time DESC"),
+        packed_rows(&columns, BEST_FIRST),
     ))
 }

@@ -1,13 +1,15 @@
 //! Many small rows read as one. sqlx hands each row from the connection's worker thread to the
-//! reading task through a channel and wakes the task for it; at 100k memories that hand-over
-//! cost about 6 µs a row, more than SQLite's own work for a keyed lookup, and a hybrid search
-//! reads several hundred rows of keys. The queries of the search path that return many rows
-//! therefore select them packed into one JSON array (`json_group_array`), read one row, and
-//! unpack it here.
+//! reading task through a channel and wakes the task for it: about 6 µs a row on this machine,
+//! more than SQLite's own work for a keyed lookup, and a hybrid search read several hundred
+//! rows of keys. The search path's queries that return the most rows (rank keys, the full-text
+//! list, an entity's newest links) therefore select them packed into one JSON array
+//! (`json_group_array`), read one row, and unpack it here.
 //!
 //! SQLite's JSON writes a REAL with 15 significant digits, which does not always read back as
 //! the same `f64`; such a column is packed as text of 17 digits ([`exact_real`], read back by
-//! [`Real`]), which does.
+//! [`Real`]). The values packed here (confidences, BM25 scores) read back exactly on x86-64;
+//! SQLite's own conversion can miss the last digit of extreme exponents where the platform has
+//! no extended `long double`.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -26,7 +28,8 @@ pub(super) fn packed_rows(columns: &str, order_by: &str) -> String {
     }
 }
 
-/// The SQL expression that packs the REAL `expression` as text that reads back exactly.
+/// The SQL expression that packs the REAL `expression` as text that reads back exactly. Only
+/// for a column that is never NULL: `printf` writes NULL as `0.0`.
 pub(super) fn exact_real(expression: &str) -> String {
     format!("printf('%!.17g', {expression})")
 }
@@ -40,8 +43,9 @@ pub(super) async fn fetch_packed<T: DeserializeOwned>(
     pool: &SqlitePool,
 ) -> Result<Vec<T>> {
     let packed: String = builder.build_query_scalar().fetch_one(pool).await?;
+    // A row of the wrong shape is the query's fault, not the stored data's: a decoding error.
     serde_json::from_str(&packed)
-        .map_err(|error| MemoryError::Corrupt(format!("a packed query result: {error}")))
+        .map_err(|error| MemoryError::Database(sqlx::Error::Decode(Box::new(error))))
 }
 
 /// A REAL packed by [`exact_real`].
@@ -50,7 +54,8 @@ pub(super) struct Real(pub(super) f64);
 
 impl<'de> Deserialize<'de> for Real {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        // `printf` writes no character JSON escapes, so the text is borrowed.
+        let text = <&'de str>::deserialize(deserializer)?;
         text.parse()
             .map(Real)
             .map_err(|_| serde::de::Error::custom(format!("`{text}` is not a number")))
@@ -72,14 +77,15 @@ mod tests {
         let query = format!(
             "SELECT {} FROM (SELECT column1 AS id, column2 AS score, column3 AS rank, \
              column4 AS note FROM (VALUES ('a', 0.1 + 0.2, 3, NULL), ('b', 1.0 / 3, 1, 'x'), \
-             ('c', -7.123456789012345, 2, 'y')))",
+             ('c', 5e-324, 2, 'say \"hi\" ' || char(10) || 'à 東京')))",
             packed_rows(&format!("id, {}, rank, note", exact_real("score")), "rank"),
         );
         let rows: Vec<(String, Real, i64, Option<String>)> =
             fetch_packed(QueryBuilder::new(query), &pool).await.unwrap();
         let expected = [
             ("b", 1.0 / 3.0, 1, Some("x")),
-            ("c", -7.123_456_789_012_345, 2, Some("y")),
+            // The smallest subnormal, and text with a quote, a line break and more than ASCII.
+            ("c", 5e-324, 2, Some("say \"hi\" \nà 東京")),
             ("a", 0.1 + 0.2, 3, None),
         ];
         assert_eq!(rows.len(), expected.len());
@@ -104,7 +110,7 @@ mod tests {
         let text = format!("SELECT {} FROM (SELECT 'word' AS x)", packed_rows("x", ""));
         let wrong = fetch_packed::<(i64,)>(QueryBuilder::new(text), &pool).await;
         assert!(
-            matches!(&wrong, Err(MemoryError::Corrupt(message)) if message.contains("packed")),
+            matches!(&wrong, Err(MemoryError::Database(sqlx::Error::Decode(_)))),
             "{wrong:?}"
         );
         assert!(serde_json::from_str::<Real>("\"1.5e3\"").unwrap().0 == 1500.0);
