@@ -85,8 +85,9 @@ def asked_by(name, question):
 
 
 def first_person_locomo(path):
-    """LoCoMo's cases, keeping the questions about the first speaker alone, asked by them."""
-    for case in cases(LOCOMO):
+    """The LoCoMo cases in `path`, keeping the questions about the first speaker alone, asked by
+    them."""
+    for case in cases(path):
         first, second = case["meta"]["speakers"]
         asked = []
         for question in case["questions"]:
