@@ -23,6 +23,7 @@ mod error;
 mod migrate;
 mod people;
 mod search;
+mod sentence_keys;
 mod service;
 mod store;
 mod tools;
@@ -46,6 +47,7 @@ pub use mnemo_memory_api::{
     ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
     SkippedFact, UserErased,
 };
+pub use sentence_keys::sentence_keys;
 pub use service::{content_event_id, FactInput, MemoryService};
 pub use store::{
     EntitySummary, IndexItem, IntegrityReport, OwnerSummary, Person, StoredTurn, VectorStatus,

@@ -21,6 +21,17 @@ pub(crate) struct VectorRow {
     pub vector: Vec<f32>,
 }
 
+/// The mirror row id of the `ordinal`-th sentence key of `memory_id` (a second mirror holds
+/// the sentence keys, see `crate::sentence_keys`).
+pub(crate) fn sentence_key(memory_id: &str, ordinal: usize) -> String {
+    format!("{memory_id}#{ordinal}")
+}
+
+/// The memory a sentence key's row id belongs to.
+pub(crate) fn memory_of_sentence(key: &str) -> &str {
+    key.rsplit_once('#').map_or(key, |(memory_id, _)| memory_id)
+}
+
 /// Which rows a query may return, applied inside the scan.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct VectorFilter<'a> {
@@ -233,6 +244,20 @@ impl QuantizedIndex {
         }
     }
 
+    /// Drops the sentence keys of these memories (rows `sentence_key(id, 0)`, `1`, … up to the
+    /// first missing one).
+    pub(crate) fn remove_sentences_of(&mut self, memory_ids: &[String]) {
+        for id in memory_ids {
+            for ordinal in 0.. {
+                let key = sentence_key(id, ordinal);
+                if !self.positions.contains_key(&key) {
+                    break;
+                }
+                self.remove(&key);
+            }
+        }
+    }
+
     /// The stored vector of `memory_id` as its 8-bit codes give it back (each value within
     /// half a code step of the float), or `None` when the mirror holds no live row for it.
     pub(crate) fn approximate_vector(&self, memory_id: &str) -> Option<Vec<f32>> {
@@ -442,6 +467,29 @@ pub(crate) mod tests {
         index.remove_all(&["b".to_owned()]);
         assert!(index.search(&query, bob, 5, 4).is_empty());
         assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn drops_every_sentence_key_of_a_memory() {
+        let mut index = QuantizedIndex::default();
+        let keys = ["m#0", "m#1", "m#2", "mm#0", "n#0"];
+        index.load(
+            1,
+            4,
+            keys.iter()
+                .map(|key| row(key, "u", unit(&[1.0, 0.0, 0.0, 0.0])))
+                .collect(),
+        );
+        index.remove_sentences_of(&["m".to_owned(), "absent".to_owned()]);
+        let mut left: Vec<String> = index
+            .search(&unit(&[1.0, 0.0, 0.0, 0.0]), VectorFilter::default(), 10, 4)
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        left.sort();
+        assert_eq!(left, ["mm#0", "n#0"]);
+        assert_eq!(memory_of_sentence("mm#0"), "mm");
+        assert_eq!(sentence_key("n", 3), "n#3");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The background indexer: embedding queued memories in batches, and re-indexing.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -10,6 +11,7 @@ use tracing::Instrument;
 
 use super::MemoryService;
 use crate::error::{MemoryError, Result};
+use crate::sentence_keys::sentence_keys;
 use crate::store::{content_hash, IndexItem, MemoryBackend, VectorStatus};
 
 impl MemoryService {
@@ -71,17 +73,46 @@ impl MemoryService {
         batch: Vec<IndexItem>,
     ) -> Result<usize> {
         let model = embedder.model_id().to_owned();
+        // Each active item's own text, and a user's turn's sentence keys, by content hash.
+        let keys: Vec<Vec<String>> = batch
+            .iter()
+            .map(|item| {
+                if item.active && item.spoken_by_user {
+                    sentence_keys(&item.content)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
         let hashes: Vec<String> = batch
             .iter()
             .map(|item| content_hash(&item.content))
             .collect();
-        let mut known = store.cached_vectors(&hashes, &model).await?;
+        let key_hashes: Vec<Vec<String>> = keys
+            .iter()
+            .map(|texts| texts.iter().map(|text| content_hash(text)).collect())
+            .collect();
+        let wanted: Vec<String> = hashes
+            .iter()
+            .chain(key_hashes.iter().flatten())
+            .cloned()
+            .collect();
+        let mut known = store.cached_vectors(&wanted, &model).await?;
         let mut missing_texts = Vec::new();
-        let mut missing_hashes = Vec::new();
-        for (item, hash) in batch.iter().zip(&hashes) {
-            if item.active && !known.contains_key(hash) && !missing_hashes.contains(hash) {
-                missing_texts.push(item.content.clone());
-                missing_hashes.push(hash.clone());
+        let mut missing_hashes: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for ((item, hash), (texts, text_hashes)) in
+            batch.iter().zip(&hashes).zip(keys.iter().zip(&key_hashes))
+        {
+            if !item.active {
+                continue;
+            }
+            let own = std::iter::once((&item.content, hash));
+            for (text, hash) in own.chain(texts.iter().zip(text_hashes)) {
+                if !known.contains_key(hash) && seen.insert(hash.clone()) {
+                    missing_texts.push(text.clone());
+                    missing_hashes.push(hash.clone());
+                }
             }
         }
         if !missing_texts.is_empty() {
@@ -94,20 +125,31 @@ impl MemoryService {
             known.extend(fresh);
         }
         let mut count = 0;
+        let mut sentences: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
         let items: Vec<(IndexItem, Option<Vec<f32>>)> = batch
             .into_iter()
             .zip(hashes)
-            .map(|(item, hash)| {
+            .zip(key_hashes)
+            .map(|((item, hash), text_hashes)| {
                 let vector = if item.active {
                     known.get(&hash).cloned()
                 } else {
                     None
                 };
                 count += usize::from(vector.is_some());
+                let keyed: Vec<Vec<f32>> = text_hashes
+                    .iter()
+                    .filter_map(|hash| known.get(hash).cloned())
+                    .collect();
+                if vector.is_some() && !keyed.is_empty() {
+                    sentences.insert(item.memory_id.clone(), keyed);
+                }
                 (item, vector)
             })
             .collect();
-        store.store_vectors(&items).await?;
+        store
+            .store_vectors_and_sentences(&items, &sentences)
+            .await?;
         Ok(count)
     }
 

@@ -16,6 +16,8 @@ mod job_history;
 mod listing;
 pub(crate) mod postgres;
 mod rows;
+#[cfg(test)]
+pub(crate) mod sentence_key_checks;
 pub(crate) mod sqlite;
 mod types;
 

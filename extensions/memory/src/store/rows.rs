@@ -162,6 +162,18 @@ pub(crate) fn content_hash(text: &str) -> String {
         .collect()
 }
 
+/// The embedding-cache keys a memory's text may have left: its own, and its sentence keys'
+/// (see `crate::sentence_keys`); removing the memory removes them.
+pub(crate) fn cached_hashes(text: &str) -> Vec<String> {
+    let own = content_hash(text);
+    let keys: Vec<String> = crate::sentence_keys::sentence_keys(text)
+        .iter()
+        .map(|key| content_hash(key))
+        .filter(|hash| *hash != own)
+        .collect();
+    std::iter::once(own).chain(keys).collect()
+}
+
 pub(crate) fn vector_blob(vector: &[f32]) -> Vec<u8> {
     vector
         .iter()

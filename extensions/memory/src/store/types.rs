@@ -153,6 +153,8 @@ pub struct IndexItem {
     pub kind: String,
     /// False when it was deleted before being indexed.
     pub active: bool,
+    /// A turn the user spoke, which also gets sentence keys (see `crate::sentence_keys`).
+    pub spoken_by_user: bool,
 }
 
 /// A person the owner told us about: an entity of type `person`.

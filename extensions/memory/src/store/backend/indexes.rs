@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 
+use super::MemoryRecords;
 use crate::error::Result;
 use crate::store::{FirstPass, IndexItem, VectorStatus};
 use crate::types::{EntityInfo, SearchRequest};
@@ -73,6 +74,46 @@ pub(crate) trait FullTextIndex: Send + Sync {
     async fn fts_match_count(&self, query: &str) -> Result<i64>;
 }
 
+/// The owner and the single kind a vector search can filter on inside its scan: the owner
+/// unless the search is in a chat (where other users' shared memories qualify too, checked
+/// after), the kind when the request asks for one.
+pub(crate) fn vector_scope(request: &SearchRequest) -> (Option<&str>, Option<&str>) {
+    let owner = match (&request.user_id, &request.chat_id) {
+        (Some(user_id), None) => Some(user_id.as_str()),
+        _ => None,
+    };
+    let kind = match request.kinds.as_slice() {
+        [kind] => Some(kind.as_str()),
+        _ => None,
+    };
+    (owner, kind)
+}
+
+/// The first `limit` of `nearest` (best first) at least `min_similarity` similar that pass
+/// every filter of `request` (read with [`MemoryRecords::rank_keys`]).
+///
+/// # Errors
+/// The database fails.
+pub(crate) async fn within_request<S: MemoryRecords + ?Sized>(
+    store: &S,
+    nearest: Vec<(String, f32)>,
+    request: &SearchRequest,
+    limit: usize,
+    min_similarity: f32,
+) -> Result<Vec<(String, f32)>> {
+    let nearest: Vec<(String, f32)> = nearest
+        .into_iter()
+        .filter(|(_, similarity)| *similarity >= min_similarity)
+        .collect();
+    let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
+    let allowed = store.rank_keys(&ids, request, false).await?;
+    Ok(nearest
+        .into_iter()
+        .filter(|(id, _)| allowed.contains_key(id))
+        .take(limit)
+        .collect())
+}
+
 /// The vector index: whether it matches the embedding provider, rebuilding it, and
 /// nearest-neighbour search.
 #[async_trait]
@@ -111,6 +152,20 @@ pub(crate) trait VectorIndex: Send + Sync {
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>>;
 
+    /// Memories whose best sentence key is nearest to `vector`, best first, each with that
+    /// sentence's cosine similarity, after the request's filters, leaving out those below
+    /// `min_similarity` (see `crate::sentence_keys`).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn search_sentences(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>>;
+
     /// The stored vectors of those of `ids` that have one, for shaping a query from its best
     /// matches and scoring candidates against it. The SQLite store reads its quantised mirror
     /// (each value within half a code step; the mirror is loaded first if it is not, as
@@ -120,7 +175,8 @@ pub(crate) trait VectorIndex: Send + Sync {
     /// The database fails.
     async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>>;
 
-    /// Rows and approximate heap bytes of the in-memory vector index (loading it if needed).
+    /// Rows and approximate heap bytes of the in-memory vector index, sentence keys included
+    /// (loading it if needed).
     ///
     /// # Errors
     /// The database fails.
@@ -189,7 +245,22 @@ pub(crate) trait IndexQueue: Send + Sync {
     ///
     /// # Errors
     /// The database fails; the queue is unchanged then.
-    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()>;
+    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+        self.store_vectors_and_sentences(items, &HashMap::new())
+            .await
+    }
+
+    /// [`Self::store_vectors`], and in the same transaction the sentence keys of the items
+    /// that have a vector: `sentences` by memory id, in the turn's order. An item's earlier
+    /// keys are replaced (by none when `sentences` has no entry for it).
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    async fn store_vectors_and_sentences(
+        &self,
+        items: &[(IndexItem, Option<Vec<f32>>)],
+        sentences: &HashMap<String, Vec<Vec<f32>>>,
+    ) -> Result<()>;
 
     /// Memories waiting for a vector.
     ///

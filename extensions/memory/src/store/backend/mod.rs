@@ -17,7 +17,9 @@ mod people_and_sessions;
 pub(crate) use admin::{
     JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
 };
-pub(crate) use indexes::{EntityLinks, FullTextIndex, IndexQueue, VectorIndex};
+pub(crate) use indexes::{
+    vector_scope, within_request, EntityLinks, FullTextIndex, IndexQueue, VectorIndex,
+};
 pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
 pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};

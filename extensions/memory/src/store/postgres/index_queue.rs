@@ -34,7 +34,8 @@ impl PostgresStore {
              WHERE claimed_until IS NULL OR claimed_until <= $2 \
              ORDER BY enqueued_at, memory_id LIMIT $3 FOR UPDATE SKIP LOCKED) \
              RETURNING q.memory_id, q.enqueued_at) \
-             SELECT l.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
+             SELECT l.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
+             (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
              FROM leased l JOIN memories m ON m.id = l.memory_id \
              ORDER BY l.enqueued_at, l.memory_id",
         )
@@ -53,6 +54,7 @@ impl PostgresStore {
                         .unwrap_or_default(),
                     kind: row.try_get("kind")?,
                     active: row.try_get("active")?,
+                    spoken_by_user: row.try_get("spoken_by_user")?,
                 })
             })
             .collect()
@@ -124,7 +126,11 @@ impl IndexQueue for PostgresStore {
     /// Under the store's write lock, as SQLite's one writer. A memory that was soft-deleted or
     /// removed after its batch was taken (decay, a purge) gets no vector: it only leaves the
     /// queue, so no vector outlives its memory.
-    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+    async fn store_vectors_and_sentences(
+        &self,
+        items: &[(IndexItem, Option<Vec<f32>>)],
+        sentences: &HashMap<String, Vec<Vec<f32>>>,
+    ) -> Result<()> {
         if items.is_empty() {
             return Ok(());
         }
@@ -181,6 +187,37 @@ impl IndexQueue for PostgresStore {
             .bind(&kinds)
             .execute(&mut *tx)
             .await?;
+            // Each indexed memory's sentence keys replace the ones it had.
+            sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ANY($1)")
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await?;
+            let mut keyed = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (at, id) in ids.iter().enumerate() {
+                for (ordinal, sentence) in sentences.get(id).into_iter().flatten().enumerate() {
+                    keyed.0.push(id.clone());
+                    keyed.1.push(i32::try_from(ordinal).unwrap_or(i32::MAX));
+                    keyed.2.push(vector_text(sentence));
+                    keyed.3.push(users[at].clone());
+                    keyed.4.push(kinds[at].clone());
+                }
+            }
+            if !keyed.0.is_empty() {
+                sqlx::query(
+                    "INSERT INTO memory_sentence_vectors (memory_id, ordinal, embedding, user_id, kind) \
+                     SELECT v.id, v.ordinal, v.embedding::vector, v.user_id, v.kind \
+                     FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[]) \
+                     AS v (id, ordinal, embedding, user_id, kind) \
+                     JOIN memories m ON m.id = v.id AND m.valid_until IS NULL",
+                )
+                .bind(&keyed.0)
+                .bind(&keyed.1)
+                .bind(&keyed.2)
+                .bind(&keyed.3)
+                .bind(&keyed.4)
+                .execute(&mut *tx)
+                .await?;
+            }
         }
         sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ANY($1)")
             .bind(&queued)

@@ -10,7 +10,7 @@ use super::open::WriteScope;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
-use crate::store::rows::content_hash;
+use crate::store::rows::cached_hashes;
 use crate::types::{MemoryForgotten, MemoryKind, UserErased};
 
 /// Removes the memories `ids` with their entity links, queue entries, vectors and the cached
@@ -61,6 +61,7 @@ async fn purge_in_tx(
         "DELETE FROM memory_entities WHERE memory_id = ANY($1)",
         "DELETE FROM embedding_queue WHERE memory_id = ANY($1)",
         "DELETE FROM memory_vectors WHERE memory_id = ANY($1)",
+        "DELETE FROM memory_sentence_vectors WHERE memory_id = ANY($1)",
         "DELETE FROM memories WHERE id = ANY($1)",
     ] {
         sqlx::query(statement)
@@ -72,7 +73,7 @@ async fn purge_in_tx(
     // ever indexed again.
     let hashes: Vec<String> = removed
         .iter()
-        .map(|memory| content_hash(&memory.content))
+        .flat_map(|memory| cached_hashes(&memory.content))
         .collect();
     sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
         .bind(&hashes)
@@ -117,7 +118,10 @@ impl MemoryRemoval for PostgresStore {
                 .bind(user_id)
                 .fetch_all(&mut *tx)
                 .await?;
-        let hashes: Vec<String> = contents.iter().map(|text| content_hash(text)).collect();
+        let hashes: Vec<String> = contents
+            .iter()
+            .flat_map(|text| cached_hashes(text))
+            .collect();
         sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
             .bind(&hashes)
             .execute(&mut *tx)
@@ -132,6 +136,8 @@ impl MemoryRemoval for PostgresStore {
             // The vector rows carry their memory's owner; the memory ids catch any without.
             "DELETE FROM memory_vectors WHERE user_id = $1",
             "DELETE FROM memory_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM memory_sentence_vectors WHERE user_id = $1",
+            "DELETE FROM memory_sentence_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             "DELETE FROM memories WHERE user_id = $1",
             "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = $1)",
             "DELETE FROM entities WHERE owner_id = $1",

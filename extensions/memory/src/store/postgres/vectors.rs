@@ -23,7 +23,7 @@ use sqlx::{Postgres, QueryBuilder, Transaction};
 use super::open::WriteScope;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
-use crate::store::backend::{MemoryRecords, VectorIndex};
+use crate::store::backend::{vector_scope, within_request, VectorIndex};
 use crate::store::VectorStatus;
 use crate::types::SearchRequest;
 
@@ -289,7 +289,7 @@ impl VectorIndex for PostgresStore {
         let mut tx = self.begin_write(WriteScope::Store).await?;
         // Emptied by TRUNCATE, not DELETE: an index built in the same transaction would still
         // read deleted rows, of the old length.
-        sqlx::query("TRUNCATE memory_vectors")
+        sqlx::query("TRUNCATE memory_vectors, memory_sentence_vectors")
             .execute(&mut *tx)
             .await?;
         let indexes: Vec<String> = sqlx::query_scalar(
@@ -350,30 +350,52 @@ impl VectorIndex for PostgresStore {
         // extra neighbours so that post-filtering still leaves `limit`. In a chat, other users'
         // shared memories qualify too: the owner is then checked after.
         let k = (limit.saturating_mul(3)).clamp(limit, 4096);
-        let owner = match (&request.user_id, &request.chat_id) {
-            (Some(user_id), None) => Some(user_id.as_str()),
-            _ => None,
-        };
-        let kind = match request.kinds.as_slice() {
-            [kind] => Some(kind.as_str()),
-            _ => None,
-        };
+        let (owner, kind) = vector_scope(request);
         let nearest = if self.ef_search == 0 {
             self.nearest_exact(vector, owner, kind, k).await?
         } else {
             self.nearest_approximate(vector, owner, kind, k).await?
         };
-        let nearest: Vec<(String, f32)> = nearest
-            .into_iter()
-            .filter(|(_, similarity)| *similarity >= min_similarity)
-            .collect();
-        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.rank_keys(&ids, request, false).await?;
-        Ok(nearest
-            .into_iter()
-            .filter(|(id, _)| allowed.contains_key(id))
-            .take(limit)
-            .collect())
+        within_request(self, nearest, request, limit, min_similarity).await
+    }
+
+    /// An exact scan of the owner's keys (through `memory_sentence_vectors_user`), each memory
+    /// at its best sentence: sentence keys are read only for questions in the first person.
+    async fn search_sentences(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
+            return Ok(Vec::new());
+        };
+        if vector.len() != dimensions || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let k = (limit.saturating_mul(3)).clamp(limit, 4096);
+        let mut builder = QueryBuilder::new("SELECT memory_id, MIN(embedding <=> ");
+        builder
+            .push_bind(vector_text(vector))
+            .push("::vector) AS distance FROM memory_sentence_vectors WHERE true");
+        let (owner, kind) = vector_scope(request);
+        if let Some(owner) = owner {
+            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        }
+        if let Some(kind) = kind {
+            builder.push(" AND kind = ").push_bind(kind.to_owned());
+        }
+        builder
+            .push(" GROUP BY memory_id ORDER BY distance, memory_id LIMIT ")
+            .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
+        let nearest = similarities(
+            builder
+                .build_query_as::<(String, f64)>()
+                .fetch_all(&self.pool)
+                .await?,
+        );
+        within_request(self, nearest, request, limit, min_similarity).await
     }
 
     /// This store keeps no in-memory mirror of the vectors: the rows of `memory_vectors`, and
@@ -393,9 +415,12 @@ impl VectorIndex for PostgresStore {
     }
 
     async fn mirror_size(&self) -> Result<(usize, usize)> {
-        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memory_vectors")
-            .fetch_one(&self.pool)
-            .await?;
+        let rows: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM memory_vectors) \
+             + (SELECT COUNT(*) FROM memory_sentence_vectors)",
+        )
+        .fetch_one(&self.pool)
+        .await?;
         Ok((usize::try_from(rows).unwrap_or(0), 0))
     }
 
@@ -471,9 +496,14 @@ pub(super) async fn drop_vectors(
         .bind(memory_ids)
         .execute(&mut **tx)
         .await?;
-    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = ANY($1)")
-        .bind(memory_ids)
-        .execute(&mut **tx)
-        .await?;
+    for statement in [
+        "DELETE FROM memory_vectors WHERE memory_id = ANY($1)",
+        "DELETE FROM memory_sentence_vectors WHERE memory_id = ANY($1)",
+    ] {
+        sqlx::query(statement)
+            .bind(memory_ids)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }

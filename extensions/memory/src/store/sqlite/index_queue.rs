@@ -13,13 +13,14 @@ use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::rows::{blob_vector, ts, vector_blob};
 use crate::store::IndexItem;
-use crate::vector_index::VectorRow;
+use crate::vector_index::{sentence_key, VectorRow};
 
 #[async_trait]
 impl IndexQueue for MemoryStore {
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         let rows = sqlx::query(
-            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active \
+            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
+             (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
              FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
              ORDER BY q.enqueued_at, q.rowid LIMIT ?",
         )
@@ -36,6 +37,7 @@ impl IndexQueue for MemoryStore {
                         .unwrap_or_default(),
                     kind: row.try_get("kind")?,
                     active: row.try_get("active")?,
+                    spoken_by_user: row.try_get("spoken_by_user")?,
                 })
             })
             .collect()
@@ -94,10 +96,16 @@ impl IndexQueue for MemoryStore {
         Ok(())
     }
 
-    async fn store_vectors(&self, items: &[(IndexItem, Option<Vec<f32>>)]) -> Result<()> {
+    async fn store_vectors_and_sentences(
+        &self,
+        items: &[(IndexItem, Option<Vec<f32>>)],
+        sentences: &HashMap<String, Vec<Vec<f32>>>,
+    ) -> Result<()> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
         let mut rows = Vec::new();
+        let mut sentence_rows = Vec::new();
+        let mut indexed = Vec::new();
         for (item, vector) in items {
             if let Some(vector) = vector {
                 rows.push(VectorRow {
@@ -119,6 +127,35 @@ impl IndexQueue for MemoryStore {
                 .bind(&item.kind)
                 .execute(&mut *tx)
                 .await?;
+                sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ?")
+                    .bind(&item.memory_id)
+                    .execute(&mut *tx)
+                    .await?;
+                for (ordinal, sentence) in sentences
+                    .get(&item.memory_id)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    sqlx::query(
+                        "INSERT INTO memory_sentence_vectors \
+                         (memory_id, ordinal, user_id, kind, embedding) VALUES (?, ?, ?, ?, ?)",
+                    )
+                    .bind(&item.memory_id)
+                    .bind(ordinal as i64)
+                    .bind(&item.user_id)
+                    .bind(&item.kind)
+                    .bind(vector_blob(sentence))
+                    .execute(&mut *tx)
+                    .await?;
+                    sentence_rows.push(VectorRow {
+                        memory_id: sentence_key(&item.memory_id, ordinal),
+                        user_id: item.user_id.clone(),
+                        kind: item.kind.clone(),
+                        vector: sentence.clone(),
+                    });
+                }
+                indexed.push(item.memory_id.clone());
             }
             sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
                 .bind(&item.memory_id)
@@ -132,6 +169,9 @@ impl IndexQueue for MemoryStore {
         let after = bump_vector_generation(&mut tx).await?;
         tx.commit().await?;
         self.mirror_mut().apply(after - 1, after, rows);
+        let mut sentence_mirror = self.sentence_mirror_mut();
+        sentence_mirror.remove_sentences_of(&indexed);
+        sentence_mirror.apply(after - 1, after, sentence_rows);
         Ok(())
     }
 

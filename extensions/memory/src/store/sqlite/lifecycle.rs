@@ -69,7 +69,7 @@ impl FactLifecycle for MemoryStore {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        self.mirror_mut().remove_all(std::slice::from_ref(&old.id));
+        self.forget_vectors(std::slice::from_ref(&old.id));
         Ok(new_id)
     }
 
@@ -202,7 +202,7 @@ impl FactLifecycle for MemoryStore {
             self.drop_vector(&mut tx, id).await?;
         }
         tx.commit().await?;
-        self.mirror_mut().remove_all(&ids);
+        self.forget_vectors(&ids);
         Ok(ids.len() as u64)
     }
 }

@@ -47,6 +47,9 @@ pub(crate) struct MemoryStore {
     vector: RwLock<VectorStatus>,
     /// The quantised in-memory mirror of `vec_memories` that answers KNN queries.
     mirror: RwLock<QuantizedIndex>,
+    /// The mirror of `memory_sentence_vectors` (rows `sentence_key(memory, ordinal)`), at the
+    /// same generation as `mirror`.
+    sentence_mirror: RwLock<QuantizedIndex>,
     /// One mirror reload at a time.
     reload_lock: tokio::sync::Mutex<()>,
     vector_oversample: usize,

@@ -212,6 +212,7 @@ impl MemoryStore {
                 reason: "no embedding provider".to_owned(),
             }),
             mirror: RwLock::new(QuantizedIndex::default()),
+            sentence_mirror: RwLock::new(QuantizedIndex::default()),
             reload_lock: tokio::sync::Mutex::new(()),
             vector_oversample: options.vector_oversample,
             pool,

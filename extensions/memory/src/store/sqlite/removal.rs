@@ -7,7 +7,7 @@ use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
-use crate::store::rows::content_hash;
+use crate::store::rows::cached_hashes;
 use crate::types::{MemoryForgotten, MemoryKind, UserErased};
 
 /// What every removal of memories ends with, inside its transaction: the full-text index is
@@ -57,7 +57,7 @@ impl MemoryStore {
             self.drop_vector(&mut tx, id).await?;
         }
         tx.commit().await?;
-        self.mirror_mut().remove_all(&[id.to_owned()]);
+        self.forget_vectors(&[id.to_owned()]);
         Ok(changed == 1)
     }
 
@@ -92,10 +92,12 @@ impl MemoryStore {
             }
             // Another memory with the same text only loses a cached vector: it is re-embedded
             // if it is ever indexed again.
-            sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ?")
-                .bind(content_hash(&content))
-                .execute(&mut **tx)
-                .await?;
+            for hash in cached_hashes(&content) {
+                sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ?")
+                    .bind(hash)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             sqlx::query("DELETE FROM memories WHERE id = ?")
                 .bind(id)
                 .execute(&mut **tx)
@@ -123,10 +125,11 @@ impl MemoryStore {
     /// along, so that the next search does not reload every vector (0.5 s per 100k). A mirror at
     /// any other generation is reloaded as usual.
     pub(super) fn forget_in_mirror(&self, ids: &[String], generation: Option<i64>) {
-        let mut mirror = self.mirror_mut();
-        mirror.remove_all(ids);
+        self.forget_vectors(ids);
         if let Some(after) = generation {
-            mirror.apply(after - 1, after, Vec::new());
+            self.mirror_mut().apply(after - 1, after, Vec::new());
+            self.sentence_mirror_mut()
+                .apply(after - 1, after, Vec::new());
         }
     }
 
@@ -213,7 +216,10 @@ impl MemoryRemoval for MemoryStore {
                 .bind(user_id)
                 .fetch_all(&mut *tx)
                 .await?;
-        let hashes: Vec<String> = contents.iter().map(|text| content_hash(text)).collect();
+        let hashes: Vec<String> = contents
+            .iter()
+            .flat_map(|text| cached_hashes(text))
+            .collect();
         for chunk in hashes.chunks(500) {
             let mut builder =
                 QueryBuilder::new("DELETE FROM embedding_cache WHERE content_hash IN (");

@@ -10,11 +10,13 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::backend::{MemoryRecords, VectorIndex};
+use crate::store::backend::{vector_scope, within_request, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
 use crate::store::VectorStatus;
 use crate::types::SearchRequest;
-use crate::vector_index::{QuantizedIndex, VectorFilter, VectorRow};
+use crate::vector_index::{
+    memory_of_sentence, sentence_key, QuantizedIndex, VectorFilter, VectorRow,
+};
 
 /// The stored `vector_generation` (0 before the first change to `vec_memories`).
 pub(super) async fn vector_generation<'e, E>(executor: E) -> Result<i64>
@@ -48,6 +50,22 @@ pub(super) async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> 
     Ok(after)
 }
 
+/// Sentence rows asked of the mirror per memory wanted: most turns have several keys.
+const SENTENCE_ROWS_PER_MEMORY: usize = 4;
+
+/// Sentence-key hits (best first) as memories, each at its best sentence's similarity.
+fn best_per_memory(nearest: Vec<(String, f32)>) -> Vec<(String, f32)> {
+    let mut seen = std::collections::HashSet::new();
+    nearest
+        .into_iter()
+        .filter_map(|(key, similarity)| {
+            let memory_id = memory_of_sentence(&key).to_owned();
+            seen.insert(memory_id.clone())
+                .then_some((memory_id, similarity))
+        })
+        .collect()
+}
+
 impl MemoryStore {
     pub(super) fn set_vector_status(&self, status: VectorStatus) {
         *self
@@ -73,6 +91,37 @@ impl MemoryStore {
         self.mirror.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    pub(super) fn sentence_mirror(&self) -> std::sync::RwLockReadGuard<'_, QuantizedIndex> {
+        self.sentence_mirror
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn sentence_mirror_mut(&self) -> std::sync::RwLockWriteGuard<'_, QuantizedIndex> {
+        self.sentence_mirror
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Both mirrors reload on the next search.
+    pub(super) fn invalidate_mirrors(&self) {
+        self.mirror_mut().invalidate();
+        self.sentence_mirror_mut().invalidate();
+    }
+
+    /// Drops the vectors and sentence keys of these memories (removed or retired, committed)
+    /// from both mirrors.
+    pub(super) fn forget_vectors(&self, memory_ids: &[String]) {
+        self.mirror_mut().remove_all(memory_ids);
+        self.sentence_mirror_mut().remove_sentences_of(memory_ids);
+    }
+
+    /// Whether both mirrors reflect the stored generation `stored`.
+    fn mirrors_at(&self, stored: i64) -> bool {
+        self.mirror().generation() == Some(stored)
+            && self.sentence_mirror().generation() == Some(stored)
+    }
+
     /// Reloads the mirror from `vec_memories` when the stored generation is not the mirror's,
     /// reading both in one snapshot.
     pub(super) async fn refresh_mirror(&self) -> Result<()> {
@@ -80,13 +129,13 @@ impl MemoryStore {
             return Ok(());
         };
         let stored = vector_generation(&self.pool).await?;
-        if self.mirror().generation() == Some(stored) {
+        if self.mirrors_at(stored) {
             return Ok(());
         }
         let _reload = self.reload_lock.lock().await;
         let mut tx = self.pool.begin().await?;
         let stored = vector_generation(&mut *tx).await?;
-        if self.mirror().generation() == Some(stored) {
+        if self.mirrors_at(stored) {
             return Ok(());
         }
         let started = std::time::Instant::now();
@@ -106,9 +155,29 @@ impl MemoryStore {
                 });
             }
         }
+        let mut sentences = QuantizedIndex::empty(dimensions);
+        {
+            let mut rows = sqlx::query(
+                "SELECT memory_id, ordinal, embedding, user_id, kind FROM memory_sentence_vectors",
+            )
+            .fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                let memory_id: String = row.try_get("memory_id")?;
+                let ordinal: i64 = row.try_get("ordinal")?;
+                sentences.push(VectorRow {
+                    memory_id: sentence_key(&memory_id, usize::try_from(ordinal).unwrap_or(0)),
+                    vector: blob_vector(&row.try_get::<Vec<u8>, _>("embedding")?),
+                    user_id: row
+                        .try_get::<Option<String>, _>("user_id")?
+                        .unwrap_or_default(),
+                    kind: row.try_get("kind")?,
+                });
+            }
+        }
         tx.commit().await?;
         let count = fresh.len();
         *self.mirror_mut() = fresh.loaded_at(stored);
+        *self.sentence_mirror_mut() = sentences.loaded_at(stored);
         tracing::debug!(
             rows = count,
             generation = stored,
@@ -133,6 +202,10 @@ impl MemoryStore {
                 .execute(&mut **tx)
                 .await?;
         }
+        sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ?")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 
@@ -182,7 +255,7 @@ impl VectorIndex for MemoryStore {
                 }
                 bump_vector_generation(&mut tx).await?;
                 tx.commit().await?;
-                self.mirror_mut().invalidate();
+                self.invalidate_mirrors();
                 VectorStatus::Enabled {
                     dimensions,
                     model_id: model_id.to_owned(),
@@ -231,6 +304,9 @@ impl VectorIndex for MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        sqlx::query("DELETE FROM memory_sentence_vectors")
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM embedding_cache WHERE model_id = ?")
             .bind(model_id)
             .execute(&mut *tx)
@@ -244,7 +320,7 @@ impl VectorIndex for MemoryStore {
         .rows_affected();
         bump_vector_generation(&mut tx).await?;
         tx.commit().await?;
-        self.mirror_mut().invalidate();
+        self.invalidate_mirrors();
         self.set_vector_status(VectorStatus::Enabled {
             dimensions,
             model_id: model_id.to_owned(),
@@ -266,30 +342,45 @@ impl VectorIndex for MemoryStore {
         // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
         // shared memories qualify too: the owner is then checked after.
         let k = (limit * 3).clamp(limit, 4096);
-        let owner = match (&request.user_id, &request.chat_id) {
-            (Some(user_id), None) => Some(user_id.as_str()),
-            _ => None,
-        };
-        let kind = match request.kinds.as_slice() {
-            [kind] => Some(kind.as_str()),
-            _ => None,
-        };
+        let (owner, kind) = vector_scope(request);
         let nearest = if self.vector_oversample == 0 {
             self.nearest_exact(vector, owner, kind, k).await?
         } else {
             self.nearest_approximate(vector, owner, kind, k).await?
         };
-        let nearest: Vec<(String, f32)> = nearest
-            .into_iter()
-            .filter(|(_, similarity)| *similarity >= min_similarity)
-            .collect();
-        let ids: Vec<String> = nearest.iter().map(|(id, _)| id.clone()).collect();
-        let allowed = self.rank_keys(&ids, request, false).await?;
-        Ok(nearest
-            .into_iter()
-            .filter(|(id, _)| allowed.contains_key(id))
-            .take(limit)
-            .collect())
+        within_request(self, nearest, request, limit, min_similarity).await
+    }
+
+    async fn search_sentences(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) || limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Always the mirror (exact search has no table to scan here); a turn has several keys,
+        // so more rows are asked for than memories are wanted.
+        self.refresh_mirror().await?;
+        let (owner, kind) = vector_scope(request);
+        let filter = VectorFilter {
+            user_id: owner,
+            kind,
+        };
+        let rows = (limit * SENTENCE_ROWS_PER_MEMORY).clamp(limit, 8192);
+        let nearest =
+            self.sentence_mirror()
+                .search(vector, filter, rows, self.vector_oversample.max(1));
+        within_request(
+            self,
+            best_per_memory(nearest),
+            request,
+            limit,
+            min_similarity,
+        )
+        .await
     }
 
     async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>> {
@@ -303,8 +394,11 @@ impl VectorIndex for MemoryStore {
 
     async fn mirror_size(&self) -> Result<(usize, usize)> {
         self.refresh_mirror().await?;
-        let mirror = self.mirror();
-        Ok((mirror.len(), mirror.heap_bytes()))
+        let (mirror, sentences) = (self.mirror(), self.sentence_mirror());
+        Ok((
+            mirror.len() + sentences.len(),
+            mirror.heap_bytes() + sentences.heap_bytes(),
+        ))
     }
 
     async fn nearest_exact(

@@ -52,6 +52,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "memories",
             "memory_entities",
             "memory_metadata",
+            "memory_sentence_vectors",
             "memory_vectors",
             "sessions_consolidations"
         ]

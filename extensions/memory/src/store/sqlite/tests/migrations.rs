@@ -160,3 +160,41 @@ async fn event_ids_become_per_user_and_forgotten_ones_keep_no_user() {
     );
     store.close().await;
 }
+
+/// A store from before sentence keys (schema 11): the turns the user spoke go back on the
+/// indexer's queue, for their sentence keys; other memories, and retired turns, do not.
+#[tokio::test]
+async fn the_users_turns_are_queued_for_their_sentence_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 11).await;
+    episode(&pool, "ep_user", "alice", None, "I moved. I like it.").await;
+    episode(&pool, "ep_agent", "alice", None, "Good to hear.").await;
+    episode(&pool, "ep_old", "alice", None, "I used to live here.").await;
+    sqlx::query(
+        "UPDATE memories SET source_role = CASE id WHEN 'ep_agent' THEN 'assistant' ELSE 'user' END",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE memories SET valid_until = 1775000001 WHERE id = 'ep_old'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM embedding_queue")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    let queued: Vec<String> = store
+        .next_index_batch(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.memory_id)
+        .collect();
+    assert_eq!(queued, ["ep_user"]);
+    store.close().await;
+}

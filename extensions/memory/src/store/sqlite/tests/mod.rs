@@ -6,6 +6,7 @@ mod fts_syntax;
 mod migrations;
 mod on_disk;
 mod removal;
+mod sentence_keys;
 mod shared_runs;
 
 use std::time::Duration;
