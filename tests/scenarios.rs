@@ -91,6 +91,7 @@ scenarios!(
     reflection,
     reflection_scopes,
     search_feedback,
+    search_sentence_keys,
     search_sessions,
     search_speakers_and_periods,
     shared_session_id,

@@ -41,6 +41,7 @@ impl Measured {
             memory_spans::SEARCH_VECTOR => Self::SearchStage("vector"),
             memory_spans::SEARCH_ENTITY => Self::SearchStage("entity"),
             memory_spans::SEARCH_FEEDBACK => Self::SearchStage("feedback"),
+            memory_spans::SEARCH_SENTENCES => Self::SearchStage("sentences"),
             memory_spans::SEARCH_FUSION => Self::SearchStage("fusion"),
             kernel_spans::CONTEXT_ASSEMBLY => Self::Context,
             kernel_spans::JOB => Self::Job,

@@ -19,6 +19,9 @@ pub const SEARCH_ENTITY: &str = "memory.search.entity";
 /// The feedback candidate list of a search: the query vector moved towards its best first
 /// matches' vectors, and its nearest memories.
 pub const SEARCH_FEEDBACK: &str = "memory.search.feedback";
+/// The sentence-key list of a search (a query in the first person): the turns the user spoke
+/// whose best sentence is nearest the query's embedding.
+pub const SEARCH_SENTENCES: &str = "memory.search.sentences";
 /// Fusing the candidate lists and ranking the fused candidates.
 pub const SEARCH_FUSION: &str = "memory.search.fusion";
 /// The field of a list span: how many candidates the list gave.

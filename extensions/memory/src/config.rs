@@ -61,6 +61,13 @@ pub struct MemoryConfig {
     /// their similarity to the query vector moved towards the vectors of its
     /// `feedback_matches` best first matches (pseudo-relevance feedback); 0 = off.
     pub feedback_weight: f64,
+    /// Hybrid search, score fusion: for a query in the first person, the weight of the
+    /// sentence-key list, which scores each turn the user spoke by its best sentence's cosine
+    /// similarity (as a share of the best one's margin over `sentence_floor`); added after the
+    /// neighbours' and the session's shares, which it does not spread to; 0 = off.
+    pub sentence_weight: f64,
+    /// The cosine similarity the sentence-key list counts as unrelated.
+    pub sentence_floor: f32,
     /// Hybrid search: how many of the best first matches shape the feedback query.
     pub feedback_matches: usize,
     /// Hybrid search: how far the feedback query moves from the query towards the mean of those
@@ -152,6 +159,8 @@ impl Default for MemoryConfig {
             next_turn_weight: 0.1,
             session_weight: 0.1,
             feedback_weight: 0.3,
+            sentence_weight: 1.5,
+            sentence_floor: 0.2,
             feedback_matches: 3,
             feedback_shift: 0.5,
             min_similarity: 0.3,
@@ -233,6 +242,7 @@ impl ValidateConfig for MemoryConfig {
         for (key, value) in [
             ("speaker_weight", self.speaker_weight),
             ("period_weight", self.period_weight),
+            ("sentence_weight", self.sentence_weight),
         ] {
             need(
                 (0.0..=10.0).contains(&value),
@@ -259,6 +269,11 @@ impl ValidateConfig for MemoryConfig {
         need(
             (-1.0..=1.0).contains(&self.supersede_similarity),
             "supersede_similarity",
+            "must be between -1 and 1",
+        );
+        need(
+            (-1.0..=1.0).contains(&self.sentence_floor),
+            "sentence_floor",
             "must be between -1 and 1",
         );
         need(

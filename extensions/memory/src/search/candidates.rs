@@ -9,9 +9,10 @@ use tracing::Instrument as _;
 use super::entities::{query_entities, search_entities};
 use super::fts_query::{is_stopword, terms};
 use super::full_text::search_fts;
-use super::fusion::context_scores;
+use super::fusion::{context_scores, SENTENCE_LIST};
 use super::speakers::{spoken_by, without_names};
 use crate::error::{record_failure, Result};
+use crate::sentence_keys::in_first_person;
 use crate::service::MemoryService;
 use crate::store::RankKey;
 use crate::types::{CandidateList, SearchMode, SearchRequest};
@@ -86,35 +87,48 @@ impl MemoryService {
         names
     }
 
-    /// The vector list: the query's embedding, then its nearest memories with their cosine
-    /// similarity; `None` when vector search is unavailable (the reason is logged once).
-    async fn vector_list(
-        &self,
-        request: &SearchRequest,
-        text: &str,
-        depth: usize,
-    ) -> Result<Option<Vec<(String, f64)>>> {
+    /// The query's embedding; `None` when vector search is unavailable (the reason is logged
+    /// once) or the query embeds to nothing.
+    async fn query_embedding(&self, text: &str) -> Result<Option<Vec<f32>>> {
         let Some(embedder) = self.vector_embedder().await else {
             let reason = self.vector_unavailable_reason().await;
             self.warn_fallback(&reason);
             return Ok(None);
         };
-        let Some(vector) = self.query_vector(&embedder, text).await? else {
-            return Ok(None);
-        };
+        self.query_vector(&embedder, text).await
+    }
+
+    /// The vector list: the memories nearest the query's embedding `vector`, with their cosine
+    /// similarity.
+    async fn vector_list(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        depth: usize,
+    ) -> Result<Option<Vec<(String, f64)>>> {
         let min_similarity = request
             .min_similarity
             .unwrap_or(self.config().min_similarity);
         let nearest = self
             .store()?
-            .search_vector(request, &vector, depth, min_similarity)
+            .search_vector(request, vector, depth, min_similarity)
             .await?;
-        Ok(Some(
-            nearest
-                .into_iter()
-                .map(|(id, similarity)| (id, f64::from(similarity)))
-                .collect(),
-        ))
+        Ok(Some(cosine_list(nearest)))
+    }
+
+    /// The sentence-key list (see `crate::sentence_keys`): the turns the user spoke whose best
+    /// sentence is nearest the query's embedding `vector`, at that sentence's similarity.
+    async fn sentence_list(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        depth: usize,
+    ) -> Result<Option<Vec<(String, f64)>>> {
+        let nearest = self
+            .store()?
+            .search_sentences(request, vector, depth, self.config().sentence_floor)
+            .await?;
+        Ok(Some(cosine_list(nearest)))
     }
 
     /// The entities the query names (directly, or as a relation of the asking user such as
@@ -197,6 +211,9 @@ impl MemoryService {
         let with_context = mode == SearchMode::Hybrid
             && self.config().fusion == "scores"
             && self.config().context_weight > 0.0;
+        let with_sentences = mode == SearchMode::Hybrid
+            && self.config().fusion == "scores"
+            && self.config().sentence_weight > 0.0;
         // The lists run at once: the query embedding (on a blocking thread) overlaps the FTS5
         // queries (on the pool's connections). The entity names are resolved first, because
         // the speakers among them are left out of the text embedded.
@@ -232,8 +249,29 @@ impl MemoryService {
                 }
                 let head = query_head(&request.query);
                 let shaped = without_names(head, &speakers);
-                let list = self.vector_list(request, shaped.as_deref().unwrap_or(head), depth);
-                traced_list(list_span!(spans::SEARCH_VECTOR), list).await
+                let span = list_span!(spans::SEARCH_VECTOR);
+                let embedded = self
+                    .query_embedding(shaped.as_deref().unwrap_or(head))
+                    .instrument(span.clone())
+                    .await;
+                let vector = match embedded {
+                    Ok(Some(vector)) => vector,
+                    Ok(None) => return Ok(None),
+                    Err(error) => {
+                        let failed = Err(error);
+                        record_failure(&span, &failed);
+                        return failed;
+                    }
+                };
+                let list = self.vector_list(request, &vector, depth);
+                let hits = traced_list(span, list).await?;
+                let sentences = if with_sentences && in_first_person(head) {
+                    let list = self.sentence_list(request, &vector, depth);
+                    traced_list(list_span!(spans::SEARCH_SENTENCES), list).await?
+                } else {
+                    None
+                };
+                Ok(Some((hits, sentences)))
             };
             let entity = async {
                 if !matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
@@ -251,6 +289,10 @@ impl MemoryService {
         let (text, by_names) = tokio::join!(text, by_names);
         let (fts, context) = text?;
         let (vector, entity, speakers) = by_names?;
+        let (vector, sentences) = match vector {
+            Some((vector, sentences)) => (vector, sentences),
+            None => (None, None),
+        };
         let mut lists: Vec<CandidateList> = Vec::new();
         if let Some(hits) = fts {
             lists.push(CandidateList { name: "fts", hits });
@@ -301,12 +343,27 @@ impl MemoryService {
                 });
             }
         }
+        // After the feedback list, which shapes its query from the other lists' best matches.
+        if let Some(hits) = sentences {
+            lists.push(CandidateList {
+                name: SENTENCE_LIST,
+                hits,
+            });
+        }
         Ok(Gathered {
             lists,
             speakers,
             keys,
         })
     }
+}
+
+/// Cosine hits as list scores.
+fn cosine_list(nearest: Vec<(String, f32)>) -> Vec<(String, f64)> {
+    nearest
+        .into_iter()
+        .map(|(id, similarity)| (id, f64::from(similarity)))
+        .collect()
 }
 
 /// What [`MemoryService::gather`] found.

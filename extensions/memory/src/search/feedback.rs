@@ -171,6 +171,8 @@ mod tests {
             entity_weight: 0.1,
             feedback_weight: 0.3,
             similarity_floor: 0.3,
+            sentence_weight: 0.0,
+            sentence_floor: 0.2,
         };
         // a: 0.5; b: 0.25; c: 0.125 + 0.5; d: 0.5 × 0.2 / 0.6.
         assert_eq!(best_first_matches(&lists, fusion, 2), ["c", "a"]);

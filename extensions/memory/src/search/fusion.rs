@@ -17,10 +17,18 @@
 //! and [`session_lift`] a share of that of the best other matches of its session: a session
 //! that matches in several turns is about the question, and questions that span sessions want
 //! each whole session's evidence.
+//!
+//! A question in the first person adds the sentence-key list ([`SENTENCE_LIST`], see
+//! `crate::sentence_keys`), fused like the vector list with its own weight and floor. Its share
+//! is a turn's own words: it is kept out of what neighbours and sessions share.
 
 use std::collections::HashMap;
 
 use crate::types::{CandidateList, SessionKey};
+
+/// The name of the sentence-key list (see `crate::sentence_keys`): fused like the others, but
+/// its share is not spread to neighbours or sessions (see `ranking.rs`).
+pub(crate) const SENTENCE_LIST: &str = "sentence";
 
 /// How many other turns of its session lend an episode relevance ([`session_lift`]).
 pub(crate) const SESSION_PEERS: usize = 2;
@@ -44,6 +52,10 @@ pub(crate) enum Fusion {
         feedback_weight: f64,
         /// The cosine similarity that counts as unrelated (the vector list's cut-off).
         similarity_floor: f64,
+        /// The sentence-key list's weight (see `crate::sentence_keys`).
+        sentence_weight: f64,
+        /// The cosine similarity the sentence-key list counts as unrelated.
+        sentence_floor: f64,
     },
 }
 
@@ -84,7 +96,13 @@ pub(crate) fn fuse(
                 entity_weight,
                 feedback_weight,
                 similarity_floor,
+                sentence_weight,
+                sentence_floor,
             } => match list.name {
+                // The best sentence of each turn the user spoke.
+                SENTENCE_LIST => share_of_best(&list.hits, sentence_floor)
+                    .map(|(id, score)| (id, sentence_weight * score))
+                    .collect(),
                 // Cosine lists: the query's own vector, and the one moved by feedback.
                 "vector" | "feedback" => {
                     let weight = if list.name == "vector" {
@@ -244,6 +262,8 @@ mod tests {
                 entity_weight: 0.1,
                 feedback_weight: 0.0,
                 similarity_floor: 0.3,
+                sentence_weight: 0.0,
+                sentence_floor: 0.2,
             },
         ));
         // By ranks alone, a (1st and 3rd) ties c (3rd and 1st).
@@ -265,6 +285,8 @@ mod tests {
                 entity_weight: 0.1,
                 feedback_weight: 0.0,
                 similarity_floor: 0.3,
+                sentence_weight: 0.0,
+                sentence_floor: 0.2,
             },
         );
         assert_eq!(
@@ -286,6 +308,8 @@ mod tests {
                 entity_weight: 0.1,
                 feedback_weight: 0.0,
                 similarity_floor: 0.3,
+                sentence_weight: 0.0,
+                sentence_floor: 0.2,
             },
         ));
         assert!(fused["red"] - fused["blue"] < 0.02);
@@ -351,6 +375,8 @@ mod tests {
                     entity_weight: 0.1,
                     feedback_weight: 0.0,
                     similarity_floor: 0.3,
+                    sentence_weight: 0.0,
+                    sentence_floor: 0.2,
                 },
             ))
         };

@@ -8,7 +8,7 @@ use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
 use super::candidates::{query_head, Gathered};
-use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion};
+use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion, SENTENCE_LIST};
 use super::speakers::spoken_by;
 use super::when::period_in;
 use crate::error::{record_failure, Result};
@@ -62,6 +62,8 @@ impl MemoryService {
                         .min_similarity
                         .unwrap_or(self.config().min_similarity),
                 ),
+                sentence_weight: self.config().sentence_weight,
+                sentence_floor: f64::from(self.config().sentence_floor),
             }
         } else {
             Fusion::Rrf {
@@ -87,6 +89,15 @@ impl MemoryService {
         } = self.gather(request, candidates).await?;
         let fusion = self.fusion(request);
         let fused = tracing::info_span!(spans::SEARCH_FUSION).in_scope(|| fuse(&lists, fusion));
+        // The sentence-key list's part of each fused relevance: a turn's own words, which its
+        // neighbours and session do not share.
+        let sentence_parts: HashMap<String, f64> = lists
+            .iter()
+            .filter(|list| list.name == SENTENCE_LIST)
+            .flat_map(|list| fuse(std::slice::from_ref(list), fusion))
+            .map(|(id, (part, _))| (id, part))
+            .collect();
+        let sentence_part = |id: &String| sentence_parts.get(id).copied().unwrap_or(0.0);
         let (before, after) = (
             self.config().previous_turn_weight,
             self.config().next_turn_weight,
@@ -156,7 +167,8 @@ impl MemoryService {
                 .iter()
                 .map(|(id, (score, _))| {
                     let factor = speaker_factor.get(id).copied().unwrap_or(1.0);
-                    (id.clone(), score * factor * period_factor(id))
+                    let shared = score - sentence_part(id);
+                    (id.clone(), shared * factor * period_factor(id))
                 })
                 .collect();
             let spread = if spread {
@@ -182,7 +194,10 @@ impl MemoryService {
             for entry in &mut ranked {
                 if let (Some(score), Some(weight)) = (spread.get(&entry.0), weight(&entry.0)) {
                     let gain = session_gain.get(&entry.0).copied().unwrap_or(0.0);
-                    entry.1 = (score + gain) * weight;
+                    let own = sentence_part(&entry.0)
+                        * speaker_factor.get(&entry.0).copied().unwrap_or(1.0)
+                        * period_factor(&entry.0);
+                    entry.1 = (score + gain + own) * weight;
                 }
             }
             order(&mut ranked);
