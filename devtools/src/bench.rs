@@ -9,10 +9,12 @@
 //! 2. Vectors: the first `--real-embeddings` distinct turns are embedded by the real model; every
 //!    other memory gets a mix of two of those real embeddings plus a little noise (embedding
 //!    100k texts would take about 25 minutes here). This keeps the embeddings' distribution,
-//!    which matters for the quantised vector stage.
+//!    which matters for the quantised vector stage. The turns the user spoke also get their
+//!    sentence keys (`mnemo_memory::sentence_keys`), the same way.
 //! 3. Hybrid search with distinct queries (query embedding by the real model, FTS5, vector
 //!    stage, entities, score fusion), several rounds; then the last round again, when every query's
-//!    vector is cached, for search without the model; then each list alone.
+//!    vector is cached, for search without the model; then one round of questions in the first
+//!    person, which read the sentence keys too; then each list alone.
 //! 4. The vector stage against exact search: recall@10 and @50 of the quantised mirror's
 //!    neighbours against `vec_memories` brute force, with the time of each.
 
@@ -25,7 +27,7 @@ use anyhow::Context as _;
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::{Event, EventPayload};
-use mnemo_memory::{MemoryService, SearchMode, SearchRequest, VectorStatus};
+use mnemo_memory::{sentence_keys, MemoryService, SearchMode, SearchRequest, VectorStatus};
 use serde_json::json;
 
 use crate::progress::Progress;
@@ -77,6 +79,14 @@ pub(crate) const QUERY_TEMPLATES: [&str; 5] = [
     "who is moving to {p}",
     "how much does {t} cost",
     "plans with {n}",
+];
+
+/// Questions in the first person, which read the sentence keys too.
+const FIRST_PERSON_TEMPLATES: [&str; 4] = [
+    "what did I tell {n} about {t}",
+    "when did I plan {t}",
+    "am I still going to {p}",
+    "what do I need for {t}",
 ];
 
 /// A small deterministic generator (xorshift64*), so every run sees the same data.
@@ -322,6 +332,10 @@ async fn fill_vectors(
         if batch.is_empty() {
             break;
         }
+        // The turns the user spoke get sentence keys, as the indexer gives them: a turn of one
+        // sentence is its own key, with its own vector; the sentences of a longer one get mixed
+        // vectors, as the memories without a real embedding do.
+        let mut sentences: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
         let items: Vec<_> = batch
             .into_iter()
             .map(|item| {
@@ -329,10 +343,23 @@ async fn fill_vectors(
                     .get(&item.content)
                     .cloned()
                     .unwrap_or_else(|| random.mixed_vector(&pool));
+                if item.spoken_by_user {
+                    let keys = sentence_keys(&item.content)
+                        .iter()
+                        .map(|key| match real_vectors.get(key) {
+                            Some(known) => known.clone(),
+                            None if *key == item.content => vector.clone(),
+                            None => random.mixed_vector(&pool),
+                        })
+                        .collect();
+                    sentences.insert(item.memory_id.clone(), keys);
+                }
                 (item, Some(vector))
             })
             .collect();
-        service.store_vectors(&items).await?;
+        service
+            .store_vectors_and_sentences(&items, &sentences)
+            .await?;
     }
     Ok(distinct.len())
 }
@@ -548,6 +575,17 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         last_round = queries;
     }
     let mut cached = time_searches(&service, &last_round, SearchMode::Hybrid).await?;
+    // Questions in the first person also read the sentence keys.
+    let first_person: Vec<(String, String)> = (0..options.queries)
+        .map(|index| {
+            let template = random.pick(&FIRST_PERSON_TEMPLATES);
+            (
+                format!("user{}", index % users),
+                format!("{} {index}", random.fill(template)),
+            )
+        })
+        .collect();
+    let mut first_person = time_searches(&service, &first_person, SearchMode::Hybrid).await?;
     let mut single = serde_json::Map::new();
     for (name, mode) in [
         ("fts", SearchMode::Fts),
@@ -606,6 +644,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         "ingest_ms": summary(&mut built.ingest),
         "search_ms": median_summary(&rounds),
         "search_ms_without_embedding": summary(&mut cached),
+        "first_person_search_ms": summary(&mut first_person),
         "db_bytes": db_bytes,
         "rss_bytes": peak_rss_bytes(),
         "ingest_per_second": (built.ingest.len() as f64 / built.ingest_seconds.max(1e-9)).round(),
@@ -667,6 +706,12 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             get(&["search_ms_without_embedding", "p50"]),
             get(&["search_ms_without_embedding", "p95"]),
             get(&["search_ms_without_embedding", "p99"])
+        );
+        println!(
+            "  first person      p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  (one round, sentence keys read)",
+            get(&["first_person_search_ms", "p50"]),
+            get(&["first_person_search_ms", "p95"]),
+            get(&["first_person_search_ms", "p99"])
         );
         println!(
             "  single lists p50  fts {:.2} ms, vector {:.2} ms, entity {:.2} ms",

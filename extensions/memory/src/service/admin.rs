@@ -129,6 +129,21 @@ impl MemoryService {
         self.store()?.store_vectors(items).await
     }
 
+    /// [`Self::store_vectors`] with the sentence keys of the items the user spoke: by memory
+    /// id, the vectors of [`crate::sentence_keys`]'s sentences of its text, in order.
+    ///
+    /// # Errors
+    /// The store is not open, or fails; nothing changes then.
+    pub async fn store_vectors_and_sentences(
+        &self,
+        items: &[(IndexItem, Option<Vec<f32>>)],
+        sentences: &std::collections::HashMap<String, Vec<Vec<f32>>>,
+    ) -> Result<()> {
+        self.store()?
+            .store_vectors_and_sentences(items, sentences)
+            .await
+    }
+
     /// Rows and approximate heap bytes of the in-memory vector index, loading it if needed.
     ///
     /// # Errors
