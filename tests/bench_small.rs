@@ -58,6 +58,9 @@ fn bench_reports_latency_size_memory_and_vector_recall() {
     assert_eq!(report["real_embeddings"], 150);
     let stage = &report["vector_stage"];
     assert_eq!(stage["mirror_rows"], 1500, "every memory has a vector");
+    // Half the turns are the user's, each with at least one sentence key.
+    let sentence_rows = stage["sentence_rows"].as_u64().unwrap();
+    assert!(sentence_rows >= 750, "{report}");
     // The quantised stage must find most of the exact neighbours; a broken re-scoring or
     // bit packing falls far below this.
     let recall = stage["recall@10_vs_exact"].as_f64().unwrap();

@@ -550,7 +550,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         .ensure_vector_index(embedder.dimensions(), embedder.model_id())
         .await?;
     let load = Instant::now();
-    let (mirror_rows, mirror_bytes) = service.vector_mirror_size().await?;
+    let mirror = service.vector_mirror_size().await?;
     let mirror_load_ms = ms(load.elapsed());
 
     // 3. Hybrid search, distinct queries per round; the last round again with cached vectors.
@@ -662,8 +662,9 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             "recall@50_vs_exact": round3(recall[1] / samples),
             "quantized_ms": summary(&mut quantized_ms),
             "exact_ms": summary(&mut exact_ms),
-            "mirror_rows": mirror_rows,
-            "mirror_bytes": mirror_bytes,
+            "mirror_rows": mirror.memory_rows,
+            "sentence_rows": mirror.sentence_rows,
+            "mirror_bytes": mirror.heap_bytes,
             "mirror_load_ms": mirror_load_ms,
         },
     });
@@ -720,12 +721,14 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             get(&["single_list_p50_ms", "entity"])
         );
         println!(
-            "  vector stage      recall vs exact @10 {:.3} @50 {:.3}; quantised p50 {:.2} ms, exact p50 {:.2} ms; mirror {:.1} MB, loaded in {:.0} ms",
+            "  vector stage      recall vs exact @10 {:.3} @50 {:.3}; quantised p50 {:.2} ms, exact p50 {:.2} ms; mirror {:.1} MB ({} memory rows, {} sentence rows), loaded in {:.0} ms",
             get(&["vector_stage", "recall@10_vs_exact"]),
             get(&["vector_stage", "recall@50_vs_exact"]),
             get(&["vector_stage", "quantized_ms", "p50"]),
             get(&["vector_stage", "exact_ms", "p50"]),
             get(&["vector_stage", "mirror_bytes"]) / 1e6,
+            get(&["vector_stage", "mirror_rows"]),
+            get(&["vector_stage", "sentence_rows"]),
             get(&["vector_stage", "mirror_load_ms"])
         );
         let tokens = match report["embedding"]["tokens_per_s"].as_f64() {

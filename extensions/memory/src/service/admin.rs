@@ -148,7 +148,7 @@ impl MemoryService {
     ///
     /// # Errors
     /// The store is not open, or fails.
-    pub async fn vector_mirror_size(&self) -> Result<(usize, usize)> {
+    pub async fn vector_mirror_size(&self) -> Result<crate::store::MirrorSize> {
         self.store()?.mirror_size().await
     }
 

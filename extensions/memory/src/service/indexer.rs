@@ -234,7 +234,11 @@ impl MemoryService {
             if !mirror_loaded && self.vector_embedder().await.is_some() {
                 if let Ok(store) = self.store() {
                     match store.mirror_size().await {
-                        Ok((rows, _)) => tracing::debug!(rows, "vector mirror ready"),
+                        Ok(size) => tracing::debug!(
+                            rows = size.memory_rows,
+                            sentence_rows = size.sentence_rows,
+                            "vector mirror ready"
+                        ),
                         Err(error) => tracing::warn!(%error, "cannot load the vector mirror"),
                     }
                 }

@@ -25,6 +25,7 @@ pub(crate) use backend::MemoryBackend;
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub use types::{
-    EntitySummary, IndexItem, IntegrityReport, OwnerSummary, Person, StoredTurn, VectorStatus,
+    EntitySummary, IndexItem, IntegrityReport, MirrorSize, OwnerSummary, Person, StoredTurn,
+    VectorStatus,
 };
 pub(crate) use types::{FirstPass, NewMemory, RankKey};

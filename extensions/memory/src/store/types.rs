@@ -221,6 +221,18 @@ pub enum VectorStatus {
     },
 }
 
+/// The size of the in-memory vector index: one row per memory with a vector, one per sentence
+/// key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirrorSize {
+    /// Rows for memories' own vectors.
+    pub memory_rows: usize,
+    /// Rows for the sentence keys of the user's turns.
+    pub sentence_rows: usize,
+    /// Approximate heap bytes of both (0 where the database holds the vectors).
+    pub heap_bytes: usize,
+}
+
 /// What the store's integrity check (`mnemo check`) found. Consistent when [`Self::problems`]
 /// is empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

@@ -10,7 +10,7 @@ use mnemo_ner_api::ExtractedEntity;
 
 use super::MemoryRecords;
 use crate::error::Result;
-use crate::store::{FirstPass, IndexItem, VectorStatus};
+use crate::store::{FirstPass, IndexItem, MirrorSize, VectorStatus};
 use crate::types::{EntityInfo, SearchRequest};
 
 /// Full-text queries: ranked matches of a full-text query (built by
@@ -175,12 +175,12 @@ pub(crate) trait VectorIndex: Send + Sync {
     /// The database fails.
     async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>>;
 
-    /// Rows and approximate heap bytes of the in-memory vector index, sentence keys included
-    /// (loading it if needed).
+    /// Rows and approximate heap bytes of the in-memory vector index, of memories and of
+    /// sentence keys (loading it if needed).
     ///
     /// # Errors
     /// The database fails.
-    async fn mirror_size(&self) -> Result<(usize, usize)>;
+    async fn mirror_size(&self) -> Result<MirrorSize>;
 
     /// The `k` stored vectors nearest to `vector` (only `owner`'s, and only of `kind`, when
     /// given) with their cosine similarity, found exactly: what the approximate search is

@@ -24,7 +24,7 @@ use super::open::WriteScope;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{vector_scope, within_request, VectorIndex};
-use crate::store::VectorStatus;
+use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 
 /// A user's (and kind's) vectors up to this many are searched exactly rather than through the
@@ -414,14 +414,18 @@ impl VectorIndex for PostgresStore {
         Ok(rows.into_iter().collect())
     }
 
-    async fn mirror_size(&self) -> Result<(usize, usize)> {
-        let rows: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM memory_vectors) \
-             + (SELECT COUNT(*) FROM memory_sentence_vectors)",
+    async fn mirror_size(&self) -> Result<MirrorSize> {
+        let (memories, sentences): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM memory_vectors), \
+             (SELECT COUNT(*) FROM memory_sentence_vectors)",
         )
         .fetch_one(&self.pool)
         .await?;
-        Ok((usize::try_from(rows).unwrap_or(0), 0))
+        Ok(MirrorSize {
+            memory_rows: usize::try_from(memories).unwrap_or(0),
+            sentence_rows: usize::try_from(sentences).unwrap_or(0),
+            heap_bytes: 0,
+        })
     }
 
     /// Every stored vector (of `owner` and `kind`, through the user index) by cosine distance,

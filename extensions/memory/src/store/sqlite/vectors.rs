@@ -12,7 +12,7 @@ use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::{vector_scope, within_request, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
-use crate::store::VectorStatus;
+use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 use crate::vector_index::{
     memory_of_sentence, sentence_key, QuantizedIndex, VectorFilter, VectorRow,
@@ -392,13 +392,14 @@ impl VectorIndex for MemoryStore {
             .collect())
     }
 
-    async fn mirror_size(&self) -> Result<(usize, usize)> {
+    async fn mirror_size(&self) -> Result<MirrorSize> {
         self.refresh_mirror().await?;
         let (mirror, sentences) = (self.mirror(), self.sentence_mirror());
-        Ok((
-            mirror.len() + sentences.len(),
-            mirror.heap_bytes() + sentences.heap_bytes(),
-        ))
+        Ok(MirrorSize {
+            memory_rows: mirror.len(),
+            sentence_rows: sentences.len(),
+            heap_bytes: mirror.heap_bytes() + sentences.heap_bytes(),
+        })
     }
 
     async fn nearest_exact(

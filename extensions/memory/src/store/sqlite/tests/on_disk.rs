@@ -179,7 +179,7 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
         .await
         .unwrap();
     assert_eq!(found[0].0, late);
-    assert_eq!(reader.mirror_size().await.unwrap().0, 301);
+    assert_eq!(reader.mirror_size().await.unwrap().memory_rows, 301);
     // A forgotten memory leaves the writer's mirror at once.
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
     assert!(writer.soft_delete(&late, at).await.unwrap());

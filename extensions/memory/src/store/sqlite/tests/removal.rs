@@ -371,7 +371,7 @@ async fn a_forget_keeps_the_vector_mirror_without_reloading_it() {
         );
     }
     index_all(&store, 4).await;
-    assert_eq!(store.mirror_size().await.unwrap().0, 5);
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 5);
     store.purge(&ids[..1]).await.unwrap();
     sqlx::query(
         "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) VALUES ('stray', ?, 'ana', 'fact')",
@@ -381,12 +381,12 @@ async fn a_forget_keeps_the_vector_mirror_without_reloading_it() {
     .await
     .unwrap();
     assert_eq!(
-        store.mirror_size().await.unwrap().0,
+        store.mirror_size().await.unwrap().memory_rows,
         4,
         "the mirror was reloaded"
     );
     store.erase_user("ana").await.unwrap();
-    assert_eq!(store.mirror_size().await.unwrap().0, 0);
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 0);
 }
 
 /// `memory_stats` counts the caller's memories waiting for a vector, not the whole store's.

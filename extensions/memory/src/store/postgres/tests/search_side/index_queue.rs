@@ -186,7 +186,7 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
             .await
             .unwrap();
     assert_eq!(replaced, "[-1,1,0]");
-    assert_eq!(store.mirror_size().await.unwrap(), (3, 0));
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 3);
     store.store_vectors(&[]).await.unwrap();
 
     // Dropping a memory's vector takes it off the queue too.
@@ -198,7 +198,7 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
     let mut tx = store.pool().begin().await.unwrap();
     drop_vectors(&mut tx, &["q0003".to_owned()]).await.unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(store.mirror_size().await.unwrap(), (2, 0));
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 2);
     assert_eq!(store.pending_index().await.unwrap(), 0);
 }
 

@@ -115,7 +115,7 @@ async fn the_vector_index_follows_the_provider() {
         store.vector_status(),
         VectorStatus::Disabled { .. }
     ));
-    assert_eq!(store.mirror_size().await.unwrap(), (1, 0));
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 1);
     let found = store
         .search_vector(&ana(), &[1.0, 0.0, 0.0, 0.0], 5, -1.0)
         .await
@@ -130,7 +130,7 @@ async fn the_vector_index_follows_the_provider() {
     assert_eq!(store.reset_vector_index(8, "large").await.unwrap(), 1);
     assert_eq!(store.vector_status(), enabled(8, "large"));
     assert_eq!(store.pending_index().await.unwrap(), 2);
-    assert_eq!(store.mirror_size().await.unwrap(), (0, 0));
+    assert_eq!(store.mirror_size().await.unwrap().memory_rows, 0);
     assert_eq!(
         indexes(&store).await,
         ["memory_vectors_hnsw_8", "memory_vectors_user"]
