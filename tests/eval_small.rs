@@ -75,3 +75,71 @@ fn eval_scores_every_mode_and_skips_questions_without_evidence() {
         "{report}"
     );
 }
+
+/// A LongMemEval-shaped case (`role` user or assistant): the assistant's turns are stored as the
+/// agent's replies, so only the user's own turns get sentence keys and enter the sentence-key
+/// list of a question in the first person, while every turn stays searchable.
+#[test]
+fn eval_stores_assistant_turns_as_the_agents_replies() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n",
+    )
+    .unwrap();
+    let turns = serde_json::json!([
+        {"turn_id": "s1:0", "speaker": "user", "role": "user",
+         "text": "I need a packing list for a trip. By the way, my bike got a flat tyre last Sunday."},
+        {"turn_id": "s1:1", "speaker": "assistant", "role": "assistant",
+         "text": "Sorry about your bike's flat tyre. Here is a packing list for your trip."},
+        {"turn_id": "s1:2", "speaker": "user", "role": "user",
+         "text": "Thanks, that list looks complete. I will pack tonight."}
+    ]);
+    let case = serde_json::json!({
+        "id": "longmemeval_s:tiny",
+        "source": "longmemeval_s",
+        "sessions": [{"session_id": "s1", "date_iso": "2025-03-01T10:00", "turns": turns}],
+        "questions": [
+            {"qid": "q1", "question": "What happened to my bike last Sunday?",
+             "category": "single-session-user", "evidence_session_ids": ["s1"],
+             "evidence_turn_ids": ["s1:0"], "question_date_iso": "2025-03-02T10:00"}
+        ]
+    });
+    let data = dir.path().join("tiny.jsonl");
+    std::fs::write(&data, format!("{case}\n")).unwrap();
+    let dump = dir.path().join("dump.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["eval", "--k", "1,5", "--json", "--data"])
+        .arg(&data)
+        .arg("--dump")
+        .arg(&dump)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let dumped = std::fs::read_to_string(&dump).unwrap();
+    let row: serde_json::Value = serde_json::from_str(dumped.trim()).unwrap();
+    let ids = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|hit| hit[0].as_str().map(str::to_owned))
+            .collect()
+    };
+    let sentences = ids(&row["lists"]["sentence"]);
+    assert!(sentences.contains(&"s1:0".to_owned()), "{row}");
+    assert!(
+        !sentences.contains(&"s1:1".to_owned()),
+        "the assistant's reply has no sentence keys: {row}"
+    );
+    assert!(
+        ids(&row["lists"]["vector"]).contains(&"s1:1".to_owned()),
+        "the assistant's reply is stored and searchable: {row}"
+    );
+}

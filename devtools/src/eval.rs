@@ -1,7 +1,8 @@
 //! `mnemo eval`: retrieval quality on LoCoMo-format data (see `../shared/eval/README.md`).
 //!
 //! For each conversation: a fresh store; every turn ingested as an episode (speaker prefixed,
-//! image caption appended, the session's date as event time, one session id per session); the
+//! image caption appended, an assistant's turn as the agent's reply and every other as the
+//! user's message, the session's date as event time, one session id per session); the
 //! indexer finishes; then each question with evidence is searched in every mode (fts, vector,
 //! entity, hybrid), as of when it is asked (its `question_date_iso`, else right after the last
 //! turn: "last week" means the week before that), and scored at turn level: evidence recall@k, hit@k and MRR (within the
@@ -240,7 +241,14 @@ pub async fn run(
                 let turn_id = turn["turn_id"].as_str().unwrap_or_default().to_owned();
                 let said = at + chrono::Duration::seconds(position as i64);
                 last_said = last_said.max(said);
-                let event = Event::new(said, EventPayload::UserMessage { text }).with_scope(
+                // An assistant's turn (LongMemEval's) is the agent's reply, stored apart from
+                // what the user said, as an agent's memory stores it.
+                let payload = if turn["role"].as_str() == Some("assistant") {
+                    EventPayload::AgentResponse { text }
+                } else {
+                    EventPayload::UserMessage { text }
+                };
+                let event = Event::new(said, payload).with_scope(
                     Some(session_id.clone()),
                     Some("eval".to_owned()),
                     None,
