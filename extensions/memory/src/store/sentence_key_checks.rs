@@ -56,11 +56,9 @@ pub(crate) async fn found(store: &dyn MemoryBackend, user: &str, query: [f32; 4]
         .collect()
 }
 
-/// The ids the checks leave: Ben's turn, which keeps one sentence key, and Ana's turns, which
-/// have none left.
+/// What the checks leave: Ben's turn, the one memory that keeps a sentence key.
 pub(crate) struct Left {
     pub(crate) ben_turn: String,
-    pub(crate) ana_turns: Vec<String>,
 }
 
 /// Indexes users' and assistants' turns with sentence keys, searches them per owner, replaces,
@@ -137,6 +135,19 @@ pub(crate) async fn sentence_keys_follow_their_turn(store: &dyn MemoryBackend) -
     );
     assert!(found(store, "ana", [1.0, 0.0, 0.0, 0.0]).await.is_empty());
     assert!(found(store, "carol", [0.0, 1.0, 0.0, 0.0]).await.is_empty());
+    // In a chat, a user still finds their personal turns, and nobody else's.
+    for (user, expected) in [("ben", vec![ben_turn.clone()]), ("carol", Vec::new())] {
+        let in_chat = SearchRequest {
+            chat_id: Some("c1".into()),
+            ..asked_by(user)
+        };
+        let hits = store
+            .search_sentences(&in_chat, &unit([0.0, 1.0, 0.0, 0.0]), 10, 0.9)
+            .await
+            .unwrap();
+        let ids: Vec<String> = hits.into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, expected, "{user} in a chat");
+    }
 
     // Indexed again with one sentence, the turn keeps only that one.
     let items: Vec<_> = items
@@ -199,19 +210,44 @@ pub(crate) async fn sentence_keys_follow_their_turn(store: &dyn MemoryBackend) -
         .await
         .unwrap();
     let batch = store.next_index_batch(10).await.unwrap();
-    assert_eq!(batch.len(), 1);
-    let items = vec![(batch[0].clone(), Some(own.clone()))];
-    let keyed: HashMap<String, Vec<Vec<f32>>> =
-        [(dan_turn, vec![unit([0.0, 1.0, 0.0, 0.0])])].into();
-    store
-        .store_vectors_and_sentences(&items, &keyed)
-        .await
-        .unwrap();
+    store_one_key(store, batch, dan_turn, &own).await;
     assert_eq!(found(store, "dan", [0.0, 1.0, 0.0, 0.0]).await.len(), 1);
     store.erase_user("dan").await.unwrap();
     assert!(found(store, "dan", [0.0, 1.0, 0.0, 0.0]).await.is_empty());
-    Left {
-        ben_turn,
-        ana_turns: vec![ana_turn, ana_expiring],
-    }
+
+    // A turn retired after its batch was read but before its vectors are stored keeps none:
+    // no vector and no sentence key is left without an active memory.
+    let mut fleeting = turn("eve", "user", "I parked on level three. The car is red.");
+    fleeting.expires_at = Some(Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap());
+    let eve_turn = store.insert_memory(&fleeting, &[]).await.unwrap();
+    let batch = store.next_index_batch(10).await.unwrap();
+    let expired = store
+        .expire(Utc.with_ymd_and_hms(2026, 1, 3, 0, 0, 0).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(expired, 1);
+    store_one_key(store, batch, eve_turn, &own).await;
+    assert_eq!(store.pending_index().await.unwrap(), 0);
+    let report = store.check_integrity().await.unwrap();
+    assert_eq!(report.orphan_vectors, 0, "{report:?}");
+    Left { ben_turn }
+}
+
+/// Stores the one item of `batch` (the turn `id`) with vector `own` and one sentence key.
+async fn store_one_key(
+    store: &dyn MemoryBackend,
+    batch: Vec<crate::store::IndexItem>,
+    id: String,
+    own: &[f32],
+) {
+    assert_eq!(batch.len(), 1);
+    let items: Vec<_> = batch
+        .into_iter()
+        .map(|item| (item, Some(own.to_vec())))
+        .collect();
+    let keys: HashMap<String, Vec<Vec<f32>>> = [(id, vec![unit([0.0, 1.0, 0.0, 0.0])])].into();
+    store
+        .store_vectors_and_sentences(&items, &keys)
+        .await
+        .unwrap();
 }

@@ -247,7 +247,7 @@ pub struct IntegrityReport {
     pub active: i64,
     /// Vectors in `vec_memories`; `None` when no vector index exists.
     pub vectors: Option<i64>,
-    /// Vectors whose memory is gone or soft-deleted.
+    /// Vectors and sentence keys whose memory is gone or soft-deleted.
     pub orphan_vectors: i64,
     /// Active memories with neither a vector nor a place in the indexer's queue: lost from
     /// semantic search.

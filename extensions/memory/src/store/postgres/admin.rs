@@ -60,8 +60,10 @@ impl StoreAdmin for PostgresStore {
                 .fetch_one(&mut *tx)
                 .await?;
             let orphans = count(
-                "SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)",
+                "SELECT (SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)) \
+                 + (SELECT COUNT(*) FROM memory_sentence_vectors s WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = s.memory_id AND m.valid_until IS NULL))",
             )
             .fetch_one(&mut *tx)
             .await?;

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder, Transaction};
 
 use super::open::WriteScope;
+use super::scope::push_scope;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{vector_scope, within_request, VectorIndex};
@@ -359,8 +360,10 @@ impl VectorIndex for PostgresStore {
         within_request(self, nearest, request, limit, min_similarity).await
     }
 
-    /// An exact scan of the owner's keys (through `memory_sentence_vectors_user`), each memory
-    /// at its best sentence: sentence keys are read only for questions in the first person.
+    /// An exact scan of the keys the asker may see (the owner's, through
+    /// `memory_sentence_vectors_user`; in a chat, those of the memories the visibility rule
+    /// lets through), each memory at its best sentence: sentence keys are read only for
+    /// questions in the first person.
     async fn search_sentences(
         &self,
         request: &SearchRequest,
@@ -375,19 +378,32 @@ impl VectorIndex for PostgresStore {
             return Ok(Vec::new());
         }
         let k = (limit.saturating_mul(3)).clamp(limit, 4096);
-        let mut builder = QueryBuilder::new("SELECT memory_id, MIN(embedding <=> ");
+        let mut builder = QueryBuilder::new("SELECT s.memory_id, MIN(s.embedding <=> ");
         builder
             .push_bind(vector_text(vector))
-            .push("::vector) AS distance FROM memory_sentence_vectors WHERE true");
+            .push("::vector) AS distance FROM memory_sentence_vectors s");
         let (owner, kind) = vector_scope(request);
-        if let Some(owner) = owner {
-            builder.push(" AND user_id = ").push_bind(owner.to_owned());
+        match owner {
+            Some(owner) => {
+                builder
+                    .push(" WHERE s.user_id = ")
+                    .push_bind(owner.to_owned());
+            }
+            // In a chat: only the keys of memories the asker may see, not every user's.
+            None => {
+                builder.push(" JOIN memories m ON m.id = s.memory_id WHERE true");
+                push_scope(
+                    &mut builder,
+                    request.user_id.as_deref(),
+                    request.chat_id.as_deref(),
+                );
+            }
         }
         if let Some(kind) = kind {
-            builder.push(" AND kind = ").push_bind(kind.to_owned());
+            builder.push(" AND s.kind = ").push_bind(kind.to_owned());
         }
         builder
-            .push(" GROUP BY memory_id ORDER BY distance, memory_id LIMIT ")
+            .push(" GROUP BY s.memory_id ORDER BY distance, s.memory_id LIMIT ")
             .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
         let nearest = similarities(
             builder

@@ -67,8 +67,10 @@ impl StoreAdmin for MemoryStore {
                 .fetch_one(&mut *connection)
                 .await?;
             let orphans = count(
-                "SELECT COUNT(*) FROM vec_memories v WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)",
+                "SELECT (SELECT COUNT(*) FROM vec_memories v WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)) \
+                 + (SELECT COUNT(*) FROM memory_sentence_vectors s WHERE NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = s.memory_id AND m.valid_until IS NULL))",
             )
             .fetch_one(&mut *connection)
             .await?;

@@ -107,7 +107,21 @@ impl IndexQueue for MemoryStore {
         let mut sentence_rows = Vec::new();
         let mut indexed = Vec::new();
         for (item, vector) in items {
-            if let Some(vector) = vector {
+            // A memory forgotten, retired or expired since its batch was read keeps no vector:
+            // the triggers that drop its keys have already run.
+            let active = match vector {
+                Some(_) => {
+                    sqlx::query_scalar::<_, i64>(
+                        "SELECT COUNT(*) FROM memories WHERE id = ? AND valid_until IS NULL",
+                    )
+                    .bind(&item.memory_id)
+                    .fetch_one(&mut *tx)
+                    .await?
+                        > 0
+                }
+                None => false,
+            };
+            if let (Some(vector), true) = (vector, active) {
                 rows.push(VectorRow {
                     memory_id: item.memory_id.clone(),
                     user_id: item.user_id.clone(),
@@ -170,7 +184,11 @@ impl IndexQueue for MemoryStore {
         tx.commit().await?;
         self.mirror_mut().apply(after - 1, after, rows);
         let mut sentence_mirror = self.sentence_mirror_mut();
-        sentence_mirror.remove_sentences_of(&indexed);
+        // A turn indexed again replaces its keys; a mirror reloaded at `after` in between
+        // already holds the new ones.
+        if sentence_mirror.generation() == Some(after - 1) {
+            sentence_mirror.remove_sentences_of(&indexed);
+        }
         sentence_mirror.apply(after - 1, after, sentence_rows);
         Ok(())
     }

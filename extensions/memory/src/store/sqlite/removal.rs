@@ -236,6 +236,9 @@ impl MemoryRemoval for MemoryStore {
             "DELETE FROM ingested_events WHERE user_id = ?1 OR memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM memory_entities WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM embedding_queue WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
+            // The triggers drop a memory's sentence keys with it; this also drops any left
+            // behind under the user's name.
+            "DELETE FROM memory_sentence_vectors WHERE user_id = ?1",
         ];
         let vectors = self.vector_table_exists(&mut tx).await?;
         if vectors {

@@ -507,7 +507,7 @@ async fn sentence_keys_live_and_go_with_their_turn() {
             .await
             .unwrap();
     assert_eq!(keyed, std::slice::from_ref(&left.ben_turn));
-    assert_eq!(left.ana_turns.len(), 2);
+    assert_eq!(store.mirror_size().await.unwrap().sentence_rows, 1);
     store.reset_vector_index(4, "model-s").await.unwrap();
     assert_eq!(
         count(&store, "SELECT COUNT(*) FROM memory_sentence_vectors").await,
