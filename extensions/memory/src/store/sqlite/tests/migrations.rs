@@ -198,3 +198,101 @@ async fn the_users_turns_are_queued_for_their_sentence_keys() {
     assert_eq!(queued, ["ep_user"]);
     store.close().await;
 }
+
+/// Pages in use: the file's pages less those on the free list.
+async fn pages_in_use(pool: &sqlx::SqlitePool) -> i64 {
+    let total: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    total - free
+}
+
+/// Sentence keys stored at schema 12 (a WITHOUT ROWID table, where every 1.5 KB vector took an
+/// overflow page) come through the move to rowid pages whole, take less than half the pages,
+/// and still go when their turn is retired.
+#[tokio::test]
+async fn sentence_keys_move_to_rowid_pages_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 12).await;
+    let turns = 100;
+    for turn in 0..turns {
+        episode(
+            &pool,
+            &format!("ep_{turn}"),
+            "alice",
+            None,
+            "I moved. I like it.",
+        )
+        .await;
+    }
+    let without_keys = pages_in_use(&pool).await;
+    for turn in 0..turns {
+        let id = format!("ep_{turn}");
+        for ordinal in 0..2u8 {
+            let embedding: Vec<u8> = (0..1536).map(|byte| (byte as u8) ^ ordinal).collect();
+            sqlx::query(
+                "INSERT INTO memory_sentence_vectors (memory_id, ordinal, user_id, kind, embedding) \
+                 VALUES (?, ?, 'alice', 'episode', ?)",
+            )
+            .bind(&id)
+            .bind(i64::from(ordinal))
+            .bind(embedding)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    }
+    let before = pages_in_use(&pool).await - without_keys;
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    store.close().await;
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(SqliteConnectOptions::new().filename(&path))
+        .await
+        .unwrap();
+    let after = pages_in_use(&pool).await - without_keys;
+    assert!(
+        after * 2 < before,
+        "the keys take {after} pages after the move, {before} before"
+    );
+    let rows: Vec<(String, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT memory_id, ordinal, embedding FROM memory_sentence_vectors ORDER BY memory_id, ordinal",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), turns * 2);
+    for (memory_id, ordinal, embedding) in &rows {
+        let expected: Vec<u8> = (0..1536)
+            .map(|byte| (byte as u8) ^ *ordinal as u8)
+            .collect();
+        assert_eq!(embedding, &expected, "{memory_id} sentence {ordinal}");
+    }
+    sqlx::query("UPDATE memories SET valid_until = 1775000001 WHERE id = 'ep_7'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM memories WHERE id = 'ep_8'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let left: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM memory_sentence_vectors WHERE memory_id IN ('ep_7', 'ep_8')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        left, 0,
+        "the triggers drop a retired or removed turn's keys"
+    );
+    pool.close().await;
+}
