@@ -20,6 +20,19 @@ fn options() -> StoreOptions {
     }
 }
 
+/// One connection to the file at `path`, created if missing, with no migrations run.
+async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
+    SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap()
+}
+
 /// Builds a store at schema `up_to` by running the crate's own first migrations.
 async fn store_at_schema(path: &Path, up_to: u32) -> sqlx::SqlitePool {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
@@ -32,15 +45,7 @@ async fn store_at_schema(path: &Path, up_to: u32) -> sqlx::SqlitePool {
             std::fs::copy(entry.path(), old.path().join(&name)).unwrap();
         }
     }
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(
-            SqliteConnectOptions::new()
-                .filename(path)
-                .create_if_missing(true),
-        )
-        .await
-        .unwrap();
+    let pool = raw_pool(path).await;
     sqlx::migrate::Migrator::new(old.path())
         .await
         .unwrap()
@@ -253,11 +258,7 @@ async fn sentence_keys_move_to_rowid_pages_whole() {
 
     let store = MemoryStore::open(&path, &options()).await.unwrap();
     store.close().await;
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(SqliteConnectOptions::new().filename(&path))
-        .await
-        .unwrap();
+    let pool = raw_pool(&path).await;
     let after = pages_in_use(&pool).await - without_keys;
     assert!(
         after * 2 < before,
