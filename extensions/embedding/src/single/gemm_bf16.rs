@@ -108,7 +108,7 @@ pub(super) fn linear(
 /// The CPU has AVX-512F and AVX512_BF16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn round_avx512(row: &[f32], rounded: &mut [bf16]) {
+pub(super) unsafe fn round_avx512(row: &[f32], rounded: &mut [bf16]) {
     let (chunks, tail) = row.as_chunks::<16>();
     for (chunk, out) in chunks.iter().zip(rounded.chunks_exact_mut(16)) {
         // SAFETY: `chunk` holds sixteen f32 and `out` sixteen bf16 (32 bytes).
@@ -198,15 +198,41 @@ impl Matrix<'_> {
     }
 }
 
+/// Asserts that `product(input, weight, bias, in_dim, out_dim)` computes, for each of
+/// `shapes` (rows, inputs, outputs), the plain product of the inputs and weights rounded to
+/// bfloat16, plus the bias: the test of this product and of [`super::gemm_amx`]'s.
+#[cfg(test)]
+pub(super) fn assert_products_of_rounded_values(
+    shapes: &[(usize, usize, usize)],
+    mut product: impl FnMut(&[f32], &[f32], &[f32], usize, usize) -> Vec<f32>,
+) {
+    let values = |count: usize, seed: u64| super::pseudo_random(count, seed, 1.0);
+    let round = |value: f32| f64::from(bf16::from_f32(value).to_f32());
+    for &(rows, in_dim, out_dim) in shapes {
+        let weight = values(out_dim * in_dim, 7 + in_dim as u64);
+        let input = values(rows * in_dim, 11 + out_dim as u64);
+        let bias = values(out_dim, 13);
+        let output = product(&input, &weight, &bias, in_dim, out_dim);
+        assert_eq!(output.len(), rows * out_dim);
+        for row in 0..rows {
+            for out in 0..out_dim {
+                let expected = f64::from(bias[out])
+                    + (0..in_dim)
+                        .map(|k| round(input[row * in_dim + k]) * round(weight[out * in_dim + k]))
+                        .sum::<f64>();
+                let got = f64::from(output[row * out_dim + out]);
+                assert!(
+                    (got - expected).abs() < 1e-5 * in_dim as f64,
+                    "{rows}x{in_dim}x{out_dim} [{row}][{out}]: {got} vs {expected}"
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{available, linear, pack};
-    use half::bf16;
-
-    /// Deterministic values in [-1, 1).
-    fn values(count: usize, seed: u64) -> Vec<f32> {
-        super::super::pseudo_random(count, seed, 1.0)
-    }
+    use super::{assert_products_of_rounded_values, available, linear, pack};
 
     #[test]
     fn the_bf16_product_matches_a_plain_product_of_rounded_values() {
@@ -215,45 +241,28 @@ mod tests {
             return;
         }
         let mut rounded = Vec::new();
-        let round = |value: f32| f64::from(bf16::from_f32(value).to_f32());
         // Odd input sizes, ragged panels and token tiles, and the model's own shapes.
-        for (rows, in_dim, out_dim) in [
+        let shapes = [
             (1, 8, 5),
             (3, 17, 48),
             (9, 40, 100),
             (13, 384, 1152),
             (7, 1536, 384),
             (17, 33, 97),
-        ] {
-            let weight = values(out_dim * in_dim, 7 + in_dim as u64);
-            let input = values(rows * in_dim, 11 + out_dim as u64);
-            let bias = values(out_dim, 13);
-            let packed = pack(&weight, in_dim, out_dim);
-            let mut output = vec![f32::NAN; rows * out_dim];
+        ];
+        assert_products_of_rounded_values(&shapes, |input, weight, bias, in_dim, out_dim| {
+            let packed = pack(weight, in_dim, out_dim);
+            let mut output = vec![f32::NAN; input.len() / in_dim * out_dim];
             linear(
-                &input,
+                input,
                 &packed,
-                &bias,
+                bias,
                 in_dim,
                 out_dim,
                 &mut output,
                 &mut rounded,
             );
-            for row in 0..rows {
-                for out in 0..out_dim {
-                    let expected = f64::from(bias[out])
-                        + (0..in_dim)
-                            .map(|k| {
-                                round(input[row * in_dim + k]) * round(weight[out * in_dim + k])
-                            })
-                            .sum::<f64>();
-                    let got = f64::from(output[row * out_dim + out]);
-                    assert!(
-                        (got - expected).abs() < 1e-5 * in_dim as f64,
-                        "{rows}x{in_dim}x{out_dim} [{row}][{out}]: {got} vs {expected}"
-                    );
-                }
-            }
-        }
+            output
+        });
     }
 }

@@ -69,7 +69,7 @@ fn every_kernel_set_matches_sentence_transformers() {
             avx512: true,
         },
     ];
-    for precision in [Precision::NativeHalf, Precision::Brain] {
+    for precision in [Precision::NativeHalf, Precision::Brain, Precision::Tiles] {
         if precision.available() {
             sets.push(Kernels {
                 precision,
