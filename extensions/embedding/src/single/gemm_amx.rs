@@ -45,6 +45,12 @@ struct InputLine([bf16; DEPTH]);
 #[repr(C, align(64))]
 struct SumTile([f32; ROWS * COLUMNS]);
 
+impl Default for SumTile {
+    fn default() -> Self {
+        Self([0.0; ROWS * COLUMNS])
+    }
+}
+
 /// The tile configuration `ldtilecfg` reads: palette 1, eight tiles of 16 rows by 64 bytes.
 #[repr(C, align(64))]
 struct TileConfig([u8; 64]);
@@ -77,7 +83,8 @@ pub(super) struct PackedTiles {
 #[derive(Default)]
 pub(super) struct Rounded {
     lines: Vec<InputLine>,
-    sums: Vec<SumTile>,
+    /// Where a tile of sums that reaches past the output is stored.
+    partial: SumTile,
 }
 
 /// Whether this CPU runs the product and Linux lets this process use the tiles: AMX-TILE and
@@ -156,7 +163,7 @@ pub(super) fn pack(weight: &[f32], bias: &[f32], in_dim: usize, out_dim: usize) 
     }
     let biases = (0..column_blocks)
         .map(|block| {
-            let mut tile = SumTile([0.0; ROWS * COLUMNS]);
+            let mut tile = SumTile::default();
             let first = block * COLUMNS;
             let bias = &bias[first.min(bias.len())..bias.len().min(first + COLUMNS)];
             for row in tile.0.chunks_exact_mut(COLUMNS) {
@@ -216,12 +223,9 @@ pub(super) fn linear(
                 unsafe { super::gemm_bf16::round_avx512(part, &mut line.0[..part.len()]) };
             }
         }
-        if rounded.sums.is_empty() {
-            rounded.sums.push(SumTile([0.0; ROWS * COLUMNS]));
-        }
         let mut product = Product {
             lines: &rounded.lines,
-            sums: &mut rounded.sums,
+            partial: &mut rounded.partial,
             packed,
             n_rows,
             out_dim,
@@ -236,8 +240,8 @@ pub(super) fn linear(
 /// The operands of one product, with the lengths [`linear`] asserted.
 struct Product<'a> {
     lines: &'a [InputLine],
-    /// One tile, where a tile of sums that reaches past the output is stored.
-    sums: &'a mut [SumTile],
+    /// Where a tile of sums that reaches past the output is stored.
+    partial: &'a mut SumTile,
     packed: &'a PackedTiles,
     n_rows: usize,
     out_dim: usize,
@@ -378,11 +382,11 @@ impl Product<'_> {
                         [..(ROWS - 1) * self.out_dim + COLUMNS];
                     (at.as_mut_ptr(), self.out_dim * std::mem::size_of::<f32>())
                 } else {
-                    (self.sums[0].0.as_mut_ptr(), sum_stride)
+                    (self.partial.0.as_mut_ptr(), sum_stride)
                 };
                 // SAFETY: `at` holds 16 rows of 64 bytes, `stride` apart: the output's rows
                 // from `first_row` at column `first_column` (the slice bounds-checked above)
-                // when the tile lies inside the output, else a tile of `sums`.
+                // when the tile lies inside the output, else `partial`.
                 unsafe {
                     match (r, c) {
                         (0, 0) => {
@@ -400,7 +404,7 @@ impl Product<'_> {
                     }
                 }
                 if !whole {
-                    let sums = &self.sums[0].0;
+                    let sums = &self.partial.0;
                     for row in 0..rows {
                         self.output[(first_row + row) * self.out_dim + first_column..][..columns]
                             .copy_from_slice(&sums[row * COLUMNS..][..columns]);
