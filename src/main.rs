@@ -61,6 +61,13 @@ enum Command {
         /// to this JSONL file.
         #[arg(long)]
         dump: Option<PathBuf>,
+        /// Also run every case in ONE store, each as a user of its own, and report both.
+        #[arg(long)]
+        shared_store: bool,
+        /// More users for the shared store: every case of this file (e.g. LongMemEval_S
+        /// haystacks), stored and never asked.
+        #[arg(long, requires = "shared_store")]
+        distractors: Option<PathBuf>,
     },
     /// Measure ingest and search latency, database size and peak memory for N memories.
     Bench {
@@ -519,9 +526,19 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             k,
             json,
             dump,
+            shared_store,
+            distractors,
         } => {
             let config = load_config(&cli)?;
-            mnemo_devtools::eval::run(&config, data, k, *json, dump.as_deref()).await?;
+            let options = mnemo_devtools::eval::EvalOptions {
+                data,
+                ks: k,
+                json: *json,
+                dump: dump.as_deref(),
+                shared_store: *shared_store,
+                distractors: distractors.as_deref(),
+            };
+            mnemo_devtools::eval::run(&config, &options).await?;
             Ok(true)
         }
         Command::BenchHttp {
