@@ -17,6 +17,10 @@
 //!    person, which read the sentence keys too; then each list alone.
 //! 4. The vector stage against exact search: recall@10 and @50 of the quantised mirror's
 //!    neighbours against `vec_memories` brute force, with the time of each.
+//! 5. The embedder's speed on fresh turns.
+//! 6. With `--users N` (memories spread over N owners, each search one owner's): the first
+//!    owner's search here beside the same owner's search in a store holding only their
+//!    memories, query by query (see `owner_alone.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -32,191 +36,14 @@ use serde_json::json;
 
 use crate::progress::Progress;
 
-const NAMES: [&str; 24] = [
-    "Dana", "Robert", "Maya", "Priya", "Tom", "Sarah", "Lukas", "Aiko", "Omar", "Elena", "Jonas",
-    "Fatima", "Chen", "Ines", "Marco", "Nadia", "Pavel", "Grace", "Yusuf", "Lena", "Hugo", "Zara",
-    "Kofi", "Mila",
-];
-const PLACES: [&str; 16] = [
-    "Lisbon", "Porto", "Berlin", "Kyoto", "Nairobi", "Lima", "Oslo", "Austin", "Seville", "Hanoi",
-    "Dublin", "Quito", "Tbilisi", "Perth", "Bergen", "Cusco",
-];
-const THINGS: [&str; 20] = [
-    "the aquarium job",
-    "a pottery class",
-    "the marathon",
-    "the dentist",
-    "a birthday dinner",
-    "the new apartment",
-    "a jazz concert",
-    "the quarterly report",
-    "a hiking trip",
-    "the wedding",
-    "the car repair",
-    "a chess tournament",
-    "the book club",
-    "a job interview",
-    "the garden",
-    "the flight booking",
-    "a cooking course",
-    "the violin lessons",
-    "the tax return",
-    "a museum visit",
-];
-const TEMPLATES: [&str; 8] = [
-    "{n} told me about {t} in {p} last week",
-    "I need to remember {t} with {n} on day {d}",
-    "Can you remind me what {n} said about {p}?",
-    "We talked about {t} and {n} seemed happy about it",
-    "My friend {n} is moving to {p} after {t}",
-    "Note: {t} costs {d} euros, {n} will pay half",
-    "Yesterday {n} and I planned {t} near {p}",
-    "Sure, I will keep {t} in mind for {n} ({d})",
-];
-pub(crate) const QUERY_TEMPLATES: [&str; 5] = [
-    "what did {n} say about {p}",
-    "when is {t}",
-    "who is moving to {p}",
-    "how much does {t} cost",
-    "plans with {n}",
-];
+mod data;
+mod measure;
+mod owner_alone;
 
-/// Questions in the first person, which read the sentence keys too.
-const FIRST_PERSON_TEMPLATES: [&str; 4] = [
-    "what did I tell {n} about {t}",
-    "when did I plan {t}",
-    "am I still going to {p}",
-    "what do I need for {t}",
-];
-
-/// A small deterministic generator (xorshift64*), so every run sees the same data.
-pub(crate) struct Random(pub(crate) u64);
-
-impl Random {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub(crate) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-
-    pub(crate) fn fill(&mut self, template: &str) -> String {
-        template
-            .replace("{n}", self.pick(&NAMES))
-            .replace("{p}", self.pick(&PLACES))
-            .replace("{t}", self.pick(&THINGS))
-            .replace("{d}", &(self.next() % 500 + 1).to_string())
-    }
-
-    /// A value in [-1, 1].
-    fn signed_unit(&mut self) -> f32 {
-        (self.next() % 20_001) as f32 / 10_000.0 - 1.0
-    }
-
-    /// A vector from the real model's distribution without running the model: a mix of two
-    /// real embeddings plus a little noise, normalised (keeps the embeddings' common direction
-    /// and spread, which is what makes quantised search easy or hard).
-    fn mixed_vector(&mut self, pool: &[Vec<f32>]) -> Vec<f32> {
-        let first = &pool[(self.next() % pool.len() as u64) as usize];
-        let second = &pool[(self.next() % pool.len() as u64) as usize];
-        let mut vector: Vec<f32> = first
-            .iter()
-            .zip(second)
-            .map(|(a, b)| 0.8 * a + 0.4 * b + 0.03 * self.signed_unit())
-            .collect();
-        let norm = vector
-            .iter()
-            .map(|value| value * value)
-            .sum::<f32>()
-            .sqrt()
-            .max(1e-6);
-        vector.iter_mut().for_each(|value| *value /= norm);
-        vector
-    }
-
-    /// A chat turn of one to three sentences.
-    pub(crate) fn turn(&mut self) -> String {
-        let sentences = 1 + (self.next() % 3) as usize;
-        (0..sentences)
-            .map(|_| {
-                let template = self.pick(&TEMPLATES);
-                self.fill(template)
-            })
-            .collect::<Vec<_>>()
-            .join(". ")
-    }
-}
-
-fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn ms(duration: Duration) -> f64 {
-    (duration.as_secs_f64() * 1_000_000.0).round() / 1_000.0
-}
-
-/// p50, p95 and p99 of `latencies` in milliseconds.
-pub(crate) fn summary(latencies: &mut [Duration]) -> serde_json::Value {
-    latencies.sort();
-    json!({
-        "p50": ms(percentile(latencies, 0.5)),
-        "p95": ms(percentile(latencies, 0.95)),
-        "p99": ms(percentile(latencies, 0.99)),
-    })
-}
-
-/// The median over rounds of each percentile.
-fn median_summary(rounds: &[serde_json::Value]) -> serde_json::Value {
-    let mut object = serde_json::Map::new();
-    for key in ["p50", "p95", "p99"] {
-        let mut values: Vec<f64> = rounds
-            .iter()
-            .filter_map(|round| round[key].as_f64())
-            .collect();
-        values.sort_by(f64::total_cmp);
-        object.insert(
-            key.to_owned(),
-            json!(values.get(values.len() / 2).copied().unwrap_or_default()),
-        );
-    }
-    serde_json::Value::Object(object)
-}
-
-/// Peak resident memory of this process, from /proc (0 where unavailable).
-fn peak_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmHWM:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// Bytes of the database files (main file and write-ahead log) in `dir`.
-fn database_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|entry| entry.file_name().to_string_lossy().contains(".db"))
-                .filter_map(|entry| entry.metadata().ok())
-                .map(|metadata| metadata.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
+use data::FIRST_PERSON_TEMPLATES;
+pub(crate) use data::{Random, QUERY_TEMPLATES};
+pub(crate) use measure::summary;
+use measure::{database_bytes, median_summary, ms, peak_rss_bytes};
 
 pub(crate) async fn start_kernel(
     base: &Config,
@@ -628,6 +455,23 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     // 5. How fast the embedder embeds: fresh turns of the bench's kind, in batches.
     let turns: Vec<String> = (0..256).map(|_| random.turn()).collect();
     let embedding = crate::embedding_speed::measure(&embedder, &turns).await?;
+    // 6. With several owners: the first owner's search here and in a store of their own.
+    let owner_alone = if users > 1 {
+        Some(
+            owner_alone::compare(
+                base,
+                &service,
+                "user0",
+                options.queries,
+                options.rounds,
+                options.real_embeddings,
+                &mut random,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     // SQLite: the database file and its write-ahead log; PostgreSQL: the database's own size.
     let (backend, postgres_bytes) = service.database_size().await?;
     let db_bytes = if postgres {
@@ -650,6 +494,8 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         "ingest_per_second": (built.ingest.len() as f64 / built.ingest_seconds.max(1e-9)).round(),
         "timed_ingests": built.ingest.len(),
         "users": users,
+        "memories_per_owner": size / users,
+        "owner_alone": owner_alone,
         "rounds": options.rounds.max(1),
         "queries_per_round": options.queries,
         "real_embeddings": built.embedded,
@@ -742,6 +588,17 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             "  embedding         {:.0} sentences/s in batches of 64; {tokens}",
             get(&["embedding", "sentences_per_s"])
         );
+        if report["owner_alone"].is_object() {
+            println!(
+                "  one owner         {} of {} memories: hybrid p50 {:.2} ms here, {:.2} ms in a store of their own ({:.2}x; {} searches, interleaved)",
+                report["owner_alone"]["owner"],
+                report["owner_alone"]["owner_memories"],
+                get(&["owner_alone", "in_shared_store_ms", "p50"]),
+                get(&["owner_alone", "alone_ms", "p50"]),
+                get(&["owner_alone", "p50_ratio"]),
+                report["owner_alone"]["searches"],
+            );
+        }
     }
     Ok(())
 }

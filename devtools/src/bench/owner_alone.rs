@@ -1,0 +1,108 @@
+//! One owner's search in the bench's store of many owners beside the same owner's search in a
+//! store holding only their own memories, query by query: in a store shared by many users, an
+//! owner's search should cost what their own memories cost (issue 43's target: at most 1.5
+//! times).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use mnemo_kernel::host::Config;
+use mnemo_kernel::{Event, EventPayload};
+use mnemo_memory::{ListRequest, MemoryApi, MemoryKind, MemoryService, SearchMode, SearchRequest};
+use serde_json::{json, Value};
+
+use super::data::{Random, QUERY_TEMPLATES};
+use super::measure::summary;
+use super::{embedder_of, fill_vectors, service_of, start_kernel};
+
+/// Most memories of the owner copied (an owner of a shared bench store holds far fewer).
+const MOST_COPIED: usize = 200_000;
+
+/// One hybrid search, timed.
+async fn timed(service: &MemoryService, owner: &str, query: &str) -> anyhow::Result<Duration> {
+    let request = SearchRequest {
+        query: query.to_owned(),
+        user_id: Some(owner.to_owned()),
+        limit: 10,
+        mode: SearchMode::Hybrid,
+        ..SearchRequest::default()
+    };
+    let clock = Instant::now();
+    service.search(&request).await?;
+    Ok(clock.elapsed())
+}
+
+/// Copies `owner`'s turns from `shared` into a fresh store (same text, times, sessions and
+/// speakers; vectors from the real model for up to `real` distinct texts, as the bench fills
+/// them), then times `queries × rounds` searches of theirs in both stores, alternating which
+/// store goes first. Returns the report: both p50s and their ratio.
+///
+/// # Errors
+/// Either store or the model fails.
+pub(super) async fn compare(
+    base: &Config,
+    shared: &MemoryService,
+    owner: &str,
+    queries: usize,
+    rounds: usize,
+    real: usize,
+    random: &mut Random,
+) -> anyhow::Result<Value> {
+    let mut memories = shared
+        .list_memories(ListRequest {
+            kinds: vec![MemoryKind::Episode],
+            ..ListRequest::active(owner, MOST_COPIED)
+        })
+        .await?;
+    memories.sort_by(|a, b| a.event_time.cmp(&b.event_time).then(a.id.cmp(&b.id)));
+    let dir = tempfile::tempdir().context("temporary directory")?;
+    let kernel = start_kernel(base, dir.path(), true).await?;
+    let alone = service_of(&kernel)?;
+    let mut texts = Vec::with_capacity(memories.len());
+    for memory in &memories {
+        let payload = if memory.source_role.as_deref() == Some("user") {
+            EventPayload::UserMessage {
+                text: memory.content.clone(),
+            }
+        } else {
+            EventPayload::AgentResponse {
+                text: memory.content.clone(),
+            }
+        };
+        let event = Event::new(memory.event_time, payload).with_scope(
+            memory.session_id.clone(),
+            Some(owner.to_owned()),
+            None,
+        );
+        alone.ingest(&event).await?;
+        texts.push(memory.content.clone());
+    }
+    let embedder = embedder_of(&kernel)?;
+    if !texts.is_empty() {
+        fill_vectors(&alone, &embedder, &texts, real, random).await?;
+    }
+    let (mut in_shared, mut in_alone) = (Vec::new(), Vec::new());
+    for index in 0..queries.saturating_mul(rounds.max(1)) {
+        let template = random.pick(&QUERY_TEMPLATES);
+        let query = format!("{} {index} alone", random.fill(template));
+        if index % 2 == 0 {
+            in_shared.push(timed(shared, owner, &query).await?);
+            in_alone.push(timed(&alone, owner, &query).await?);
+        } else {
+            in_alone.push(timed(&alone, owner, &query).await?);
+            in_shared.push(timed(shared, owner, &query).await?);
+        }
+    }
+    kernel.shutdown().await;
+    let (shared_ms, alone_ms) = (summary(&mut in_shared), summary(&mut in_alone));
+    let ratio = shared_ms["p50"].as_f64().unwrap_or_default()
+        / alone_ms["p50"].as_f64().unwrap_or_default().max(1e-9);
+    Ok(json!({
+        "owner": owner,
+        "owner_memories": memories.len(),
+        "searches": in_shared.len(),
+        "in_shared_store_ms": shared_ms,
+        "alone_ms": alone_ms,
+        "p50_ratio": (ratio * 100.0).round() / 100.0,
+    }))
+}
