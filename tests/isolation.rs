@@ -62,6 +62,24 @@ fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// When every test's virtual clock starts.
+fn start_time() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap()
+}
+
+/// A kernel of the built-in extensions on `config`, in a fresh data directory, at [`start_time`].
+async fn started(config: &str) -> (Kernel, tempfile::TempDir) {
+    let config = Config::parse(config, "test.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
+        .virtual_clock(start_time())
+        .data_dir(dir.path())
+        .start()
+        .await
+        .unwrap();
+    (kernel, dir)
+}
+
 #[tokio::test]
 async fn no_read_path_returns_another_scope() {
     for seed in [7_u64, 1_234, 98_765] {
@@ -81,22 +99,12 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
     let database = database_url
         .map(|url| format!("database_url = \"{url}\"\n"))
         .unwrap_or_default();
-    let config = Config::parse(
-        &format!(
-            "[extensions.ner]\n[extensions.memory]\n{database}tools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
-             [extensions.markdown_memory]\n"
-        ),
-        "test.toml",
-    )
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let start = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
-    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
-        .virtual_clock(start)
-        .data_dir(dir.path())
-        .start()
-        .await
-        .unwrap();
+    let (kernel, _dir) = started(&format!(
+        "[extensions.ner]\n[extensions.memory]\n{database}tools = \"all\"\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n\
+         [extensions.markdown_memory]\n"
+    ))
+    .await;
+    let start = start_time();
     let mut random = Random(seed | 1);
     let mut owners: HashMap<String, Owner> = HashMap::new();
     let mut markdown: HashSet<String> = HashSet::new();
@@ -390,4 +398,167 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
         );
     }
     kernel.shutdown().await;
+}
+
+/// One owner's search finds the same memories in the same order whether or not the store also
+/// holds other owners' memories, in every mode: other users' words, vectors, entities and
+/// statistics change nothing in it (issue 43).
+#[tokio::test]
+async fn one_owners_results_do_not_depend_on_other_owners() {
+    same_results_alone_and_among_others(None, None).await;
+}
+
+/// The same on PostgreSQL.
+#[tokio::test]
+async fn one_owners_results_do_not_depend_on_other_owners_on_postgres() {
+    same_results_alone_and_among_others(
+        Some(mnemo_pg_fixture::fresh_database()),
+        Some(mnemo_pg_fixture::fresh_database()),
+    )
+    .await;
+}
+
+const TOPICS: [&str; 10] = [
+    "garden", "budget", "piano", "Lisbon", "hiking", "recipe", "dentist", "marathon", "violin",
+    "kitchen",
+];
+const VERBS: [&str; 5] = ["planned", "discussed", "postponed", "loved", "booked"];
+
+/// The turns `user` says (`count` of them, each with its own token), in words drawn by `seed`;
+/// `skewed` turns lean on a few topics, so that their words are common in the whole store and
+/// rare in the owner's memories.
+fn generated_turns(user: &str, seed: u64, count: usize, skewed: bool) -> Vec<(String, String)> {
+    let mut random = Random(seed | 1);
+    (0..count)
+        .map(|index| {
+            let topic = |random: &mut Random| match skewed && random.below(3) > 0 {
+                true => TOPICS[random.below(2)],
+                false => TOPICS[random.below(TOPICS.len())],
+            };
+            let (first, second) = (topic(&mut random), topic(&mut random));
+            let text = format!(
+                "I {} the {first} with {} and we talked about the {second} {user}tok{index}",
+                VERBS[random.below(VERBS.len())],
+                NAMES[random.below(NAMES.len())],
+            );
+            (user.to_owned(), text)
+        })
+        .collect()
+}
+
+/// Stores `turns` (minute, user, text) in a fresh store, each at its minute, and waits for
+/// their vectors.
+async fn store_of(
+    turns: &[(i64, String, String)],
+    database_url: Option<String>,
+) -> (Kernel, tempfile::TempDir) {
+    let database = database_url
+        .map(|url| format!("database_url = \"{url}\"\n"))
+        .unwrap_or_default();
+    let (kernel, dir) = started(&format!(
+        "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n{database}"
+    ))
+    .await;
+    let start = start_time();
+    for (minute, user, text) in turns {
+        let at = start + chrono::Duration::minutes(*minute);
+        let line = json!({"type": "user_message", "at": at.to_rfc3339(),
+            "session_id": format!("{user}-{}", minute / 10), "user_id": user, "text": text});
+        kernel
+            .publish(ConversationEvent::from_value(line).unwrap().into_event())
+            .await
+            .unwrap();
+    }
+    kernel.settle().await;
+    (kernel, dir)
+}
+
+async fn same_results_alone_and_among_others(
+    alone_url: Option<String>,
+    shared_url: Option<String>,
+) {
+    // Ana's turns at the same minutes in both stores; in the shared one, other users' turns
+    // before, between and after them, with words of their own frequencies.
+    let mut own = generated_turns("ana", 11, 30, false).into_iter();
+    let mut others: Vec<_> = ["ben", "cleo", "dov", "eli"]
+        .iter()
+        .enumerate()
+        .map(|(index, user)| generated_turns(user, 100 + index as u64, 45, true).into_iter())
+        .collect();
+    let mut shared = Vec::new();
+    let mut alone = Vec::new();
+    let mut next_other = 0;
+    for minute in 0..210_i64 {
+        let turn = if minute % 7 == 3 {
+            own.next()
+        } else {
+            next_other += 1;
+            others[next_other % 4].next()
+        }
+        .map(|(user, text)| (minute, user, text));
+        let Some(turn) = turn else { continue };
+        if turn.1 == "ana" {
+            alone.push(turn.clone());
+        }
+        shared.push(turn);
+    }
+    assert_eq!(alone.len(), 30);
+    assert_eq!(shared.len(), 210);
+    let (alone_kernel, _alone_dir) = store_of(&alone, alone_url).await;
+    let (shared_kernel, _shared_dir) = store_of(&shared, shared_url).await;
+    let queries = [
+        "the garden budget",
+        "what did I say about the piano?",
+        "Lisbon with Dana",
+        "Marco",
+        "which marathon did I book",
+        "violin and kitchen recipe",
+        "hiking",
+    ];
+    let modes = [
+        mnemo_memory_api::SearchMode::Fts,
+        mnemo_memory_api::SearchMode::Vector,
+        mnemo_memory_api::SearchMode::Entity,
+        mnemo_memory_api::SearchMode::Hybrid,
+    ];
+    let mut compared = 0;
+    for query in queries {
+        for mode in modes {
+            let request = mnemo_memory_api::SearchRequest {
+                query: query.to_owned(),
+                user_id: Some("ana".to_owned()),
+                limit: 8,
+                mode,
+                ..mnemo_memory_api::SearchRequest::default()
+            };
+            let mut found = Vec::new();
+            for kernel in [&alone_kernel, &shared_kernel] {
+                let api = kernel
+                    .context()
+                    .services()
+                    .get::<dyn mnemo_memory_api::MemoryApi>()
+                    .unwrap();
+                let hits = api.search(request.clone()).await.unwrap();
+                found.push(
+                    hits.iter()
+                        .map(|hit| hit.memory.content.clone())
+                        .collect::<Vec<_>>(),
+                );
+            }
+            assert!(
+                found[1].iter().all(|content| content.contains("anatok")),
+                "{query} ({mode:?}) found another owner's memory: {:?}",
+                found[1]
+            );
+            assert_eq!(found[0], found[1], "{query} ({mode:?}): alone, then shared");
+            compared += usize::from(!found[0].is_empty());
+        }
+    }
+    // Every mode found something for most queries: the comparison is not of empty lists.
+    assert!(
+        compared >= queries.len() * 3,
+        "{compared} non-empty comparisons"
+    );
+    alone_kernel.shutdown().await;
+    shared_kernel.shutdown().await;
 }

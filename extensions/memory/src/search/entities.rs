@@ -25,9 +25,9 @@ pub(crate) struct QueryEntities {
 /// Resolves `names` (words and phrases of a query) to `owner`'s entities, and splits them into
 /// the specific ones and the people too common to be (see [`QueryEntities`]).
 ///
-/// An entity is too common when it is linked to more than a fifth of the memories that have
-/// any entity, and to more than 50: like inverse document frequency, an entity matters when it
-/// is specific. Link counts are cached.
+/// An entity is too common when it is linked to more than a fifth of the owner's memories that
+/// have any entity, and to more than 50: like inverse document frequency, an entity matters
+/// when it is specific (other users' memories count for nothing here). Link counts are cached.
 ///
 /// # Errors
 /// The database fails.
@@ -42,7 +42,7 @@ pub(crate) async fn query_entities(
         return Ok(QueryEntities::default());
     }
     let counts = stats.entity_link_counts(store, &entity_ids).await?;
-    let limit = (stats.linked_memory_count(store).await? / 5).max(50);
+    let limit = (stats.linked_memory_count(store, owner).await? / 5).max(50);
     let mut seen = HashSet::new();
     let mut entities = QueryEntities::default();
     for id in entity_ids {

@@ -4,7 +4,7 @@
 use super::fts_query::{match_all, match_any, match_rare_or_all_common, query_terms};
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::{FirstPass, MemoryBackend};
+use crate::store::{FirstPass, MemoryBackend, TextScope};
 use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
 
 /// Matches worth ranking in one query; a query matching more is narrowed first (see
@@ -14,7 +14,11 @@ const RANK_BUDGET: i64 = 2_000;
 /// Ids ranked by BM25 for `request.query`, best first, each with its BM25 relevance
 /// (FTS5's `bm25()` negated, so higher is better and every match is above 0).
 ///
-/// In a large index (more than [`RANK_BUDGET`] memories), a query of several words is first
+/// The index matches within the request's scope (its owner's memories, in a chat also the
+/// chat's shared ones), and every count below is of that scope: one user's search costs and
+/// finds the same whatever other users' memories the store holds.
+///
+/// In a large index (more than [`RANK_BUDGET`] memories in scope), a query of several words is first
 /// run without the words found in half the memories or more: FTS5's BM25 gives them no weight
 /// (it clamps their IDF, zero or negative, to almost 0), yet ranking reads each one's whole
 /// posting list, and every memory holding one is a match to rank. They are searched too only
@@ -29,7 +33,7 @@ const RANK_BUDGET: i64 = 2_000;
 /// words can still go together in most of a large store (a name of two words, a phrase of
 /// every day), so the memories with all of them and no rare word are ranked only if they are
 /// among the [`RANK_BUDGET`] last stored matches of the common words (highest rowid on SQLite,
-/// counted store-wide before the request's filters; PostgreSQL ranks them all, see
+/// counted within the scope before the request's other filters; PostgreSQL ranks them all, see
 /// [`MemoryBackend::fts_first_pass_matches`]): they differ from each other only in length and
 /// in how often they repeat a word, while a rare word outweighs them. Only if the first pass
 /// finds fewer than `limit` does the plain "any word" query run.
@@ -73,11 +77,12 @@ async fn full_text_matches(
     // In a large index: the first-pass queries of the specific words, then of all of them.
     let mut queries = Vec::new();
     if terms.len() > 1 {
-        let documents = stats.document_count(store).await?;
+        let scope = TextScope::of(request);
+        let documents = stats.document_count(store, scope).await?;
         if documents > RANK_BUDGET {
             let mut frequencies = Vec::with_capacity(terms.len());
             for term in &terms {
-                frequencies.push(stats.term_frequency(store, term).await?);
+                frequencies.push(stats.term_frequency(store, term, scope).await?);
             }
             let (specific, specific_frequencies) = specific_terms(&terms, &frequencies, documents);
             if specific.len() < terms.len() {

@@ -1,6 +1,11 @@
 //! Corpus statistics cached between searches: how many memories the full-text index holds,
 //! how often a query term occurs, and how many memories each entity is linked to. They steer
 //! which terms and entities are worth searching, where a few minutes' drift changes nothing.
+//!
+//! The full-text figures are counted within the search's scope (its owner's memories, and in
+//! a chat the chat's shared ones): a word common in other users' memories is no reason to
+//! narrow one user's query, and one user's search steers the same whatever else the store
+//! holds.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -8,19 +13,32 @@ use std::time::{Duration, Instant};
 
 use super::fts_query::match_any;
 use crate::error::Result;
-use crate::store::MemoryBackend;
+use crate::store::{MemoryBackend, TextScope};
 
 /// How long a cached figure is trusted.
 const STATS_TTL: Duration = Duration::from_secs(120);
 /// Most cached term frequencies (and entity link counts); the cache starts over beyond this.
 const STATS_MAX_TERMS: usize = 20_000;
 
+/// A [`TextScope`] as a cache key.
+type ScopeKey = (Option<String>, Option<String>);
+
+fn scope_key(scope: TextScope<'_>) -> ScopeKey {
+    (
+        scope.user_id.map(str::to_owned),
+        scope.chat_id.map(str::to_owned),
+    )
+}
+
 /// The cached figures, each with when it was read.
 #[derive(Debug, Default)]
 struct Figures {
-    documents: Option<(i64, Instant)>,
-    linked_memories: Option<(i64, Instant)>,
-    frequencies: HashMap<String, (i64, Instant)>,
+    /// Memories in the full-text index, by scope.
+    documents: HashMap<ScopeKey, (i64, Instant)>,
+    /// Memories with an entity link, by the entities' owner (`None`: any).
+    linked_memories: HashMap<Option<String>, (i64, Instant)>,
+    /// Memories with a term, by scope and term.
+    frequencies: HashMap<(ScopeKey, String), (i64, Instant)>,
     /// Memories linked to each entity, by entity id.
     entity_links: HashMap<String, (i64, Instant)>,
 }
@@ -49,36 +67,45 @@ impl CorpusStats {
         *self.figures() = Figures::default();
     }
 
-    /// Rows in the full-text index.
-    pub(crate) async fn document_count(&self, store: &dyn MemoryBackend) -> Result<i64> {
-        if let Some(count) = fresh(self.figures().documents.as_ref()) {
+    /// Rows in the full-text index within `scope`.
+    pub(crate) async fn document_count(
+        &self,
+        store: &dyn MemoryBackend,
+        scope: TextScope<'_>,
+    ) -> Result<i64> {
+        let key = scope_key(scope);
+        if let Some(count) = fresh(self.figures().documents.get(&key)) {
             return Ok(count);
         }
-        let count = store.fts_document_count().await?;
-        self.figures().documents = Some((count, Instant::now()));
+        let count = store.fts_document_count(scope).await?;
+        let mut figures = self.figures();
+        if figures.documents.len() >= STATS_MAX_TERMS {
+            figures.documents.clear();
+        }
+        figures.documents.insert(key, (count, Instant::now()));
         Ok(count)
     }
 
-    /// Memories whose text contains `term`.
+    /// Memories within `scope` whose text contains `term`.
     pub(crate) async fn term_frequency(
         &self,
         store: &dyn MemoryBackend,
         term: &str,
+        scope: TextScope<'_>,
     ) -> Result<i64> {
-        if let Some(count) = fresh(self.figures().frequencies.get(term)) {
+        let key = (scope_key(scope), term.to_owned());
+        if let Some(count) = fresh(self.figures().frequencies.get(&key)) {
             return Ok(count);
         }
         let Some(query) = match_any(&[term.to_owned()]) else {
             return Ok(0);
         };
-        let count = store.fts_match_count(&query).await?;
+        let count = store.fts_match_count(&query, scope).await?;
         let mut figures = self.figures();
         if figures.frequencies.len() >= STATS_MAX_TERMS {
             figures.frequencies.clear();
         }
-        figures
-            .frequencies
-            .insert(term.to_owned(), (count, Instant::now()));
+        figures.frequencies.insert(key, (count, Instant::now()));
         Ok(count)
     }
 
@@ -117,13 +144,22 @@ impl CorpusStats {
         Ok(counts)
     }
 
-    /// Memories with at least one entity link.
-    pub(crate) async fn linked_memory_count(&self, store: &dyn MemoryBackend) -> Result<i64> {
-        if let Some(count) = fresh(self.figures().linked_memories.as_ref()) {
+    /// Memories with at least one link to `owner`'s entities (`None`: to any).
+    pub(crate) async fn linked_memory_count(
+        &self,
+        store: &dyn MemoryBackend,
+        owner: Option<&str>,
+    ) -> Result<i64> {
+        let key = owner.map(str::to_owned);
+        if let Some(count) = fresh(self.figures().linked_memories.get(&key)) {
             return Ok(count);
         }
-        let count = store.linked_memory_count().await?;
-        self.figures().linked_memories = Some((count, Instant::now()));
+        let count = store.linked_memory_count(owner).await?;
+        let mut figures = self.figures();
+        if figures.linked_memories.len() >= STATS_MAX_TERMS {
+            figures.linked_memories.clear();
+        }
+        figures.linked_memories.insert(key, (count, Instant::now()));
         Ok(count)
     }
 }

@@ -28,4 +28,4 @@ pub use types::{
     EntitySummary, IndexItem, IntegrityReport, MirrorSize, OwnerSummary, Person, StoredTurn,
     VectorStatus,
 };
-pub(crate) use types::{FirstPass, NewMemory, RankKey};
+pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope};

@@ -135,9 +135,29 @@ pub(crate) struct FirstPass {
     pub(crate) common: String,
     /// The rare words, as an FTS5 query (`"x" OR "y"`); `None` when every word is common.
     pub(crate) rare: Option<String>,
-    /// How many of the last stored matches of `common` (highest rowid on SQLite, whatever
-    /// their owner) a memory with none of the rare words must be among to be ranked.
+    /// How many of the last stored matches of `common` within the request's scope (highest
+    /// rowid on SQLite) a memory with none of the rare words must be among to be ranked.
     pub(crate) newest_kept: usize,
+}
+
+/// The memories a search may see, as far as the full-text index can tell them apart: an
+/// owner's, and in a chat also the chat's shared ones (the visibility rule itself, with the
+/// other filters, is applied after the match; see `sqlite::scope`). No owner and no chat is the
+/// whole store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(crate) struct TextScope<'a> {
+    pub(crate) user_id: Option<&'a str>,
+    pub(crate) chat_id: Option<&'a str>,
+}
+
+impl<'a> TextScope<'a> {
+    /// The scope `request` searches in.
+    pub(crate) fn of(request: &'a crate::types::SearchRequest) -> Self {
+        Self {
+            user_id: request.user_id.as_deref(),
+            chat_id: request.chat_id.as_deref(),
+        }
+    }
 }
 
 /// A memory waiting for its vector.

@@ -10,7 +10,7 @@ use mnemo_ner_api::ExtractedEntity;
 
 use super::MemoryRecords;
 use crate::error::Result;
-use crate::store::{FirstPass, IndexItem, MirrorSize, VectorStatus};
+use crate::store::{FirstPass, IndexItem, MirrorSize, TextScope, VectorStatus};
 use crate::types::{EntityInfo, SearchRequest};
 
 /// Full-text queries: ranked matches of a full-text query (built by
@@ -33,7 +33,7 @@ pub(crate) trait FullTextIndex: Send + Sync {
     /// A first pass's best matches, as [`Self::fts_best_matches`] gives them for
     /// `pass.query`, except that a backend may leave unranked a memory that has none of the
     /// rare words and is not among the `pass.newest_kept` last stored matches of `pass.common`
-    /// (counted over every owner, before the request's filters): ranking costs about a
+    /// (counted within the request's [`TextScope`], before its other filters): ranking costs about a
     /// microsecond a match, and common words that go together (a name of two words, a phrase
     /// said every day) can match most of a large store. The default ranks every match.
     ///
@@ -61,17 +61,18 @@ pub(crate) trait FullTextIndex: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(String, f64)>>;
 
-    /// Rows in the full-text index.
+    /// Rows in the full-text index within `scope` (every row of its owner, and in a chat the
+    /// chat's shared ones, whatever their state).
     ///
     /// # Errors
     /// The database fails.
-    async fn fts_document_count(&self) -> Result<i64>;
+    async fn fts_document_count(&self, scope: TextScope<'_>) -> Result<i64>;
 
-    /// Memories that match the FTS5 query.
+    /// Memories within `scope` that match the FTS5 query.
     ///
     /// # Errors
     /// The database fails.
-    async fn fts_match_count(&self, query: &str) -> Result<i64>;
+    async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64>;
 }
 
 /// The owner and the single kind a vector search can filter on inside its scan: the owner
@@ -364,9 +365,9 @@ pub(crate) trait EntityLinks: Send + Sync {
     /// The database fails.
     async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>>;
 
-    /// Memories with at least one entity link.
+    /// Memories with at least one link to `owner`'s entities (`None`: to any entity).
     ///
     /// # Errors
     /// The database fails.
-    async fn linked_memory_count(&self) -> Result<i64>;
+    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64>;
 }

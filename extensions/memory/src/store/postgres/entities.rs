@@ -228,12 +228,16 @@ impl EntityLinks for PostgresStore {
         .collect())
     }
 
-    async fn linked_memory_count(&self) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
-                .fetch_one(&self.pool)
-                .await?,
-        )
+    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64> {
+        let query = match owner {
+            Some(owner) => sqlx::query_scalar(
+                "SELECT COUNT(DISTINCT me.memory_id) FROM memory_entities me \
+                 JOIN entities e ON e.id = me.entity_id WHERE e.owner_id = $1",
+            )
+            .bind(owner),
+            None => sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities"),
+        };
+        Ok(query.fetch_one(&self.pool).await?)
     }
 }
 

@@ -14,11 +14,12 @@
 use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
-use super::scope::push_filters;
+use super::scope::{push_filters, push_text_scope};
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
+use crate::store::TextScope;
 use crate::types::SearchRequest;
 
 /// The tsquery expression of a bound query text.
@@ -49,8 +50,11 @@ impl FullTextIndex for PostgresStore {
              WHERE f.search_text @@ {to_query}"
         ));
         builder.push_bind(query);
+        builder.push(")");
+        // The best matches within the request's scope, then its filters.
+        push_text_scope(&mut builder, "f", TextScope::of(request));
         builder
-            .push(") ORDER BY score DESC, f.event_time DESC LIMIT ")
+            .push(" ORDER BY score DESC, f.event_time DESC LIMIT ")
             .push_bind(depth);
         builder.push(") best JOIN memories m ON m.id = best.id WHERE 1 = 1");
         push_filters(&mut builder, request);
@@ -92,23 +96,23 @@ impl FullTextIndex for PostgresStore {
             .await?)
     }
 
-    /// Every memory, as FTS5's index holds a row for every memory (active or not).
-    async fn fts_document_count(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM memories")
-            .fetch_one(&self.pool)
-            .await?)
+    /// Every memory in scope, as FTS5's index holds a row for every memory (active or not).
+    async fn fts_document_count(&self, scope: TextScope<'_>) -> Result<i64> {
+        let mut builder = QueryBuilder::new("SELECT COUNT(*) FROM memories f WHERE 1 = 1");
+        push_text_scope(&mut builder, "f", scope);
+        Ok(builder.build_query_scalar().fetch_one(&self.pool).await?)
     }
 
-    async fn fts_match_count(&self, query: &str) -> Result<i64> {
+    async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64> {
         let Some(query) = tsquery(query) else {
             return Ok(0);
         };
-        Ok(sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM memories m WHERE m.search_text @@ {}$1)",
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT COUNT(*) FROM memories f WHERE f.search_text @@ {}",
             query_expression()
-        ))
-        .bind(query)
-        .fetch_one(&self.pool)
-        .await?)
+        ));
+        builder.push_bind(query).push(")");
+        push_text_scope(&mut builder, "f", scope);
+        Ok(builder.build_query_scalar().fetch_one(&self.pool).await?)
     }
 }

@@ -10,11 +10,12 @@ use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
 use super::packed::{fetch_packed, packed_rows};
-use super::scope::push_scope;
+use super::scope::{push_scope, scoped_match};
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
+use crate::store::TextScope;
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -258,12 +259,16 @@ impl EntityLinks for MemoryStore {
             .collect())
     }
 
-    async fn linked_memory_count(&self) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities")
-                .fetch_one(&self.pool)
-                .await?,
-        )
+    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64> {
+        let query = match owner {
+            Some(owner) => sqlx::query_scalar(
+                "SELECT COUNT(DISTINCT me.memory_id) FROM memory_entities me \
+                 JOIN entities e ON e.id = me.entity_id WHERE e.owner_id = ?1",
+            )
+            .bind(owner),
+            None => sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities"),
+        };
+        Ok(query.fetch_one(&self.pool).await?)
     }
 }
 
@@ -384,13 +389,19 @@ pub(super) async fn link_earlier_mentions(
         return Ok(());
     }
     let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
+    // Matched within the owner's memories by the index itself (none: the whole store, the
+    // owner test below keeps the ownerless ones).
+    let scope = TextScope {
+        user_id: (!owner.is_empty()).then_some(owner),
+        chat_id: None,
+    };
     let linked = sqlx::query(
         "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) \
          SELECT m.id, ?1 FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
          WHERE memories_fts MATCH ?2 AND m.user_id IS ?3 AND m.valid_until IS NULL LIMIT ?4",
     )
     .bind(entity_id)
-    .bind(phrase)
+    .bind(scoped_match(&phrase, scope))
     .bind(if owner.is_empty() { None } else { Some(owner) })
     .bind(MAX_EARLIER_MENTIONS)
     .execute(&mut **tx)

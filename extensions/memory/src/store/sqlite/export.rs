@@ -24,6 +24,10 @@ pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
 /// exported (a copy starts with no process at work on it).
 pub(crate) const LEASE_COLUMNS: [&str; 2] = ["leased_by", "leased_until"];
 
+/// Columns SQLite computes from the others (`memories.fts_scope`, the full-text index's scope
+/// tokens): not exported, since an import computes them again.
+const GENERATED_COLUMNS: [&str; 1] = ["fts_scope"];
+
 pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
     use sqlx::{TypeInfo, ValueRef};
     let raw = row.try_get_raw(index)?;
@@ -77,7 +81,9 @@ impl MemoryExport for MemoryStore {
             for row in &rows {
                 let mut object = Map::new();
                 for (index, column) in row.columns().iter().enumerate() {
-                    if LEASE_COLUMNS.contains(&column.name()) {
+                    if LEASE_COLUMNS.contains(&column.name())
+                        || GENERATED_COLUMNS.contains(&column.name())
+                    {
                         continue;
                     }
                     object.insert(column.name().to_owned(), column_value(row, index)?);

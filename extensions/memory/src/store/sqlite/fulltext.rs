@@ -1,16 +1,43 @@
 //! Full-text queries over `memories_fts` (FTS5, BM25): ranked matches and match counts. Which
 //! query to run is the search layer's choice (see `crate::search::full_text`).
+//!
+//! Every query matches within the request's scope (`scope::scoped_match`): FTS5 intersects the
+//! query's matches with the scope's token, so a search walks the asker's matches, not every
+//! user's. BM25 reads the text column alone, with the scope's own figures (`scope_bm25()`, see
+//! `scope_rank.rs` and `text_statistics.rs`): one user's ranking is the same whatever other
+//! users' memories the store holds. A search over the whole store ranks by FTS5's `bm25()`.
 
 use async_trait::async_trait;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::packed::{exact_real, fetch_packed, packed_rows, Real};
-use super::scope::push_filters;
+use super::scope::{push_filters, scope_condition, scoped_match};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
-use crate::store::FirstPass;
+use crate::store::{FirstPass, TextScope};
 use crate::types::SearchRequest;
+
+/// BM25 of the text column alone over the whole index: the scope column (see
+/// `scope::scoped_match`) weighs 0.
+const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
+
+/// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures
+/// (`arguments`, see [`MemoryStore::scope_rank_arguments`]), or over the whole index.
+fn push_rank(builder: &mut QueryBuilder<'_, Sqlite>, arguments: Option<Vec<f64>>) {
+    match arguments {
+        Some(arguments) => {
+            builder.push("scope_bm25(memories_fts");
+            for argument in arguments {
+                builder.push(", ").push_bind(argument);
+            }
+            builder.push(")");
+        }
+        None => {
+            builder.push(TEXT_BM25);
+        }
+    }
+}
 
 #[async_trait]
 impl FullTextIndex for MemoryStore {
@@ -39,24 +66,33 @@ impl FullTextIndex for MemoryStore {
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
-        let mut builder = ranked_matches(
-            "-bm25(memories_fts) AS relevance FROM memories_fts CROSS JOIN memories m \
+        let scope = TextScope::of(request);
+        let rank = self.scope_rank_arguments(query, scope).await?;
+        let mut builder = ranked_matches("-");
+        push_rank(&mut builder, rank);
+        builder.push(
+            " AS relevance FROM memories_fts CROSS JOIN memories m \
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
-        builder.push_bind(query.to_owned());
+        builder.push_bind(scoped_match(query, scope));
         self.filtered_best(builder, request, limit).await
     }
 
-    async fn fts_document_count(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts")
-            .fetch_one(&self.pool)
-            .await?)
+    async fn fts_document_count(&self, scope: TextScope<'_>) -> Result<i64> {
+        let query = match scope_condition(scope) {
+            Some(condition) => {
+                sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
+                    .bind(condition)
+            }
+            None => sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts"),
+        };
+        Ok(query.fetch_one(&self.pool).await?)
     }
 
-    async fn fts_match_count(&self, query: &str) -> Result<i64> {
+    async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64> {
         Ok(
             sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
-                .bind(query)
+                .bind(scoped_match(query, scope))
                 .fetch_one(&self.pool)
                 .await?,
         )
@@ -64,10 +100,10 @@ impl FullTextIndex for MemoryStore {
 }
 
 impl MemoryStore {
-    /// The best matches of `query` (a few times `limit`), then the request's filters. With a
-    /// first pass, a match that has none of its rare words is ranked only if it is among the
-    /// `newest_kept` highest rowids of its common words' matches: the others are dropped
-    /// before `bm25()` runs.
+    /// The best matches of `query` within the request's scope (a few times `limit`), then the
+    /// request's filters. With a first pass, a match that has none of its rare words is ranked
+    /// only if it is among the `newest_kept` highest rowids of its common words' matches in
+    /// that scope: the others are dropped before `bm25()` runs.
     async fn best_matches(
         &self,
         query: &str,
@@ -76,11 +112,13 @@ impl MemoryStore {
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
         let depth = (limit * 4).max(64);
-        let mut builder = ranked_matches(
-            "-best.score AS relevance FROM (SELECT rowid AS fts_row, bm25(memories_fts) AS score \
-             FROM memories_fts WHERE memories_fts MATCH ",
-        );
-        builder.push_bind(query.to_owned());
+        let scope = TextScope::of(request);
+        let rank = self.scope_rank_arguments(query, scope).await?;
+        let mut builder =
+            ranked_matches("-best.score AS relevance FROM (SELECT rowid AS fts_row, ");
+        push_rank(&mut builder, rank);
+        builder.push(" AS score FROM memories_fts WHERE memories_fts MATCH ");
+        builder.push_bind(scoped_match(query, scope));
         if let Some(pass) = pass {
             // The cut-off is the `newest_kept`-th highest rowid among the common words'
             // matches; a store with fewer has none, and keeps them all. With rare words, `+`
@@ -96,7 +134,7 @@ impl MemoryStore {
                 " AND ({rowid} >= COALESCE((SELECT rowid FROM memories_fts \
                  WHERE memories_fts MATCH "
             ));
-            builder.push_bind(pass.common.clone());
+            builder.push_bind(scoped_match(&pass.common, scope));
             builder
                 .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
                 .push_bind(i64::try_from(pass.newest_kept.saturating_sub(1)).unwrap_or(i64::MAX))
@@ -105,7 +143,7 @@ impl MemoryStore {
                 builder.push(
                     " OR +rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ",
                 );
-                builder.push_bind(rare.clone()).push(")");
+                builder.push_bind(scoped_match(rare, scope)).push(")");
             }
             builder.push(")");
         }

@@ -23,8 +23,10 @@ mod people;
 mod records;
 mod removal;
 mod scope;
+mod scope_rank;
 mod sessions;
 mod shared_runs;
+mod text_statistics;
 mod vectors;
 
 use std::sync::{Arc, RwLock};
@@ -53,6 +55,8 @@ pub(crate) struct MemoryStore {
     /// One mirror reload at a time.
     reload_lock: tokio::sync::Mutex<()>,
     vector_oversample: usize,
+    /// The scopes' full-text figures that `scope_bm25()` ranks by.
+    text_statistics: text_statistics::TextStatistics,
     /// The background WAL checkpointer; stopped on close and drop.
     checkpointer: tokio::task::JoinHandle<()>,
 }

@@ -1,5 +1,6 @@
 //! Opening the SQLite database: connection options and pragmas, the cross-process opening
-//! lock, migrations, and every call into C (sqlite-vec registration, connection state checks).
+//! lock, migrations, and every call into C but the ranking functions of `scope_rank.rs`
+//! (sqlite-vec registration, connection state checks).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -149,6 +150,7 @@ impl MemoryStore {
     /// The file cannot be opened or migrated.
     pub(crate) async fn open(path: &Path, options: &StoreOptions) -> Result<Self> {
         register_sqlite_vec();
+        super::scope_rank::register_scope_rank();
         let synchronous = SqliteSynchronous::from_str(&options.synchronous).map_err(|_| {
             MemoryError::Invalid(format!(
                 "synchronous must be off, normal, full or extra, not `{}`",
@@ -215,6 +217,7 @@ impl MemoryStore {
             sentence_mirror: RwLock::new(QuantizedIndex::default()),
             reload_lock: tokio::sync::Mutex::new(()),
             vector_oversample: options.vector_oversample,
+            text_statistics: super::text_statistics::TextStatistics::default(),
             pool,
         })
     }

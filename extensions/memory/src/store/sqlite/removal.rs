@@ -124,7 +124,9 @@ impl MemoryStore {
     /// moved the vector generation (to `generation`, inside its transaction), moves the mirror
     /// along, so that the next search does not reload every vector (0.5 s per 100k). A mirror at
     /// any other generation is reloaded as usual.
+    /// The full-text figures of the scopes are cleared too.
     pub(super) fn forget_in_mirror(&self, ids: &[String], generation: Option<i64>) {
+        self.text_statistics.clear();
         self.forget_vectors(ids);
         if let Some(after) = generation {
             self.mirror_mut().apply(after - 1, after, Vec::new());

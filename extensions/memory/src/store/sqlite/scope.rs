@@ -1,9 +1,52 @@
-//! The visibility rule and a search request's filters, as SQL conditions on alias `m`.
+//! The visibility rule and a search request's filters, as SQL conditions on alias `m`, and the
+//! same scope as the full-text index matches it.
+
+use std::fmt::Write as _;
 
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::store::rows::ts;
+use crate::store::TextScope;
 use crate::types::SearchRequest;
+
+/// The token `memories.fts_scope` holds for an id (migration 0014): `kind` (`u` owner, `c`
+/// chat, `s` shared with the chat), the id's UTF-8 bytes in hex as SQLite's `hex()` spells
+/// them, and `x`.
+fn scope_token(kind: char, id: &str) -> String {
+    let mut token = String::with_capacity(id.len() * 2 + 2);
+    token.push(kind);
+    for byte in id.bytes() {
+        let _ = write!(token, "{byte:02X}");
+    }
+    token.push('x');
+    token
+}
+
+/// The FTS5 condition on `fts_scope` that keeps the memories `scope` may see (and some it may
+/// not: an owner's memories of other chats, which the visibility rule drops after); `None` for
+/// the whole store.
+pub(super) fn scope_condition(scope: TextScope<'_>) -> Option<String> {
+    let tokens = match (scope.user_id, scope.chat_id) {
+        (Some(user), Some(chat)) => format!(
+            "\"{}\" OR \"{}\"",
+            scope_token('u', user),
+            scope_token('s', chat)
+        ),
+        (Some(user), None) => format!("\"{}\"", scope_token('u', user)),
+        (None, Some(chat)) => format!("\"{}\"", scope_token('c', chat)),
+        (None, None) => return None,
+    };
+    Some(format!("fts_scope : ({tokens})"))
+}
+
+/// `query`, an FTS5 query over the memories' text, matched within `scope` by the index: the
+/// text column only, and only the rows whose scope tokens `scope` names.
+pub(super) fn scoped_match(query: &str, scope: TextScope<'_>) -> String {
+    match scope_condition(scope) {
+        Some(condition) => format!("{condition} AND content : ({query})"),
+        None => format!("content : ({query})"),
+    }
+}
 
 /// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
 /// a chat, also their own memories of that chat and the chat's shared memories; never another
@@ -107,5 +150,37 @@ pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &Sea
             .push(" AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
             .push_bind(tag.clone())
             .push(")");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_tokens_spell_ids_as_sqlite_hex_does() {
+        assert_eq!(scope_token('u', "ana"), "u616E61x");
+        // Any id is one token of letters and digits, whatever its characters.
+        assert_eq!(scope_token('s', "té am\""), "s74C3A920616D22x");
+        let ana = TextScope {
+            user_id: Some("ana"),
+            chat_id: None,
+        };
+        assert_eq!(
+            scoped_match("\"jazz\"", ana),
+            "fts_scope : (\"u616E61x\") AND content : (\"jazz\")"
+        );
+        let in_chat = TextScope {
+            user_id: Some("ana"),
+            chat_id: Some("team"),
+        };
+        assert_eq!(
+            scope_condition(in_chat).as_deref(),
+            Some("fts_scope : (\"u616E61x\" OR \"s7465616Dx\")")
+        );
+        assert_eq!(
+            scoped_match("\"jazz\"", TextScope::default()),
+            "content : (\"jazz\")"
+        );
     }
 }

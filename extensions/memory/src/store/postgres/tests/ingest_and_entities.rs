@@ -245,7 +245,8 @@ async fn entities_are_found_by_name_and_alias_whatever_the_case() {
         .unwrap();
     assert_eq!(counts.len(), 1);
     assert_eq!(counts[sarah], 3);
-    assert_eq!(store.linked_memory_count().await.unwrap(), 4);
+    assert_eq!(store.linked_memory_count(None).await.unwrap(), 4);
+    assert_eq!(store.linked_memory_count(Some("nobody")).await.unwrap(), 0);
 }
 
 /// Enrichment adds links and records when it ran; a failure is counted; an unknown memory is

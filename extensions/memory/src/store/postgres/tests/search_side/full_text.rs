@@ -4,6 +4,7 @@ use super::super::open_fresh;
 use super::{ana, insert, row, sql, Row};
 use crate::search::{search_fts, CorpusStats};
 use crate::store::backend::{FullTextIndex, MemoryRecords};
+use crate::store::TextScope;
 use crate::types::SearchRequest;
 
 #[tokio::test]
@@ -94,14 +95,24 @@ async fn full_text_ranks_stems_and_filters() {
         .is_empty());
     // Counts: every memory is a document; as in FTS5, no word is a stop word ("no", "the"), and
     // empty queries match nothing.
-    assert_eq!(store.fts_document_count().await.unwrap(), 6);
-    assert_eq!(store.fts_match_count("\"running\"").await.unwrap(), 4);
-    assert_eq!(store.fts_match_count("\"the\"").await.unwrap(), 1);
+    let everyone = TextScope::default();
+    assert_eq!(store.fts_document_count(everyone).await.unwrap(), 6);
     assert_eq!(
-        store.fts_match_count("\"no\" AND \"sugar\"").await.unwrap(),
+        store
+            .fts_match_count("\"running\"", everyone)
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(store.fts_match_count("\"the\"", everyone).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .fts_match_count("\"no\" AND \"sugar\"", everyone)
+            .await
+            .unwrap(),
         1
     );
-    assert_eq!(store.fts_match_count("").await.unwrap(), 0);
+    assert_eq!(store.fts_match_count("", everyone).await.unwrap(), 0);
     assert!(store
         .fts_best_matches("", &ana(), 5)
         .await
@@ -138,7 +149,23 @@ async fn full_text_finds_the_best_few_among_many() {
         .await
         .unwrap();
     assert_eq!(best, all);
-    assert_eq!(store.fts_match_count("\"garden\"").await.unwrap(), 3000);
+    assert_eq!(
+        store
+            .fts_match_count("\"garden\"", TextScope::default())
+            .await
+            .unwrap(),
+        3000
+    );
+    // Counted within one owner's scope: Ana has half of them.
+    let of_ana = TextScope {
+        user_id: Some("ana"),
+        chat_id: None,
+    };
+    assert_eq!(store.fts_document_count(of_ana).await.unwrap(), 1500);
+    assert_eq!(
+        store.fts_match_count("\"garden\"", of_ana).await.unwrap(),
+        1500
+    );
 
     // Through the search layer: over 2,000 memories, words in half of them or more ("garden"
     // and "note" are in all) are left out of the query; Ana has no "17", so they are searched

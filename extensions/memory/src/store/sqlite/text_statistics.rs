@@ -1,0 +1,159 @@
+//! The figures `scope_bm25()` ranks a scope's full-text matches by (see `scope_rank.rs`): how
+//! many memories the scope holds, their total length in tokens, and how many of them hold each
+//! phrase of the query. Each is counted by the index within the scope (the scope's token AND the
+//! phrase), so it costs what the scope's own matches cost, and is cached for two minutes: a
+//! ranking may lag that long behind new memories, as the search layer's `CorpusStats` do.
+//! A removal clears them, so that no figure describes a removed memory.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::scope::scope_condition;
+use super::MemoryStore;
+use crate::error::Result;
+use crate::store::TextScope;
+
+/// How long a figure is trusted.
+const FIGURES_TTL: Duration = Duration::from_secs(120);
+/// Most figures kept; the cache starts over beyond this.
+const MOST_FIGURES: usize = 50_000;
+
+/// Cached counts by what they count (see [`MemoryStore::scope_rank_arguments`]).
+#[derive(Debug, Default)]
+pub(super) struct TextStatistics {
+    figures: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl TextStatistics {
+    fn figures(&self) -> MutexGuard<'_, HashMap<String, (f64, Instant)>> {
+        self.figures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets every figure.
+    pub(super) fn clear(&self) {
+        self.figures().clear();
+    }
+}
+
+/// The phrases of an FTS5 query as the search layer writes them (`"…"`, a quote doubled
+/// inside), in their order in the query, which is the order FTS5 numbers them in.
+pub(super) fn phrases(query: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut characters = query.chars().peekable();
+    while let Some(character) = characters.next() {
+        if character != '"' {
+            continue;
+        }
+        let mut phrase = String::new();
+        while let Some(inside) = characters.next() {
+            if inside == '"' {
+                if characters.peek() == Some(&'"') {
+                    characters.next();
+                    phrase.push('"');
+                    continue;
+                }
+                break;
+            }
+            phrase.push(inside);
+        }
+        found.push(phrase);
+    }
+    found
+}
+
+impl MemoryStore {
+    /// A count, from the cache while it is fresh, else by `sql` with `bound` (the FTS5 query).
+    async fn figure(&self, key: String, sql: &'static str, bound: Option<String>) -> Result<f64> {
+        if let Some((value, at)) = self.text_statistics.figures().get(&key) {
+            if at.elapsed() < FIGURES_TTL {
+                return Ok(*value);
+            }
+        }
+        let mut query = sqlx::query_scalar::<_, f64>(sql);
+        if let Some(bound) = bound {
+            query = query.bind(bound);
+        }
+        let value = query.fetch_one(&self.pool).await?;
+        let mut figures = self.text_statistics.figures();
+        if figures.len() >= MOST_FIGURES {
+            figures.clear();
+        }
+        figures.insert(key, (value, Instant::now()));
+        Ok(value)
+    }
+
+    /// The arguments `scope_bm25(memories_fts, …)` takes after the table for the text query
+    /// `query` matched within `scope` (`scope::scoped_match`): the scope's memories, their
+    /// tokens (-1 when the scope is the whole index, whose own total FTS5 then reads), and per
+    /// phrase of the match, in order, the scope's memories holding it (0 for the scope's own
+    /// tokens, which are in another column). `None` for the whole store, ranked by `bm25()`.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub(super) async fn scope_rank_arguments(
+        &self,
+        query: &str,
+        scope: TextScope<'_>,
+    ) -> Result<Option<Vec<f64>>> {
+        let Some(condition) = scope_condition(scope) else {
+            return Ok(None);
+        };
+        let count = "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
+        let documents = self
+            .figure(
+                format!("documents {condition}"),
+                count,
+                Some(condition.clone()),
+            )
+            .await?;
+        let all = self
+            .figure(
+                "documents".to_owned(),
+                "SELECT CAST(COUNT(*) AS REAL) FROM memories",
+                None,
+            )
+            .await?;
+        let tokens = if documents == all {
+            -1.0
+        } else {
+            self.figure(
+                format!("tokens {condition}"),
+                // FTS5 answers an auxiliary function only on its own query's rows, not
+                // inside an aggregate: the lengths are read first.
+                "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) AS tokens \
+                 FROM memories_fts WHERE memories_fts MATCH ?) SELECT TOTAL(tokens) FROM lengths",
+                Some(condition.clone()),
+            )
+            .await?
+        };
+        let mut arguments = vec![documents, tokens];
+        arguments.extend(phrases(&condition).iter().map(|_| 0.0));
+        for phrase in phrases(query) {
+            let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
+            let with_phrase = self
+                .figure(
+                    format!("phrase {condition} {quoted}"),
+                    count,
+                    Some(format!("{condition} AND content : ({quoted})")),
+                )
+                .await?;
+            arguments.push(with_phrase);
+        }
+        Ok(Some(arguments))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::phrases;
+
+    #[test]
+    fn phrases_come_in_query_order_with_their_quotes_undone() {
+        assert_eq!(
+            phrases("fts_scope : (\"u61x\") AND content : (\"zebra\" OR (\"say \"\"hi\"\"\" AND \"b\"))"),
+            ["u61x", "zebra", "say \"hi\"", "b"]
+        );
+        assert!(phrases("no phrase").is_empty());
+    }
+}
