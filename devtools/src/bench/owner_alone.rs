@@ -17,6 +17,8 @@ use super::{embedder_of, fill_vectors, service_of, start_kernel};
 
 /// Most memories of the owner copied (an owner of a shared bench store holds far fewer).
 const MOST_COPIED: usize = 200_000;
+/// Memories listed at a time (the memory API's most).
+const PAGE: usize = 1_000;
 
 /// One hybrid search, timed.
 async fn timed(service: &MemoryService, owner: &str, query: &str) -> anyhow::Result<Duration> {
@@ -48,12 +50,21 @@ pub(super) async fn compare(
     real: usize,
     random: &mut Random,
 ) -> anyhow::Result<Value> {
-    let mut memories = shared
-        .list_memories(ListRequest {
-            kinds: vec![MemoryKind::Episode],
-            ..ListRequest::active(owner, MOST_COPIED)
-        })
-        .await?;
+    let mut memories = Vec::new();
+    while memories.len() < MOST_COPIED {
+        let page = shared
+            .list_memories(ListRequest {
+                kinds: vec![MemoryKind::Episode],
+                offset: memories.len(),
+                ..ListRequest::active(owner, PAGE)
+            })
+            .await?;
+        let last = page.len() < PAGE;
+        memories.extend(page);
+        if last {
+            break;
+        }
+    }
     memories.sort_by(|a, b| a.event_time.cmp(&b.event_time).then(a.id.cmp(&b.id)));
     let dir = tempfile::tempdir().context("temporary directory")?;
     let kernel = start_kernel(base, dir.path(), true).await?;

@@ -23,7 +23,7 @@ use crate::types::SearchRequest;
 const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
 
 /// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures
-/// (`arguments`, see [`MemoryStore::scope_rank_arguments`]), or over the whole index.
+/// (`arguments`, see `text_statistics::ScopedText`), or over the whole index.
 fn push_rank(builder: &mut QueryBuilder<'_, Sqlite>, arguments: Option<Vec<f64>>) {
     match arguments {
         Some(arguments) => {
@@ -67,14 +67,14 @@ impl FullTextIndex for MemoryStore {
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
         let scope = TextScope::of(request);
-        let rank = self.scope_rank_arguments(query, scope).await?;
+        let text = self.scoped_text(query, scope).await?;
         let mut builder = ranked_matches("-");
-        push_rank(&mut builder, rank);
+        push_rank(&mut builder, text.rank.clone());
         builder.push(
             " AS relevance FROM memories_fts CROSS JOIN memories m \
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
         );
-        builder.push_bind(scoped_match(query, scope));
+        builder.push_bind(text.matching(query));
         self.filtered_best(builder, request, limit).await
     }
 
@@ -113,12 +113,12 @@ impl MemoryStore {
     ) -> Result<Vec<(String, f64)>> {
         let depth = (limit * 4).max(64);
         let scope = TextScope::of(request);
-        let rank = self.scope_rank_arguments(query, scope).await?;
+        let text = self.scoped_text(query, scope).await?;
         let mut builder =
             ranked_matches("-best.score AS relevance FROM (SELECT rowid AS fts_row, ");
-        push_rank(&mut builder, rank);
+        push_rank(&mut builder, text.rank.clone());
         builder.push(" AS score FROM memories_fts WHERE memories_fts MATCH ");
-        builder.push_bind(scoped_match(query, scope));
+        builder.push_bind(text.matching(query));
         if let Some(pass) = pass {
             // The cut-off is the `newest_kept`-th highest rowid among the common words'
             // matches; a store with fewer has none, and keeps them all. With rare words, `+`
@@ -134,7 +134,7 @@ impl MemoryStore {
                 " AND ({rowid} >= COALESCE((SELECT rowid FROM memories_fts \
                  WHERE memories_fts MATCH "
             ));
-            builder.push_bind(scoped_match(&pass.common, scope));
+            builder.push_bind(text.matching(&pass.common));
             builder
                 .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
                 .push_bind(i64::try_from(pass.newest_kept.saturating_sub(1)).unwrap_or(i64::MAX))
@@ -143,7 +143,7 @@ impl MemoryStore {
                 builder.push(
                     " OR +rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ",
                 );
-                builder.push_bind(scoped_match(rare, scope)).push(")");
+                builder.push_bind(text.matching(rare)).push(")");
             }
             builder.push(")");
         }

@@ -83,21 +83,20 @@ impl MemoryStore {
         Ok(value)
     }
 
-    /// The arguments `scope_bm25(memories_fts, …)` takes after the table for the text query
-    /// `query` matched within `scope` (`scope::scoped_match`): the scope's memories, their
-    /// tokens (-1 when the scope is the whole index, whose own total FTS5 then reads), and per
-    /// phrase of the match, in order, the scope's memories holding it (0 for the scope's own
-    /// tokens, which are in another column). `None` for the whole store, ranked by `bm25()`.
+    /// How to match and rank the text query `query` within `scope` (see [`ScopedText`]).
     ///
     /// # Errors
     /// The database fails.
-    pub(super) async fn scope_rank_arguments(
+    pub(super) async fn scoped_text(
         &self,
         query: &str,
         scope: TextScope<'_>,
-    ) -> Result<Option<Vec<f64>>> {
+    ) -> Result<ScopedText> {
         let Some(condition) = scope_condition(scope) else {
-            return Ok(None);
+            return Ok(ScopedText {
+                condition: None,
+                rank: None,
+            });
         };
         let count = "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
         let documents = self
@@ -114,7 +113,10 @@ impl MemoryStore {
                 None,
             )
             .await?;
-        let tokens = if documents == all {
+        // A scope that holds every memory (a store of one user) matches without its condition,
+        // which would only make FTS5 walk the scope's whole list beside the query's.
+        let whole = documents == all;
+        let tokens = if whole {
             -1.0
         } else {
             self.figure(
@@ -128,19 +130,54 @@ impl MemoryStore {
             .await?
         };
         let mut arguments = vec![documents, tokens];
-        arguments.extend(phrases(&condition).iter().map(|_| 0.0));
+        if !whole {
+            arguments.extend(phrases(&condition).iter().map(|_| 0.0));
+        }
         for phrase in phrases(query) {
             let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
-            let with_phrase = self
-                .figure(
+            let with_phrase = if whole {
+                self.figure(format!("phrase {quoted}"), count, Some(quoted.clone()))
+                    .await?
+            } else {
+                self.figure(
                     format!("phrase {condition} {quoted}"),
                     count,
-                    Some(format!("{condition} AND content : ({quoted})")),
+                    Some(format!("{condition} AND {quoted}")),
                 )
-                .await?;
+                .await?
+            };
             arguments.push(with_phrase);
         }
-        Ok(Some(arguments))
+        Ok(ScopedText {
+            condition: (!whole).then_some(condition),
+            rank: Some(arguments),
+        })
+    }
+}
+
+/// How a text query is matched and ranked within a scope.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ScopedText {
+    /// The scope's condition on `fts_scope` (`scope::scope_condition`), or `None` when the
+    /// scope is the whole index.
+    condition: Option<String>,
+    /// The arguments `scope_bm25(memories_fts, …)` takes after the table: the scope's memories,
+    /// their tokens (-1 when the scope holds every memory: FTS5's own total is theirs), and per
+    /// phrase of the match, in order, the scope's memories holding it (0 for the condition's
+    /// tokens, which are in the other column). `None` for a search of the whole store, ranked
+    /// by `bm25()`.
+    pub(super) rank: Option<Vec<f64>>,
+}
+
+impl ScopedText {
+    /// The FTS5 query of `text` (a query over the memories' text) within the scope's rows.
+    /// Its words are not confined to the text column: a column filter makes FTS5 read every
+    /// match's positions, and no word of a user's query is a scope token (`u…x` in hex).
+    pub(super) fn matching(&self, text: &str) -> String {
+        match &self.condition {
+            Some(condition) => format!("{condition} AND ({text})"),
+            None => text.to_owned(),
+        }
     }
 }
 
