@@ -252,7 +252,9 @@ impl QuantizedIndex {
         self.live += 1;
     }
 
-    /// Marks a row gone; compacts its partition once a quarter of its rows are gone.
+    /// Marks a row gone; compacts its partition once a quarter of its rows are gone (at least
+    /// 16 of them, or all): each compaction costs the partition's size, paid for by the rows
+    /// it drops, and a store of many small owners is compacted too.
     fn remove(&mut self, memory_id: &str) {
         let Some(place) = self.places.remove(memory_id) else {
             return;
@@ -261,7 +263,9 @@ impl QuantizedIndex {
         let partition = &mut self.partitions[place.partition as usize];
         partition.alive[place.position] = false;
         partition.dead += 1;
-        if partition.dead > 1_024 && partition.dead * 4 > partition.ids.len() {
+        if partition.dead * 4 > partition.ids.len()
+            && (partition.dead >= 16 || partition.dead == partition.ids.len())
+        {
             for (id, position) in partition.compact(self.words, self.dimensions) {
                 self.places.insert(
                     id,

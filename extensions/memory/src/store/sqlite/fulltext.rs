@@ -18,8 +18,8 @@ use crate::store::backend::FullTextIndex;
 use crate::store::{FirstPass, TextScope};
 use crate::types::SearchRequest;
 
-/// BM25 of the text column alone over the whole index: the scope column (see
-/// `scope::scoped_match`) weighs 0.
+/// BM25 over the whole index (a search for no owner and no chat): the scope column (see
+/// `scope::scoped_match`) weighs 0 in the score, though its tokens count in a row's length.
 const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
 
 /// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures

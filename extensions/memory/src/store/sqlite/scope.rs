@@ -41,8 +41,8 @@ pub(super) fn scope_condition(scope: TextScope<'_>) -> Option<String> {
 
 /// `query`, an FTS5 query over the memories' text, matched within `scope` by the index: only
 /// the rows whose scope tokens `scope` names. The query's words are not confined to the text
-/// column (a column filter makes FTS5 read every match's positions): no word a user types
-/// is a scope token.
+/// column (a column filter makes FTS5 read every match's positions): a word that spells a
+/// scope token matches the scope's own rows, never another's.
 pub(super) fn scoped_match(query: &str, scope: TextScope<'_>) -> String {
     match scope_condition(scope) {
         Some(condition) => format!("{condition} AND ({query})"),

@@ -1,14 +1,16 @@
-//! Two FTS5 auxiliary functions, registered in C with every connection (the only C in the store
-//! besides `open.rs`), for ranking a scope's matches by its own statistics:
+//! Two FTS5 auxiliary functions, written here and registered through SQLite's C API with every
+//! connection (the only calls into C in the store besides `open.rs`), for ranking a scope's
+//! matches by its own statistics:
 //!
 //! - `scope_bm25(memories_fts, documents, tokens, df_1, …, df_n)`: FTS5's BM25 (k1 = 1.2,
 //!   b = 0.75), negated as `bm25()` is, over the text column alone, with the document count,
 //!   total text length and per-phrase document counts given by the caller: those of the asker's
 //!   scope, so that other users' words change neither one user's inverse document frequencies
 //!   nor their average length. `tokens` below 0 takes the whole index's own figures (the scope
-//!   is the whole index). One `df` per phrase of the query, in its order. FTS5 drops a phrase
-//!   with no token from its count (a word of marks alone); when the counts then disagree, every
-//!   phrase weighs as a word in half the scope would, rather than another phrase's weight.
+//!   is the whole index). One `df` per phrase of the query, in its order. Should the counts
+//!   disagree (FTS5 drops a phrase of no token from an implicit AND; the search layer writes
+//!   explicit `AND`/`OR`), every phrase weighs as a word in half the scope would, rather than
+//!   take another phrase's weight.
 //! - `text_length(memories_fts)`: the row's text length in tokens, for a scope's total.
 //!
 //! FTS5's built-in `bm25()` reads the whole index's figures, which is right only for a search

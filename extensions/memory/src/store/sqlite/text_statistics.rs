@@ -1,9 +1,10 @@
 //! The figures `scope_bm25()` ranks a scope's full-text matches by (see `scope_rank.rs`): how
 //! many memories the scope holds, their total length in tokens, and how many of them hold each
 //! phrase of the query. Each is counted by the index within the scope (the scope's token AND the
-//! phrase), so it costs what the scope's own matches cost, and is cached for two minutes: a
-//! ranking may lag that long behind new memories, as the search layer's `CorpusStats` do.
-//! A removal clears them, so that no figure describes a removed memory.
+//! phrase), so it costs what the scope's own matches cost, and is cached for two minutes (a
+//! count of 0 is not): a ranking may lag that long behind new memories, as the search layer's
+//! `CorpusStats` do. A removal in this process clears them all; in another process they
+//! expire. Whether a user's scope is the whole store is read fresh every time.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -63,7 +64,21 @@ pub(super) fn phrases(query: &str) -> Vec<String> {
 }
 
 impl MemoryStore {
+    /// Whether every row of the store is `user`'s, read fresh (three index probes): a cached
+    /// answer could outlive another user's first memory. An empty store is no one's.
+    async fn holds_only(&self, user: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar::<_, bool>(
+            "SELECT COALESCE((SELECT MIN(user_id) FROM memories) = ?1 \
+             AND (SELECT MAX(user_id) FROM memories) = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM memories WHERE user_id IS NULL), 0)",
+        )
+        .bind(user)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// A count, from the cache while it is fresh, else by `sql` with `bound` (the FTS5 query).
+    /// A count of 0 is not kept: a new scope's first memories count at once.
     async fn figure(&self, key: String, sql: &'static str, bound: Option<String>) -> Result<f64> {
         if let Some((value, at)) = self.text_statistics.figures().get(&key) {
             if at.elapsed() < FIGURES_TTL {
@@ -75,6 +90,9 @@ impl MemoryStore {
             query = query.bind(bound);
         }
         let value = query.fetch_one(&self.pool).await?;
+        if value == 0.0 {
+            return Ok(value);
+        }
         let mut figures = self.text_statistics.figures();
         if figures.len() >= MOST_FIGURES {
             figures.clear();
@@ -99,35 +117,34 @@ impl MemoryStore {
             });
         };
         let count = "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
-        let documents = self
-            .figure(
-                format!("documents {condition}"),
-                count,
-                Some(condition.clone()),
-            )
-            .await?;
-        let all = self
-            .figure(
-                "documents".to_owned(),
-                "SELECT CAST(COUNT(*) AS REAL) FROM memories",
-                None,
-            )
-            .await?;
         // A scope that holds every memory (a store of one user) matches without its condition,
-        // which would only make FTS5 walk the scope's whole list beside the query's.
-        let whole = documents == all;
-        let tokens = if whole {
-            -1.0
+        // which would only make FTS5 walk the scope's whole list beside the query's, and ranks
+        // by FTS5's own live totals.
+        let whole = match (scope.user_id, scope.chat_id) {
+            (Some(user), None) => self.holds_only(user).await?,
+            _ => false,
+        };
+        let (documents, tokens) = if whole {
+            (0.0, -1.0)
         } else {
-            self.figure(
-                format!("tokens {condition}"),
-                // FTS5 answers an auxiliary function only on its own query's rows, not
-                // inside an aggregate: the lengths are read first.
-                "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) AS tokens \
+            let documents = self
+                .figure(
+                    format!("documents {condition}"),
+                    count,
+                    Some(condition.clone()),
+                )
+                .await?;
+            let tokens = self
+                .figure(
+                    format!("tokens {condition}"),
+                    // FTS5 answers an auxiliary function only on its own query's rows, not
+                    // inside an aggregate: the lengths are read first.
+                    "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) AS tokens \
                  FROM memories_fts WHERE memories_fts MATCH ?) SELECT TOTAL(tokens) FROM lengths",
-                Some(condition.clone()),
-            )
-            .await?
+                    Some(condition.clone()),
+                )
+                .await?;
+            (documents, tokens)
         };
         let mut arguments = vec![documents, tokens];
         if !whole {
@@ -162,7 +179,8 @@ pub(super) struct ScopedText {
     /// scope is the whole index.
     condition: Option<String>,
     /// The arguments `scope_bm25(memories_fts, …)` takes after the table: the scope's memories,
-    /// their tokens (-1 when the scope holds every memory: FTS5's own total is theirs), and per
+    /// their tokens (-1 when the scope holds every memory: FTS5's own row count and total are
+    /// theirs, and the count before is not read), and per
     /// phrase of the match, in order, the scope's memories holding it (0 for the condition's
     /// tokens, which are in the other column). `None` for a search of the whole store, ranked
     /// by `bm25()`.
@@ -171,8 +189,10 @@ pub(super) struct ScopedText {
 
 impl ScopedText {
     /// The FTS5 query of `text` (a query over the memories' text) within the scope's rows.
-    /// Its words are not confined to the text column: a column filter makes FTS5 read every
-    /// match's positions, and no word of a user's query is a scope token (`u…x` in hex).
+    /// Its words are not confined to the text column, since a column filter makes FTS5 read
+    /// every match's positions: a word that spells a scope token (`u…x` in hex) matches the
+    /// scope's own rows by that token, and `scope_bm25` gives them 0, so it finds nothing the
+    /// asker may not see.
     pub(super) fn matching(&self, text: &str) -> String {
         match &self.condition {
             Some(condition) => format!("{condition} AND ({text})"),
