@@ -3,36 +3,20 @@
 //! owner's search should cost what their own memories cost (issue 43's target: at most 1.5
 //! times).
 
-use std::time::{Duration, Instant};
-
 use anyhow::Context as _;
 use mnemo_kernel::host::Config;
 use mnemo_kernel::{Event, EventPayload};
-use mnemo_memory::{ListRequest, MemoryApi, MemoryKind, MemoryService, SearchMode, SearchRequest};
+use mnemo_memory::{ListRequest, MemoryApi, MemoryKind, MemoryService, SearchMode};
 use serde_json::{json, Value};
 
 use super::data::{Random, QUERY_TEMPLATES};
 use super::measure::summary;
-use super::{embedder_of, fill_vectors, service_of, start_kernel};
+use super::{embedder_of, fill_vectors, service_of, start_kernel, time_searches};
 
 /// Most memories of the owner copied (an owner of a shared bench store holds far fewer).
 const MOST_COPIED: usize = 200_000;
 /// Memories listed at a time (the memory API's most).
 const PAGE: usize = 1_000;
-
-/// One hybrid search, timed.
-async fn timed(service: &MemoryService, owner: &str, query: &str) -> anyhow::Result<Duration> {
-    let request = SearchRequest {
-        query: query.to_owned(),
-        user_id: Some(owner.to_owned()),
-        limit: 10,
-        mode: SearchMode::Hybrid,
-        ..SearchRequest::default()
-    };
-    let clock = Instant::now();
-    service.search(&request).await?;
-    Ok(clock.elapsed())
-}
 
 /// Copies `owner`'s turns from `shared` into a fresh store (same text, times, sessions and
 /// speakers; vectors from the real model for up to `real` distinct texts, as the bench fills
@@ -96,12 +80,13 @@ pub(super) async fn compare(
     for index in 0..queries.saturating_mul(rounds.max(1)) {
         let template = random.pick(&QUERY_TEMPLATES);
         let query = format!("{} {index} alone", random.fill(template));
+        let one = [(owner.to_owned(), query)];
         if index % 2 == 0 {
-            in_shared.push(timed(shared, owner, &query).await?);
-            in_alone.push(timed(&alone, owner, &query).await?);
+            in_shared.extend(time_searches(shared, &one, SearchMode::Hybrid).await?);
+            in_alone.extend(time_searches(&alone, &one, SearchMode::Hybrid).await?);
         } else {
-            in_alone.push(timed(&alone, owner, &query).await?);
-            in_shared.push(timed(shared, owner, &query).await?);
+            in_alone.extend(time_searches(&alone, &one, SearchMode::Hybrid).await?);
+            in_shared.extend(time_searches(shared, &one, SearchMode::Hybrid).await?);
         }
     }
     kernel.shutdown().await;

@@ -12,6 +12,7 @@
 //! row by row (`mnemo migrate-store`).
 
 mod backend;
+mod counts;
 mod job_history;
 mod listing;
 pub(crate) mod postgres;

@@ -229,15 +229,10 @@ impl EntityLinks for PostgresStore {
     }
 
     async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64> {
-        let query = match owner {
-            Some(owner) => sqlx::query_scalar(
-                "SELECT COUNT(DISTINCT me.memory_id) FROM memory_entities me \
-                 JOIN entities e ON e.id = me.entity_id WHERE e.owner_id = $1",
-            )
-            .bind(owner),
-            None => sqlx::query_scalar("SELECT COUNT(DISTINCT memory_id) FROM memory_entities"),
-        };
-        Ok(query.fetch_one(&self.pool).await?)
+        Ok(crate::store::counts::linked_memory_count(owner)
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await?)
     }
 }
 

@@ -12,6 +12,7 @@ use sqlx::{QueryBuilder, Sqlite};
 
 use super::packed::{exact_real, fetch_packed, packed_rows, Real};
 use super::scope::{push_filters, scope_condition, scoped_match};
+use super::text_statistics::COUNT_MATCHES;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
@@ -24,12 +25,12 @@ const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
 
 /// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures
 /// (`arguments`, see `text_statistics::ScopedText`), or over the whole index.
-fn push_rank(builder: &mut QueryBuilder<'_, Sqlite>, arguments: Option<Vec<f64>>) {
+fn push_rank(builder: &mut QueryBuilder<'_, Sqlite>, arguments: Option<&[f64]>) {
     match arguments {
         Some(arguments) => {
             builder.push("scope_bm25(memories_fts");
             for argument in arguments {
-                builder.push(", ").push_bind(argument);
+                builder.push(", ").push_bind(*argument);
             }
             builder.push(")");
         }
@@ -69,7 +70,7 @@ impl FullTextIndex for MemoryStore {
         let scope = TextScope::of(request);
         let text = self.scoped_text(query, scope).await?;
         let mut builder = ranked_matches("-");
-        push_rank(&mut builder, text.rank.clone());
+        push_rank(&mut builder, text.rank.as_deref());
         builder.push(
             " AS relevance FROM memories_fts CROSS JOIN memories m \
              ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
@@ -78,24 +79,24 @@ impl FullTextIndex for MemoryStore {
         self.filtered_best(builder, request, limit).await
     }
 
+    /// Counted once with the ranking's own figures (`text_statistics.rs`), and cached there.
     async fn fts_document_count(&self, scope: TextScope<'_>) -> Result<i64> {
-        let query = match scope_condition(scope) {
-            Some(condition) => {
-                sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
-                    .bind(condition)
+        let count = match scope_condition(scope) {
+            Some(condition) => self.figure(COUNT_MATCHES, Some(condition)).await?,
+            None => {
+                self.figure("SELECT CAST(COUNT(*) AS REAL) FROM memories_fts", None)
+                    .await?
             }
-            None => sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts"),
         };
-        Ok(query.fetch_one(&self.pool).await?)
+        Ok(count as i64)
     }
 
+    /// Counted once with the ranking's own figures (`text_statistics.rs`), and cached there.
     async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?")
-                .bind(scoped_match(query, scope))
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        let count = self
+            .figure(COUNT_MATCHES, Some(scoped_match(query, scope)))
+            .await?;
+        Ok(count as i64)
     }
 }
 
@@ -116,7 +117,7 @@ impl MemoryStore {
         let text = self.scoped_text(query, scope).await?;
         let mut builder =
             ranked_matches("-best.score AS relevance FROM (SELECT rowid AS fts_row, ");
-        push_rank(&mut builder, text.rank.clone());
+        push_rank(&mut builder, text.rank.as_deref());
         builder.push(" AS score FROM memories_fts WHERE memories_fts MATCH ");
         builder.push_bind(text.matching(query));
         if let Some(pass) = pass {

@@ -44,7 +44,13 @@ pub(super) fn scope_condition(scope: TextScope<'_>) -> Option<String> {
 /// column (a column filter makes FTS5 read every match's positions): a word that spells a
 /// scope token matches the scope's own rows, never another's.
 pub(super) fn scoped_match(query: &str, scope: TextScope<'_>) -> String {
-    match scope_condition(scope) {
+    within(scope_condition(scope).as_deref(), query)
+}
+
+/// `query` within the rows a scope's `condition` (from [`scope_condition`]) keeps; all rows
+/// for none.
+pub(super) fn within(condition: Option<&str>, query: &str) -> String {
+    match condition {
         Some(condition) => format!("{condition} AND ({query})"),
         None => query.to_owned(),
     }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::scope::scope_condition;
+use super::scope::{scope_condition, within};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::TextScope;
@@ -19,6 +19,14 @@ use crate::store::TextScope;
 const FIGURES_TTL: Duration = Duration::from_secs(120);
 /// Most figures kept; the cache starts over beyond this.
 const MOST_FIGURES: usize = 50_000;
+/// The memories an FTS5 query matches.
+pub(super) const COUNT_MATCHES: &str =
+    "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
+/// The total text length, in tokens, of the memories an FTS5 query matches. FTS5 answers an
+/// auxiliary function only on its own query's rows, not inside an aggregate: the lengths are
+/// read first.
+const TOTAL_LENGTH: &str = "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) \
+     AS tokens FROM memories_fts WHERE memories_fts MATCH ?) SELECT TOTAL(tokens) FROM lengths";
 
 /// Cached counts by what they count (see [`MemoryStore::scope_rank_arguments`]).
 #[derive(Debug, Default)]
@@ -77,9 +85,10 @@ impl MemoryStore {
         .await?)
     }
 
-    /// A count, from the cache while it is fresh, else by `sql` with `bound` (the FTS5 query).
-    /// A count of 0 is not kept: a new scope's first memories count at once.
-    async fn figure(&self, key: String, sql: &'static str, bound: Option<String>) -> Result<f64> {
+    /// A count, from the cache while it is fresh, else by `sql` with `bound` (the FTS5 query),
+    /// kept under both. A count of 0 is not kept: a new scope's first memories count at once.
+    pub(super) async fn figure(&self, sql: &'static str, bound: Option<String>) -> Result<f64> {
+        let key = format!("{sql}\n{}", bound.as_deref().unwrap_or_default());
         if let Some((value, at)) = self.text_statistics.figures().get(&key) {
             if at.elapsed() < FIGURES_TTL {
                 return Ok(*value);
@@ -116,7 +125,6 @@ impl MemoryStore {
                 rank: None,
             });
         };
-        let count = "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
         // A scope that holds every memory (a store of one user) matches without its condition,
         // which would only make FTS5 walk the scope's whole list beside the query's, and ranks
         // by FTS5's own live totals.
@@ -127,46 +135,23 @@ impl MemoryStore {
         let (documents, tokens) = if whole {
             (0.0, -1.0)
         } else {
-            let documents = self
-                .figure(
-                    format!("documents {condition}"),
-                    count,
-                    Some(condition.clone()),
-                )
-                .await?;
-            let tokens = self
-                .figure(
-                    format!("tokens {condition}"),
-                    // FTS5 answers an auxiliary function only on its own query's rows, not
-                    // inside an aggregate: the lengths are read first.
-                    "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) AS tokens \
-                 FROM memories_fts WHERE memories_fts MATCH ?) SELECT TOTAL(tokens) FROM lengths",
-                    Some(condition.clone()),
-                )
-                .await?;
-            (documents, tokens)
+            (
+                self.figure(COUNT_MATCHES, Some(condition.clone())).await?,
+                self.figure(TOTAL_LENGTH, Some(condition.clone())).await?,
+            )
         };
+        let kept = (!whole).then_some(condition);
         let mut arguments = vec![documents, tokens];
-        if !whole {
-            arguments.extend(phrases(&condition).iter().map(|_| 0.0));
+        if let Some(condition) = &kept {
+            arguments.extend(phrases(condition).iter().map(|_| 0.0));
         }
         for phrase in phrases(query) {
             let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
-            let with_phrase = if whole {
-                self.figure(format!("phrase {quoted}"), count, Some(quoted.clone()))
-                    .await?
-            } else {
-                self.figure(
-                    format!("phrase {condition} {quoted}"),
-                    count,
-                    Some(format!("{condition} AND {quoted}")),
-                )
-                .await?
-            };
-            arguments.push(with_phrase);
+            let matching = within(kept.as_deref(), &quoted);
+            arguments.push(self.figure(COUNT_MATCHES, Some(matching)).await?);
         }
         Ok(ScopedText {
-            condition: (!whole).then_some(condition),
+            condition: kept,
             rank: Some(arguments),
         })
     }
@@ -194,10 +179,7 @@ impl ScopedText {
     /// scope's own rows by that token, and `scope_bm25` gives them 0, so it finds nothing the
     /// asker may not see.
     pub(super) fn matching(&self, text: &str) -> String {
-        match &self.condition {
-            Some(condition) => format!("{condition} AND ({text})"),
-            None => text.to_owned(),
-        }
+        within(self.condition.as_deref(), text)
     }
 }
 
