@@ -617,9 +617,8 @@ pub(crate) async fn import(config: Config, path: &std::path::Path) -> anyhow::Re
                 match service.import(&event).await {
                     Ok(Some(_)) => {
                         counts.events += 1;
-                        // The memory extension gets it again and skips it by its id; the
-                        // others (the markdown mirror) take their copy.
-                        if let Err(error) = kernel.publish(event).await {
+                        // The others (the markdown mirror) take their copy; memory has it.
+                        if let Err(error) = kernel.publish_except(event, mnemo_memory::NAME).await {
                             tracing::warn!(%error, "a stored event was not passed on to the other extensions");
                         }
                     }
@@ -738,7 +737,9 @@ pub(crate) async fn ingest(config: Config) -> anyhow::Result<bool> {
                     Ok(memory_id) => {
                         let reply = json!({"ack": event.id, "memory_id": memory_id});
                         if memory_id.is_some() {
-                            if let Err(error) = kernel.publish(event).await {
+                            if let Err(error) =
+                                kernel.publish_except(event, mnemo_memory::NAME).await
+                            {
                                 tracing::warn!(%error, "a stored event was not passed on to the other extensions");
                             }
                         }

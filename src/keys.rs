@@ -28,16 +28,29 @@ pub(crate) enum KeysCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a key by id; it grants nothing from the next request on.
+    /// Revoke a key by id; every server on the store refuses it from its next request.
     Revoke {
         /// The key's id (`mnemo keys list`).
         id: String,
     },
 }
 
-/// `mnemo keys …`.
-pub(crate) fn run(config: &Config, command: &KeysCommand) -> anyhow::Result<bool> {
-    let store = KeyStore::new(&config.data_dir());
+/// `mnemo keys …`: against the configured memory store, where every server on it reads them.
+pub(crate) async fn run(config: Config, command: &KeysCommand) -> anyhow::Result<bool> {
+    let data_dir = config.data_dir();
+    let kernel = crate::commands::start_for_store(config).await?;
+    let result = run_on(&kernel, &data_dir, command).await;
+    kernel.shutdown().await;
+    result
+}
+
+async fn run_on(
+    kernel: &mnemo_kernel::host::Kernel,
+    data_dir: &std::path::Path,
+    command: &KeysCommand,
+) -> anyhow::Result<bool> {
+    let store = KeyStore::new(crate::commands::memory_service(kernel)?);
+    mnemo_server::keys::import_announced(&store, data_dir).await?;
     match command {
         KeysCommand::Create {
             user,
@@ -45,25 +58,27 @@ pub(crate) fn run(config: &Config, command: &KeysCommand) -> anyhow::Result<bool
             chats,
             label,
         } => {
-            let (record, key) = store.create(NewKey {
-                user_id: user.clone(),
-                admin: *admin,
-                chats: chats.clone(),
-                label: label.clone(),
-            })?;
+            let (record, key) = store
+                .create(NewKey {
+                    user_id: user.clone(),
+                    admin: *admin,
+                    chats: chats.clone(),
+                    label: label.clone(),
+                })
+                .await?;
             let whom = record.user_id.as_deref().map_or_else(
                 || "any user (admin)".to_owned(),
                 |user| format!("user {user}"),
             );
             eprintln!(
-                "made key {} for {whom}; it is shown once, here, and stored only hashed in {}:",
-                record.id,
-                store.path().display()
+                "made key {} for {whom}; it is shown once, here, and stored only hashed in the \
+                 memory store:",
+                record.id
             );
             println!("{key}");
         }
         KeysCommand::List { json } => {
-            let keys = store.list()?;
+            let keys = store.list().await?;
             if *json {
                 let listed: Vec<serde_json::Value> = keys
                     .iter()
@@ -100,7 +115,7 @@ pub(crate) fn run(config: &Config, command: &KeysCommand) -> anyhow::Result<bool
             }
         }
         KeysCommand::Revoke { id } => {
-            let record = store.revoke(id)?;
+            let record = store.revoke(id).await?;
             println!("revoked {}", record.id);
         }
     }
@@ -111,9 +126,7 @@ pub(crate) fn run(config: &Config, command: &KeysCommand) -> anyhow::Result<bool
 /// SIGTERM.
 pub(crate) async fn serve(config: Config, options: &ServeOptions) -> anyhow::Result<()> {
     let (kernel, sampling) = crate::commands::start_serving(config).await?;
-    let keys = KeyStore::new(kernel.context().data_dir());
-    let any_keys = has_keys(&keys);
-    let server = match Server::bind(kernel.clone(), keys, options, sampling).await {
+    let server = match Server::bind(kernel.clone(), options, sampling).await {
         Ok(server) => server,
         Err(error) => {
             kernel.shutdown().await;
@@ -121,19 +134,9 @@ pub(crate) async fn serve(config: Config, options: &ServeOptions) -> anyhow::Res
         }
     };
     let address = server.local_addr().context("the bound address")?;
-    if !any_keys {
-        tracing::warn!("no API keys yet: every request will be refused; `mnemo keys create --user U` makes one");
-    }
     // Scripts and tests read the address from this line.
     println!("mnemo serve: listening on http://{address}");
     server.run(stop_signal()).await
-}
-
-fn has_keys(store: &KeyStore) -> bool {
-    store
-        .list()
-        .map(|keys| keys.iter().any(|key| key.revoked_at.is_none()))
-        .unwrap_or(false)
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.

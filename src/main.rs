@@ -156,7 +156,7 @@ enum Command {
         #[arg(long = "allowed-host")]
         allowed_hosts: Vec<String>,
     },
-    /// API keys for `mnemo serve`: stored hashed in the data directory.
+    /// API keys for `mnemo serve`: stored hashed in the memory store, shared by every server on it.
     Keys {
         #[command(subcommand)]
         command: keys::KeysCommand,
@@ -511,7 +511,7 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             keys::serve(config, &options).await?;
             Ok(true)
         }
-        Command::Keys { command } => keys::run(&load_config(&cli)?, command),
+        Command::Keys { command } => keys::run(load_config(&cli)?, command).await,
         Command::Stats { json } => commands::stats(load_config(&cli)?, *json).await,
         Command::Check { json } => commands::check(load_config(&cli)?, *json).await,
         Command::Import { file } => commands::import(load_config(&cli)?, file).await,

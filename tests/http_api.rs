@@ -382,6 +382,9 @@ async fn keys_decide_who_may_do_what() {
     let (status, erased) = call(&served, Some(&ana), Method::DELETE, "/v1/users/ana", None).await;
     assert_eq!(status, StatusCode::OK, "{erased}");
     assert_eq!(erased["memories_removed"], 1);
+    // Erasing a user revokes the user's keys.
+    let (status, _) = call(&served, Some(&ana), Method::GET, "/v1/stats", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -568,4 +571,184 @@ async fn import_takes_turns_for_the_key_and_an_export_back_with_an_admin_key() {
         )
         .await;
     assert_eq!(stats["episodes"], 1, "{stats}");
+}
+
+/// A key of the form `mnemo keys` made before keys moved into the store, and its record as
+/// `keys.json` held it.
+fn old_key_file_entry(id: &str, user: &str, revoked: bool) -> (String, Value) {
+    use sha2::Digest as _;
+    let key = format!("mnemo_{id}_{}", "5e".repeat(32));
+    let hash: String = sha2::Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let record = json!({
+        "id": id, "hash": hash, "user_id": user, "admin": false, "chats": [],
+        "label": null, "created_at": "2026-11-01T00:00:00Z",
+        "revoked_at": if revoked { json!("2026-11-02T00:00:00Z") } else { Value::Null },
+    });
+    (key, record)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directorys_key_file_is_imported_once_then_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, live_record) = old_key_file_entry("k00000000aaaa", "ana", false);
+    let (revoked, revoked_record) = old_key_file_entry("k00000000bbbb", "bob", true);
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(
+        dir.path().join("data/keys.json"),
+        json!({"version": 1, "keys": [live_record, revoked_record]}).to_string(),
+    )
+    .unwrap();
+    // `Served::start` makes its admin key with `mnemo keys create`, which imports the file.
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let (status, body) = call(&served, Some(&live), Method::GET, "/v1/stats", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user_id"], "ana");
+    let (status, _) = call(&served, Some(&revoked), Method::GET, "/v1/stats", None).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a key revoked in the file stays revoked"
+    );
+
+    // Revoked in the store, the key stays revoked across restarts: the file is not read again.
+    let admin = Some(served.admin_key.clone());
+    let (status, body) = call(
+        &served,
+        admin.as_deref(),
+        Method::DELETE,
+        "/v1/keys/k00000000aaaa",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["revoked_at"].is_string(), "{body}");
+    assert!(served.stop());
+    let listed = common::mnemo_in(dir.path())
+        .args(["keys", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("this key file is ignored"),
+        "the warning says the file is ignored: {stderr}"
+    );
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|key| key["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"k00000000aaaa") && ids.contains(&"k00000000bbbb"),
+        "{listed}"
+    );
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let (status, _) = call(&served, Some(&live), Method::GET, "/v1/stats", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_made_listed_and_revoked_over_http_by_admin_keys_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let admin = Some(served.admin_key.clone());
+    let (status, made) = call(
+        &served,
+        admin.as_deref(),
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"user_id": "ana", "chats": ["team"], "label": "ana's phone"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let key = made["key"].as_str().unwrap().to_owned();
+    assert_eq!(made["chats"], json!(["team"]));
+    assert!(made.get("hash").is_none(), "{made}");
+    let (status, _) = call(
+        &served,
+        Some(&key),
+        Method::POST,
+        "/v1/search",
+        Some(json!({"query": "x", "chat_id": "team"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A user key may not make, list or revoke keys; bad requests change nothing.
+    let id = made["id"].as_str().unwrap().to_owned();
+    for (method, path, body) in [
+        (
+            Method::POST,
+            "/v1/keys".to_owned(),
+            Some(json!({"admin": true})),
+        ),
+        (Method::GET, "/v1/keys".to_owned(), None),
+        (Method::DELETE, format!("/v1/keys/{id}"), None),
+    ] {
+        let (status, body) = call(&served, Some(&key), method, &path, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
+    }
+    for (body, named) in [
+        (json!({}), "--user"),
+        (json!({"user_id": "ana", "admin": true}), "not both"),
+        (json!({"admin": true, "chats": ["team"]}), "chats"),
+        (json!({"user_id": "a\u{0}b"}), "user"),
+        (json!({"user_id": "ana", "role": "x"}), "role"),
+    ] {
+        let (status, error) = call(
+            &served,
+            admin.as_deref(),
+            Method::POST,
+            "/v1/keys",
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        assert!(
+            error["error"]["message"].as_str().unwrap().contains(named),
+            "{error}"
+        );
+    }
+    let (status, error) = call(
+        &served,
+        admin.as_deref(),
+        Method::DELETE,
+        "/v1/keys/k0",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{error}");
+    let (_, listed) = call(&served, admin.as_deref(), Method::GET, "/v1/keys", None).await;
+    let keys = listed["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2, "the admin key and ana's: {listed}");
+    assert!(keys
+        .iter()
+        .all(|key| key["revoked_at"].is_null() && key.get("hash").is_none()));
+
+    let (status, revoked) = call(
+        &served,
+        admin.as_deref(),
+        Method::DELETE,
+        &format!("/v1/keys/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{revoked}");
+    let (status, _) = call(&served, Some(&key), Method::GET, "/v1/stats", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Revoking again keeps the first time.
+    let (_, again) = call(
+        &served,
+        admin.as_deref(),
+        Method::DELETE,
+        &format!("/v1/keys/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(again["revoked_at"], revoked["revoked_at"]);
 }

@@ -103,6 +103,13 @@ checks.positive_data_acceptance.enabled = false
 include-path = "/v1/memories"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404]
+
+# POST /v1/keys refuses with 400 the rules between fields: a user key needs `user_id`, an admin
+# key takes no `user_id` and no `chats`. tests/http_api.rs checks those refusals.
+[[operations]]
+include-path = "/v1/keys"
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403]
 "#;
 
 /// A TOML array of strings.

@@ -165,3 +165,91 @@ async fn three_instances_lose_duplicate_and_repeat_nothing() {
     );
     assert_eq!(recorded, format!("{events}|{events}"));
 }
+
+/// Whether every instance refuses `key` at its next request.
+async fn refused_by_all(instances: &[Served], key: &str) -> bool {
+    for instance in instances {
+        let (status, _) = instance
+            .call(Some(key), None, Method::GET, "/v1/stats", None)
+            .await;
+        if status != reqwest::StatusCode::UNAUTHORIZED {
+            return false;
+        }
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_made_on_one_instance_works_on_all_and_a_revocation_reaches_all_at_once() {
+    let url = mnemo_pg_fixture::fresh_database();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let config = format!("[extensions.memory]\ndatabase_url = \"{url}\"\n");
+    // Each instance has its own data directory, as on separate machines: only the database is
+    // shared.
+    let instances: Vec<Served> = dirs
+        .iter()
+        .map(|dir| Served::start(dir.path(), &config, &[]))
+        .collect();
+    let admin = instances[0].admin_key.clone();
+    let make = |user: &'static str| {
+        let instance = &instances[0];
+        let admin = admin.clone();
+        async move {
+            let (status, made) = instance
+                .call(
+                    Some(&admin),
+                    None,
+                    Method::POST,
+                    "/v1/keys",
+                    Some(json!({"user_id": user})),
+                )
+                .await;
+            assert_eq!(status, reqwest::StatusCode::CREATED, "{made}");
+            (
+                made["id"].as_str().unwrap().to_owned(),
+                made["key"].as_str().unwrap().to_owned(),
+            )
+        }
+    };
+    let (dora_id, dora) = make("dora").await;
+    for instance in &instances {
+        let (status, body) = instance
+            .call(Some(&dora), None, Method::GET, "/v1/stats", None)
+            .await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+        assert_eq!(body["user_id"], "dora");
+    }
+
+    // Revoked through the second instance (with the third's admin key): refused on all.
+    let (status, body) = instances[1]
+        .call(
+            Some(&instances[2].admin_key),
+            None,
+            Method::DELETE,
+            &format!("/v1/keys/{dora_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    // Each server reads the key from the store at every request: no delay to wait out.
+    assert!(refused_by_all(&instances, &dora).await);
+
+    // Erasing a user through one instance revokes the user's keys on all.
+    let (_, eve) = make("eve").await;
+    let (status, body) = instances[2]
+        .call(Some(&eve), None, Method::DELETE, "/v1/users/eve", None)
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    assert!(refused_by_all(&instances, &eve).await);
+    let (_, listed) = instances[1]
+        .call(Some(&admin), None, Method::GET, "/v1/keys", None)
+        .await;
+    let revoked: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|key| key["revoked_at"].is_string())
+        .filter_map(|key| key["user_id"].as_str())
+        .collect();
+    assert_eq!(revoked, ["dora", "eve"], "{listed}");
+}

@@ -153,14 +153,15 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         !users.is_empty(),
         "the store holds no bench user's memories"
     );
-    let key_dir = tempfile::tempdir().context("a directory for the API keys")?;
-    let keys = KeyStore::new(key_dir.path());
+    let keys = KeyStore::new(service.clone());
     let mut user_keys = Vec::new();
     for user in &users {
-        let (_, key) = keys.create(NewKey {
-            user_id: Some(user.clone()),
-            ..NewKey::default()
-        })?;
+        let (_, key) = keys
+            .create(NewKey {
+                user_id: Some(user.clone()),
+                ..NewKey::default()
+            })
+            .await?;
         user_keys.push(key);
     }
     let mut urls = Vec::new();
@@ -169,7 +170,6 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
     for kernel in &kernels {
         let server = Server::bind(
             kernel.clone(),
-            KeyStore::new(key_dir.path()),
             &ServeOptions {
                 listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
                 ..ServeOptions::default()

@@ -77,6 +77,19 @@ impl KernelContext {
         self.inner.router.publish(event).await
     }
 
+    /// Publishes an event to every subscriber but the extension `handled_by`, which has handled
+    /// it already ([`Router::publish_except`]).
+    ///
+    /// # Errors
+    /// [`PublishError::Closed`] during shutdown.
+    pub async fn publish_except(
+        &self,
+        event: Event,
+        handled_by: &str,
+    ) -> Result<Event, PublishError> {
+        self.inner.router.publish_except(event, handled_by).await
+    }
+
     /// The router, for counts and [`Router::settle`].
     pub fn router(&self) -> &Router {
         &self.inner.router
@@ -425,6 +438,19 @@ impl Kernel {
     /// [`KernelError::Publish`] during shutdown.
     pub async fn publish(&self, event: Event) -> Result<Event, KernelError> {
         Ok(self.inner.ctx.publish(event).await?)
+    }
+
+    /// Publishes an event to every extension but `handled_by`, which has handled it already
+    /// (a host that stored a turn through the memory service to acknowledge it after commit).
+    ///
+    /// # Errors
+    /// [`KernelError::Publish`] during shutdown.
+    pub async fn publish_except(
+        &self,
+        event: Event,
+        handled_by: &str,
+    ) -> Result<Event, KernelError> {
+        Ok(self.inner.ctx.publish_except(event, handled_by).await?)
     }
 
     /// Waits until every published event has been handled and every extension's background

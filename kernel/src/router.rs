@@ -106,7 +106,26 @@ impl Router {
     ///
     /// # Errors
     /// [`PublishError::Closed`] once shutdown has begun.
-    pub async fn publish(&self, mut event: Event) -> Result<Event, PublishError> {
+    pub async fn publish(&self, event: Event) -> Result<Event, PublishError> {
+        self.deliver(event, None).await
+    }
+
+    /// Publishes `event` as [`Router::publish`] does, to every subscriber but `handled_by`, which
+    /// has handled it already: a host that stores a turn through the memory service directly
+    /// (to acknowledge it after commit) passes it on to the other extensions without the memory
+    /// extension ingesting it a second time.
+    ///
+    /// # Errors
+    /// [`PublishError::Closed`] once shutdown has begun.
+    pub async fn publish_except(
+        &self,
+        event: Event,
+        handled_by: &str,
+    ) -> Result<Event, PublishError> {
+        self.deliver(event, Some(handled_by)).await
+    }
+
+    async fn deliver(&self, mut event: Event, skip: Option<&str>) -> Result<Event, PublishError> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(PublishError::Closed);
         }
@@ -123,6 +142,7 @@ impl Router {
             subscriptions
                 .iter()
                 .filter(|subscription| subscription.wants(event.topic()))
+                .filter(|subscription| skip != Some(subscription.name.as_str()))
                 .map(|subscription| (subscription.name.clone(), subscription.sender.clone()))
                 .collect()
         };
@@ -231,6 +251,31 @@ mod tests {
                 data: serde_json::json!(n),
             },
         )
+    }
+
+    #[tokio::test]
+    async fn an_event_published_except_one_subscriber_reaches_only_the_others() {
+        let router = Router::new(4);
+        let mut memory = router.subscribe("memory", vec!["a".into()]);
+        let mut mirror = router.subscribe("mirror", vec!["a".into()]);
+        router
+            .publish_except(custom("a", 1), "memory")
+            .await
+            .unwrap();
+        let delivered = mirror.recv().await.unwrap();
+        assert_eq!(delivered.payload, custom("a", 1).payload);
+        router.delivered();
+        router.settle().await;
+        assert!(
+            memory.try_recv().is_err(),
+            "the skipped subscriber got nothing"
+        );
+        assert_eq!(router.in_flight(), 0);
+        router.publish(custom("a", 2)).await.unwrap();
+        assert!(
+            memory.recv().await.is_some(),
+            "a plain publish still reaches it"
+        );
     }
 
     #[tokio::test]

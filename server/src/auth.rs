@@ -117,7 +117,10 @@ impl Principal {
 }
 
 /// Checks the request's key and names its caller.
-pub(crate) fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
+pub(crate) async fn authenticate(
+    keys: &KeyStore,
+    headers: &HeaderMap,
+) -> Result<Principal, ApiError> {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthorized(
             "no API key: send `Authorization: Bearer KEY` (`mnemo keys create` makes one)",
@@ -137,7 +140,7 @@ pub(crate) fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Princ
         })?;
     let record = keys
         .verify(presented)
-        .map_err(|error| ApiError::internal(&error))?
+        .await?
         .ok_or_else(|| ApiError::unauthorized("the API key is not valid, or it was revoked"))?;
     let act_for = match headers.get(ACT_FOR_HEADER) {
         None => None,
@@ -176,7 +179,7 @@ impl FromRequestParts<Arc<AppState>> for Principal {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        let principal = authenticate(&state.keys, &parts.headers)?;
+        let principal = authenticate(&state.keys, &parts.headers).await?;
         tracing::debug!(key = %principal.key_id, admin = principal.admin, "authenticated");
         Ok(principal)
     }
@@ -200,7 +203,8 @@ pub(crate) async fn require_key(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let resolved = authenticate(&state.keys, request.headers()).and_then(|principal| {
+    let authenticated = authenticate(&state.keys, request.headers()).await;
+    let resolved = authenticated.and_then(|principal| {
         let user = principal.user()?.to_owned();
         let chat = match request.headers().get(crate::mcp::CHAT_HEADER) {
             Some(value) => Some(

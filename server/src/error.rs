@@ -127,6 +127,18 @@ impl From<MemoryError> for ApiError {
     }
 }
 
+impl From<crate::keys::KeyError> for ApiError {
+    fn from(error: crate::keys::KeyError) -> Self {
+        use crate::keys::KeyError as E;
+        match error {
+            E::Store(error) => error.into(),
+            E::NoSuchKey(id) => Self::not_found(format!("no key `{id}`")),
+            E::Invalid(message) => Self::invalid(message),
+            other => Self::internal(&other),
+        }
+    }
+}
+
 impl From<mnemo_memory::MemoryApiError> for ApiError {
     fn from(error: mnemo_memory::MemoryApiError) -> Self {
         use mnemo_memory::MemoryApiError as E;

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::ACT_FOR_HEADER;
 pub use error::ApiError;
-pub use keys::{KeyError, KeyRecord, KeyStore, NewKey};
+pub use keys::{KeyError, KeyFileImport, KeyRecord, KeyStore, NewKey};
 pub use sampling::SamplingLlm;
 
 /// How the server listens and what it accepts.
@@ -94,15 +94,16 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds the address and builds the routes over a started kernel. With `sampling` (the
-    /// kernel's model, when no `[llm]` is configured), MCP clients that offer sampling lend it
-    /// their model, each for its own user.
+    /// Binds the address and builds the routes over a started kernel, whose memory store keeps
+    /// the API keys (a `keys.json` in the data directory is imported first, once). With
+    /// `sampling` (the kernel's model, when no `[llm]` is configured), MCP clients that offer
+    /// sampling lend it their model, each for its own user.
     ///
     /// # Errors
-    /// The memory extension is not enabled, or the address cannot be bound.
+    /// The memory extension is not enabled, `keys.json` cannot be imported, or the address
+    /// cannot be bound.
     pub async fn bind(
         kernel: Kernel,
-        keys: KeyStore,
         options: &ServeOptions,
         sampling: Option<Arc<SamplingLlm>>,
     ) -> anyhow::Result<Self> {
@@ -111,6 +112,13 @@ impl Server {
             .services()
             .get::<MemoryService>()
             .context("`mnemo serve` needs the memory extension; enable [extensions.memory]")?;
+        let keys = KeyStore::new(memory.clone());
+        keys::import_announced(&keys, kernel.context().data_dir()).await?;
+        if !keys.any_live().await? {
+            tracing::warn!(
+                "no API keys yet: every request will be refused; `mnemo keys create --user U` makes one"
+            );
+        }
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .with_context(|| format!("cannot listen on {}", options.listen))?;

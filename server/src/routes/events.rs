@@ -207,7 +207,7 @@ pub(crate) async fn post_events(
         let memory_id = state.memory.ingest(&event).await?;
         let id = event.id.clone();
         if memory_id.is_some() {
-            if let Err(error) = state.kernel.publish(event).await {
+            if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await {
                 tracing::warn!(%error, "a stored event was not passed on to the other extensions");
             }
         }
@@ -303,7 +303,8 @@ pub(crate) async fn import(
             Line::Event(event) => match state.memory.import(&event).await? {
                 Some(_) => {
                     report.events += 1;
-                    if let Err(error) = state.kernel.publish(event).await {
+                    if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await
+                    {
                         tracing::warn!(%error, "an imported event was not passed on to the other extensions");
                     }
                 }

@@ -24,7 +24,9 @@ pub(crate) async fn metrics(
         ));
     };
     if state.metrics_access == MetricsAccess::Admin {
-        crate::auth::authenticate(&state.keys, &headers)?.require_admin()?;
+        crate::auth::authenticate(&state.keys, &headers)
+            .await?
+            .require_admin()?;
     }
     let index_queue = match state.memory.pending_index().await {
         Ok(pending) => Some(pending),

@@ -3,6 +3,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod events;
+pub(crate) mod keys;
 pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod provenance;
@@ -107,6 +108,9 @@ where
         admin::jobs,
         admin::job_runs,
         admin::run_job,
+        keys::create,
+        keys::list,
+        keys::revoke,
         admin::healthz,
         admin::readyz,
     ),
@@ -183,6 +187,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             "/v1/users/{user_id}",
             axum::routing::delete(admin::erase_user),
         )
+        .route("/v1/keys", post(keys::create).get(keys::list))
+        .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))
         .route("/v1/jobs", get(admin::jobs))
         .route("/v1/jobs/runs", get(admin::job_runs))
         .route("/v1/jobs/{name}/run", post(admin::run_job))

@@ -6,6 +6,7 @@ mod admin;
 mod facts;
 mod indexer;
 mod ingest;
+mod keys;
 mod removal;
 
 use std::collections::HashMap;

@@ -11,6 +11,7 @@
 //! (Unix seconds, JSON lists, little-endian vector blobs), so that a store moves between them
 //! row by row (`mnemo migrate-store`).
 
+mod api_keys;
 mod backend;
 mod counts;
 mod job_history;
@@ -26,7 +27,7 @@ pub(crate) use backend::MemoryBackend;
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub use types::{
-    EntitySummary, IndexItem, IntegrityReport, MirrorSize, OwnerSummary, Person, StoredTurn,
-    VectorStatus,
+    EntitySummary, IndexItem, IntegrityReport, KeyRecord, MirrorSize, OwnerSummary, Person,
+    StoredTurn, VectorStatus,
 };
 pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope};

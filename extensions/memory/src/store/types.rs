@@ -305,3 +305,26 @@ impl IntegrityReport {
         problems
     }
 }
+
+/// An API key as stored: its hash, never the key. Kept in the store so that every server on it
+/// accepts the same keys, and a revocation reaches them all.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRecord {
+    /// Names the key: `k` and 12 hex digits.
+    pub id: String,
+    /// SHA-256 of the whole key, in hex.
+    pub hash: String,
+    /// The user it acts for; `None` for an admin key.
+    pub user_id: Option<String>,
+    /// An admin key may act for any user (the `X-Mnemo-User` header) and run jobs.
+    pub admin: bool,
+    /// The chats it may act in; empty for any chat and the user's own memory outside chats.
+    pub chats: Vec<String>,
+    /// A note for people (who holds it).
+    pub label: Option<String>,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When it was revoked; it grants nothing from then on.
+    pub revoked_at: Option<DateTime<Utc>>,
+}

@@ -1,11 +1,12 @@
 //! The storage traits for export and import, and for administration.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use mnemo_kernel::host::JobRun;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::store::IntegrityReport;
+use crate::store::{IntegrityReport, KeyRecord};
 
 /// Lossless export of the stored memories as JSON records, and importing them back.
 #[async_trait]
@@ -89,4 +90,41 @@ pub(crate) trait JobRecords: Send + Sync {
         due: chrono::DateTime<chrono::Utc>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<bool>;
+}
+
+/// API keys and the store's one-off settings: kept in the store, so that every server on it
+/// sees the same keys and a revocation reaches them all at their next lookup.
+#[async_trait]
+pub(crate) trait KeyRecords: Send + Sync {
+    /// Stores `key` unless a key with its id exists; returns whether it was new.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn insert_key(&self, key: &KeyRecord) -> Result<bool>;
+
+    /// Every key, revoked ones included, oldest first; with `id`, that key only.
+    ///
+    /// # Errors
+    /// The database fails, or a stored key cannot be read.
+    async fn keys(&self, id: Option<&str>) -> Result<Vec<KeyRecord>>;
+
+    /// Revokes the key `id` at `at` (a second revocation keeps the first time); returns it as
+    /// stored now, or `None` when there is no such key.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<Option<KeyRecord>>;
+
+    /// The store setting `name`, if set.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn setting(&self, name: &str) -> Result<Option<String>>;
+
+    /// Sets the store setting `name` unless it is set (the first value stands); returns whether
+    /// this call set it.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn set_setting(&self, name: &str, value: &str) -> Result<bool>;
 }

@@ -15,7 +15,7 @@ mod memories;
 mod people_and_sessions;
 
 pub(crate) use admin::{
-    JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
+    JobRecords, KeyRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
 };
 pub(crate) use indexes::{
     vector_scope, within_request, EntityLinks, FullTextIndex, IndexQueue, VectorIndex,
@@ -40,6 +40,7 @@ pub(crate) trait MemoryBackend:
     + MemoryExport
     + StoreAdmin
     + JobRecords
+    + KeyRecords
     + InspectionQueries
     + std::fmt::Debug
 {

@@ -16,6 +16,7 @@
 //! `lifecycle`, `sessions`, `people`, `export` and `admin`.
 
 mod admin;
+mod api_keys;
 mod entities;
 mod export;
 mod fulltext;

@@ -148,6 +148,10 @@ impl MemoryRemoval for PostgresStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        crate::store::api_keys::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
+            .build()
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(UserErased {
             user_id: user_id.to_owned(),

@@ -9,6 +9,7 @@
 //! reads many small rows as one.
 
 mod admin;
+mod api_keys;
 mod checkpoint;
 mod entities;
 mod export;

@@ -258,6 +258,10 @@ impl MemoryRemoval for MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        crate::store::api_keys::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
+            .build()
+            .execute(&mut *tx)
+            .await?;
         let removed = ids.len() as u64;
         let generation = if removed == 0 {
             None

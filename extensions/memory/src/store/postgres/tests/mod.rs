@@ -43,6 +43,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
     assert_eq!(
         tables,
         [
+            "api_keys",
             "embedding_cache",
             "embedding_queue",
             "entities",
@@ -54,7 +55,8 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "memory_metadata",
             "memory_sentence_vectors",
             "memory_vectors",
-            "sessions_consolidations"
+            "sessions_consolidations",
+            "store_settings"
         ]
     );
 }

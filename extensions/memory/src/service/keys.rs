@@ -1,0 +1,59 @@
+//! API keys and the store's one-off settings through the service: the server's key checks and
+//! `mnemo keys` read and write them in the store, so that every server on it agrees.
+
+use chrono::{DateTime, Utc};
+
+use super::MemoryService;
+use crate::error::Result;
+use crate::store::KeyRecord;
+
+impl MemoryService {
+    /// Stores a new key (its hash); returns `false` when a key with its id exists.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn insert_key(&self, key: &KeyRecord) -> Result<bool> {
+        self.store()?.insert_key(key).await
+    }
+
+    /// Every key, revoked ones included, oldest first.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn keys(&self) -> Result<Vec<KeyRecord>> {
+        self.store()?.keys(None).await
+    }
+
+    /// The key `id`, revoked or not.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn key(&self, id: &str) -> Result<Option<KeyRecord>> {
+        Ok(self.store()?.keys(Some(id)).await?.into_iter().next())
+    }
+
+    /// Revokes the key `id` at `at` (the first revocation's time stands); returns it as stored,
+    /// or `None` when there is no such key.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<Option<KeyRecord>> {
+        self.store()?.revoke_key(id, at).await
+    }
+
+    /// The store setting `name`, if set.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn store_setting(&self, name: &str) -> Result<Option<String>> {
+        self.store()?.setting(name).await
+    }
+
+    /// Sets the store setting `name` unless it is set; returns whether this call set it.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn set_store_setting(&self, name: &str, value: &str) -> Result<bool> {
+        self.store()?.set_setting(name, value).await
+    }
+}

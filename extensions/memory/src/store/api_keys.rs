@@ -1,0 +1,152 @@
+//! The API keys' SQL and rows, the same in both backends: written once over sqlx's
+//! `QueryBuilder`, which numbers the placeholders for each. The backends run these in their own
+//! transactions (`store/*/access.rs`).
+
+use chrono::{DateTime, Utc};
+use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
+
+use crate::error::{MemoryError, Result};
+use crate::store::types::KeyRecord;
+
+/// The columns [`key_from_row`] reads.
+const KEY_COLUMNS: &str = "id, hash, user_id, admin, chats, label, created_ms, revoked_ms";
+
+/// Inserts `key` unless a key with its id exists.
+pub(crate) fn insert_key<'args, DB>(key: &KeyRecord) -> Result<QueryBuilder<'args, DB>>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+    Option<String>: Encode<'args, DB> + Type<DB> + 'args,
+    Option<i64>: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let chats = serde_json::to_string(&key.chats)
+        .map_err(|error| MemoryError::Invalid(error.to_string()))?;
+    let mut builder = QueryBuilder::new(format!("INSERT INTO api_keys ({KEY_COLUMNS}) "));
+    builder.push_values([key], |mut row, key| {
+        row.push_bind(key.id.clone())
+            .push_bind(key.hash.clone())
+            .push_bind(key.user_id.clone())
+            .push_bind(i64::from(key.admin))
+            .push_bind(chats.clone())
+            .push_bind(key.label.clone())
+            .push_bind(key.created_at.timestamp_millis())
+            .push_bind(key.revoked_at.map(|at| at.timestamp_millis()));
+    });
+    builder.push(" ON CONFLICT (id) DO NOTHING");
+    Ok(builder)
+}
+
+/// Every key, oldest first; with `id`, that key only.
+pub(crate) fn select_keys<'args, DB>(id: Option<&str>) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new(format!("SELECT {KEY_COLUMNS} FROM api_keys"));
+    if let Some(id) = id {
+        builder.push(" WHERE id = ").push_bind(id.to_owned());
+    }
+    builder.push(" ORDER BY created_ms, id");
+    builder
+}
+
+/// Revokes the key `id` at `at`, unless it was revoked before (the first time stands).
+pub(crate) fn revoke_key<'args, DB>(id: &str, at: DateTime<Utc>) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    revoke_where("id", id, at)
+}
+
+/// Revokes every live key of `user` at `at` (erasing a user).
+pub(crate) fn revoke_user_keys<'args, DB>(user: &str, at: DateTime<Utc>) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    revoke_where("user_id", user, at)
+}
+
+/// Revokes the live keys whose `column` holds `value`.
+fn revoke_where<'args, DB>(
+    column: &'static str,
+    value: &str,
+    at: DateTime<Utc>,
+) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new("UPDATE api_keys SET revoked_ms = ");
+    builder
+        .push_bind(at.timestamp_millis())
+        .push(format!(" WHERE revoked_ms IS NULL AND {column} = "))
+        .push_bind(value.to_owned());
+    builder
+}
+
+/// The value of the store setting `name`.
+pub(crate) fn select_setting<'args, DB>(name: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new("SELECT value FROM store_settings WHERE name = ");
+    builder.push_bind(name.to_owned());
+    builder
+}
+
+/// Sets the store setting `name` to `value` unless it is set; the first value stands.
+pub(crate) fn insert_setting<'args, DB>(name: &str, value: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new("INSERT INTO store_settings (name, value) VALUES (");
+    builder
+        .push_bind(name.to_owned())
+        .push(", ")
+        .push_bind(value.to_owned())
+        .push(") ON CONFLICT (name) DO NOTHING");
+    builder
+}
+
+/// A key from a row holding [`KEY_COLUMNS`], in either backend.
+pub(crate) fn key_from_row<'r, R>(row: &'r R) -> Result<KeyRecord>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let id: String = row.try_get("id")?;
+    let millis = |column: &str, value: i64| -> Result<DateTime<Utc>> {
+        DateTime::from_timestamp_millis(value)
+            .ok_or_else(|| MemoryError::Corrupt(format!("api_keys.{column} of {id}: {value}")))
+    };
+    let chats: String = row.try_get("chats")?;
+    let chats = serde_json::from_str(&chats)
+        .map_err(|error| MemoryError::Corrupt(format!("api_keys.chats of {id}: {error}")))?;
+    let created = millis("created_ms", row.try_get("created_ms")?)?;
+    let revoked = match row.try_get::<Option<i64>, _>("revoked_ms")? {
+        Some(value) => Some(millis("revoked_ms", value)?),
+        None => None,
+    };
+    Ok(KeyRecord {
+        hash: row.try_get("hash")?,
+        user_id: row.try_get("user_id")?,
+        admin: row.try_get::<i64, _>("admin")? == 1,
+        chats,
+        label: row.try_get("label")?,
+        created_at: created,
+        revoked_at: revoked,
+        id,
+    })
+}
