@@ -625,7 +625,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let cli = Cli::parse();
         let telemetry = match init_telemetry(&cli) {
             Ok(telemetry) => telemetry,
@@ -646,5 +646,9 @@ fn main() -> ExitCode {
         // The last spans go out on this runtime, so before it stops.
         telemetry.shutdown();
         code
-    })
+    });
+    // Work still on the blocking threads (an embedding batch the shutdown's grace cut off) is
+    // not waited for: what it was for stays queued in the store.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
 }

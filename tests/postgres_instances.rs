@@ -253,3 +253,226 @@ async fn a_key_made_on_one_instance_works_on_all_and_a_revocation_reaches_all_at
         .collect();
     assert_eq!(revoked, ["dora", "eve"], "{listed}");
 }
+
+/// `scripts/postgres ARGS`; its last line of output (the URL, for `start`).
+fn postgres_script(args: &[&str]) -> String {
+    let output = std::process::Command::new(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres"),
+    )
+    .args(args)
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "scripts/postgres {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// One request of the outage test: when it was sent (since the test began), how long its
+/// answer took, its status, its `Retry-After` and its error message.
+struct Sent {
+    at: Duration,
+    took: Duration,
+    status: u16,
+    retry_after: Option<String>,
+    message: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_postgres_is_down_requests_get_503_within_a_second_and_recover_without_restarts() {
+    let pg_dir = tempfile::tempdir().unwrap();
+    // As root the server runs as `nobody`, who must reach its directory.
+    std::fs::set_permissions(
+        pg_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let server_dir = pg_dir.path().join("server");
+    let url = postgres_script(&["start", server_dir.to_str().unwrap()]);
+    let discard = scopeguard(server_dir.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(
+        dir.path(),
+        &format!("[extensions.memory]\ndatabase_url = \"{url}\"\n"),
+        &[],
+    );
+    let key = create_key(dir.path(), &["--user", "ana"]);
+    let client = reqwest::Client::new();
+    let began = Instant::now();
+    let stop_clients = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut clients = Vec::new();
+    for client_index in 0..3 {
+        let (client, url, key) = (client.clone(), served.url.clone(), key.clone());
+        let stop = stop_clients.clone();
+        clients.push(tokio::spawn(async move {
+            let mut sent = Vec::new();
+            let mut acked = Vec::new();
+            let mut index = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let id = format!("c{client_index}-{index}");
+                index += 1;
+                let at = began.elapsed();
+                let response = client
+                    .post(format!("{url}/v1/events"))
+                    .bearer_auth(&key)
+                    .json(
+                        &json!({"id": id, "type": "user_message", "at": "2026-11-20T10:00:00Z",
+                        "session_id": "s", "text": format!("turn {id} about the Lisbon trip")}),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                let took = began.elapsed() - at;
+                let status = response.status().as_u16();
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .map(|value| value.to_str().unwrap().to_owned());
+                let body: Value = response.json().await.unwrap();
+                if status == 200 && body["results"][0]["stored"] == true {
+                    acked.push(id);
+                }
+                sent.push(Sent {
+                    at,
+                    took,
+                    status,
+                    retry_after,
+                    message: body["error"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                });
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (sent, acked)
+        }));
+    }
+    let ready = |client: reqwest::Client, url: String| async move {
+        client
+            .get(format!("{url}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(ready(client.clone(), served.url.clone()).await, 200);
+
+    // PostgreSQL goes away.
+    postgres_script(&["stop", server_dir.to_str().unwrap()]);
+    let down = began.elapsed();
+    let mut not_ready_after = None;
+    while not_ready_after.is_none() && began.elapsed() < down + Duration::from_secs(5) {
+        if ready(client.clone(), served.url.clone()).await == 503 {
+            not_ready_after = Some(began.elapsed() - down);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(began.elapsed() - down)).await;
+
+    // It comes back on its port; the server finds it again by itself.
+    let restarted = postgres_script(&["start", server_dir.to_str().unwrap()]);
+    assert_eq!(
+        restarted, url,
+        "scripts/postgres starts it again on its port"
+    );
+    let up = began.elapsed();
+    let mut ready_after = None;
+    while ready_after.is_none() && began.elapsed() < up + Duration::from_secs(10) {
+        if ready(client.clone(), served.url.clone()).await == 200 {
+            ready_after = Some(began.elapsed() - up);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop_clients.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut sent = Vec::new();
+    let mut acked = Vec::new();
+    for client in clients {
+        let (client_sent, client_acked) = client.await.unwrap();
+        sent.extend(client_sent);
+        acked.extend(client_acked);
+    }
+
+    let not_ready_after =
+        not_ready_after.expect("/readyz never said 503 while PostgreSQL was down");
+    assert!(
+        not_ready_after < Duration::from_secs(1),
+        "/readyz said 503 after {not_ready_after:?}"
+    );
+    let ready_after = ready_after.expect("the server never found PostgreSQL again");
+    // No answer took longer than the connect timeout and a little.
+    let slowest = sent.iter().map(|sent| sent.took).max().unwrap();
+    assert!(
+        slowest < Duration::from_millis(1_500),
+        "an answer took {slowest:?}"
+    );
+    // While it was down, every answer was 503 `unavailable` with `Retry-After`, saying why.
+    let during: Vec<&Sent> = sent
+        .iter()
+        .filter(|sent| sent.at > down + Duration::from_secs(1) && sent.at + sent.took < up)
+        .collect();
+    assert!(
+        during.len() > 10,
+        "{} requests while it was down",
+        during.len()
+    );
+    for sent in &during {
+        assert_eq!(sent.status, 503, "{}", sent.message);
+        assert_eq!(sent.retry_after.as_deref(), Some("1"));
+        assert!(
+            sent.message.contains("connection refused"),
+            "{}",
+            sent.message
+        );
+    }
+    // Afterwards, stored again.
+    let after: Vec<&Sent> = sent
+        .iter()
+        .filter(|sent| sent.at > up + ready_after)
+        .collect();
+    assert!(!after.is_empty() && after.iter().all(|sent| sent.status == 200));
+    // Every acknowledged event is stored.
+    let stored: Vec<String> = mnemo_pg_fixture::query(&url, "SELECT event_id FROM ingested_events")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let missing: Vec<&String> = acked.iter().filter(|id| !stored.contains(id)).collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged but not stored: {missing:?}"
+    );
+    eprintln!(
+        "{} requests, {} acknowledged, {} stored; 503 from /readyz after {not_ready_after:?}, \
+         ready again {ready_after:?} after PostgreSQL; slowest answer {slowest:?}",
+        sent.len(),
+        acked.len(),
+        stored.len()
+    );
+    drop(discard);
+}
+
+/// Discards the PostgreSQL server in `dir` when dropped, whatever the test's outcome.
+fn scopeguard(dir: std::path::PathBuf) -> impl Drop {
+    struct Discard(std::path::PathBuf);
+    impl Drop for Discard {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres"),
+            )
+            .arg("discard")
+            .arg(&self.0)
+            .status();
+        }
+    }
+    Discard(dir)
+}

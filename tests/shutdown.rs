@@ -8,6 +8,8 @@ use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
 use mnemo_kernel::{ConversationEvent, Event};
 use mnemo_memory::MemoryService;
+
+mod common;
 use serde_json::{json, Value};
 
 /// Log lines, collected from a subscriber on this thread.
@@ -173,4 +175,81 @@ async fn a_kernel_shut_down_and_dropped_frees_its_services() {
         watch.upgrade().is_none(),
         "the memory service outlived its kernel"
     );
+}
+
+/// A turn of about 1,200 characters, different for each `index`.
+fn long_turn(index: usize) -> Value {
+    let sentence = format!(
+        "On day {index} we talked about the harbour survey, the ferry timetable for route {} \
+         and the budget line {} that Dana wants to move into the spring. ",
+        index % 97,
+        index * 7
+    );
+    json!({
+        "id": format!("long-{index}"),
+        "type": if index.is_multiple_of(2) { "user_message" } else { "agent_response" },
+        "at": "2026-11-20T10:00:00Z",
+        "session_id": format!("s{}", index / 50),
+        "text": sentence.repeat(8),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_thousands_of_texts_queued_exits_within_the_grace_and_keeps_what_it_acked() {
+    const GRACE: Duration = Duration::from_millis(4_000);
+    const EVENTS: usize = 5_000;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[kernel]\nshutdown_grace_ms = {}\n[extensions.embedding]\n[extensions.ner]\n\
+         [extensions.memory]\n",
+        GRACE.as_millis()
+    );
+    let served = common::server::Served::start(dir.path(), &config, &[]);
+    let key = common::server::create_key(dir.path(), &["--user", "ana"]);
+    let mut acknowledged = 0;
+    for batch in 0..EVENTS / 500 {
+        let events: Vec<Value> = (batch * 500..(batch + 1) * 500).map(long_turn).collect();
+        let (status, reply) = served
+            .call(
+                Some(&key),
+                None,
+                reqwest::Method::POST,
+                "/v1/events",
+                Some(json!({ "events": events })),
+            )
+            .await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{reply}");
+        acknowledged += reply["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|result| result["stored"] == true)
+            .count();
+    }
+    assert_eq!(acknowledged, EVENTS);
+    let (_, stats) = served
+        .call(Some(&key), None, reqwest::Method::GET, "/v1/stats", None)
+        .await;
+    let queued = stats["pending_index"].as_i64().unwrap();
+    assert!(queued > 1_000, "the indexer has thousands to do: {stats}");
+
+    let signalled = std::time::Instant::now();
+    assert!(served.stop(), "mnemo serve exits cleanly on SIGTERM");
+    let took = signalled.elapsed();
+    // The grace, and a little for the process to end.
+    assert!(
+        took < GRACE + Duration::from_millis(1_500),
+        "exited after {took:?}"
+    );
+
+    // Every acknowledged event is stored, the rest of the queue with it.
+    let output = common::mnemo_in(dir.path())
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stats: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(stats["counts"]["episode"], EVENTS, "{stats}");
+    assert!(stats["pending_index"].as_i64().unwrap() > 0, "{stats}");
+    eprintln!("SIGTERM with {queued} texts queued: exited after {took:?}");
 }

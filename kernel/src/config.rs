@@ -80,7 +80,8 @@ pub struct KernelConfig {
     pub system_prompt: String,
     /// Capacity of each subscriber's event queue; a full queue makes the publisher wait.
     pub queue_capacity: usize,
-    /// How long shutdown waits for queues to drain and extensions to stop, in milliseconds.
+    /// How long a whole shutdown may take, in milliseconds: a server's requests in flight, the
+    /// event queues and the extensions share it (an orchestrator's own grace is often 30 s).
     pub shutdown_grace_ms: u64,
     /// Most LLM round trips with tool calls in one agent turn.
     pub max_tool_rounds: usize,
@@ -94,7 +95,7 @@ impl Default for KernelConfig {
             data_dir: None,
             system_prompt: "You are a helpful assistant with long-term memory.".to_owned(),
             queue_capacity: 256,
-            shutdown_grace_ms: 5_000,
+            shutdown_grace_ms: 10_000,
             max_tool_rounds: 8,
             default_user: "me".to_owned(),
         }

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -31,6 +32,10 @@ use crate::services::Services;
 mod jobs;
 
 use jobs::JobEntry;
+
+/// The least time an extension is given to stop, even past the shutdown's deadline: enough to
+/// close its files.
+const LEAST_STOP: Duration = Duration::from_millis(200);
 pub use jobs::{JobRun, JobTotals, KEPT_JOB_RUNS};
 
 /// What every extension receives: clock, bus, services, model, data directory and shutdown signal.
@@ -357,7 +362,9 @@ impl KernelBuilder {
             if let Err(err) = extension.start(&kernel.inner.ctx).instrument(span).await {
                 let error = ExtensionError::new(extension.name(), err);
                 tracing::error!(%error, "start failed; stopping the extensions already started");
-                kernel.stop_extensions(started).await;
+                kernel
+                    .stop_extensions(started, Instant::now() + kernel.shutdown_grace())
+                    .await;
                 kernel.inner.ctx.router().close();
                 return Err(error.into());
             }
@@ -608,26 +615,44 @@ impl Kernel {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = tasks;
     }
 
-    async fn stop_extensions(&self, count: usize) {
-        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+    /// Stops the first `count` extensions in reverse start order, each within the time left
+    /// until `deadline` (and at least [`LEAST_STOP`], so that a late one still closes its files).
+    async fn stop_extensions(&self, count: usize, deadline: Instant) {
         for extension in self.inner.extensions[..count].iter().rev() {
-            match tokio::time::timeout(grace, extension.stop(&self.inner.ctx)).await {
+            let allowed = deadline
+                .saturating_duration_since(Instant::now())
+                .max(LEAST_STOP);
+            match tokio::time::timeout(allowed, extension.stop(&self.inner.ctx)).await {
                 Ok(Ok(())) => tracing::info!(extension = %extension.name(), "stopped"),
                 Ok(Err(error)) => {
                     tracing::warn!(extension = %extension.name(), %error, "stop failed")
                 }
                 Err(_) => tracing::warn!(
-                    extension = %extension.name(), grace_ms = grace.as_millis() as u64,
+                    extension = %extension.name(), allowed_ms = allowed.as_millis() as u64,
                     "did not stop within the grace period"
                 ),
             }
         }
     }
 
-    /// Shuts down: cancels background work, stops the scheduler, drains every event queue, then
-    /// stops the extensions in reverse start order and drops the published APIs
-    /// ([`KernelContext::services`] finds none afterwards). Calling it again does nothing.
+    /// The configured grace period of a shutdown (`[kernel] shutdown_grace_ms`).
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms)
+    }
+
+    /// Shuts down within the configured grace period ([`Kernel::shutdown_by`]).
     pub async fn shutdown(&self) {
+        self.shutdown_by(Instant::now() + self.shutdown_grace())
+            .await;
+    }
+
+    /// Shuts down by `deadline`: cancels background work, stops the scheduler, drains every
+    /// event queue, then stops the extensions in reverse start order and drops the published
+    /// APIs ([`KernelContext::services`] finds none afterwards). Each step takes what time is
+    /// left; what does not finish by then is left (a job is stopped, an event stays unhandled,
+    /// an embedding batch in flight is dropped: queues that matter are durable). Calling it again
+    /// does nothing.
+    pub async fn shutdown_by(&self, deadline: Instant) {
         if self.inner.stopped.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -639,11 +664,10 @@ impl Kernel {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
         );
-        // A job that is running finishes within the grace period, or is stopped, so that none
-        // works on while the extensions stop; none starts after this.
-        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
+        // A job that is running finishes in time, or is stopped, so that none works on while
+        // the extensions stop; none starts after this.
         let aborts: Vec<_> = cron_tasks.iter().map(JoinHandle::abort_handle).collect();
-        if tokio::time::timeout(grace, futures::future::join_all(cron_tasks))
+        if tokio::time::timeout_at(deadline, futures::future::join_all(cron_tasks))
             .await
             .is_err()
         {
@@ -658,15 +682,12 @@ impl Kernel {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
         );
-        let grace = Duration::from_millis(self.inner.config.kernel.shutdown_grace_ms);
-        let drained = tokio::time::timeout(grace, futures::future::join_all(tasks)).await;
+        let drained = tokio::time::timeout_at(deadline, futures::future::join_all(tasks)).await;
         if drained.is_err() {
-            tracing::warn!(
-                grace_ms = grace.as_millis() as u64,
-                "event queues did not drain within the grace period"
-            );
+            tracing::warn!("event queues did not drain within the grace period");
         }
-        self.stop_extensions(self.inner.extensions.len()).await;
+        self.stop_extensions(self.inner.extensions.len(), deadline)
+            .await;
         // A service that holds the context (the memory service does) would otherwise keep the
         // context, and with it every service and the embedding model, alive after the kernel
         // is dropped: about 140 MB a kernel in `mnemo eval`, which starts one per case.

@@ -47,6 +47,24 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
 
+    /// 503 `unavailable`: the memory store cannot be reached now; the client retries (every
+    /// 503 carries `Retry-After`).
+    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+
+    /// The answer to a store failure: 503 when the database cannot be reached, else 500.
+    fn from_store(error: &MemoryError) -> Self {
+        if error.is_unavailable() {
+            tracing::warn!(%error, "the memory store's database does not answer");
+            Self::unavailable(format!(
+                "the memory store's database does not answer ({error}); retry shortly"
+            ))
+        } else {
+            Self::internal(error)
+        }
+    }
+
     /// 404 `not_found`.
     pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
@@ -102,6 +120,11 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -117,12 +140,8 @@ impl From<MemoryError> for ApiError {
         match error {
             MemoryError::Invalid(message) => Self::invalid(message),
             MemoryError::NotFound(message) => Self::not_found(message),
-            MemoryError::NotOpen => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the memory store is not open",
-            ),
-            other => Self::internal(&other),
+            MemoryError::NotOpen => Self::unavailable("the memory store is not open"),
+            other => Self::from_store(&other),
         }
     }
 }
@@ -132,6 +151,7 @@ impl From<crate::keys::KeyError> for ApiError {
         use crate::keys::KeyError as E;
         match error {
             E::Store(error) => error.into(),
+            E::Unavailable(_) => Self::unavailable(error.to_string()),
             E::NoSuchKey(id) => Self::not_found(format!("no key `{id}`")),
             E::Invalid(message) => Self::invalid(message),
             other => Self::internal(&other),
@@ -145,11 +165,11 @@ impl From<mnemo_memory::MemoryApiError> for ApiError {
         match error {
             E::Invalid(message) => Self::invalid(message),
             E::NotFound(message) => Self::not_found(message),
-            E::NotOpen => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the memory store is not open",
-            ),
+            E::NotOpen => Self::unavailable("the memory store is not open"),
+            E::Storage(source) => match source.downcast_ref::<MemoryError>() {
+                Some(error) => Self::from_store(error),
+                None => Self::internal(&source),
+            },
             other => Self::internal(&other),
         }
     }

@@ -44,6 +44,9 @@ pub enum KeyError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The store's database does not answer (its probe says why): nothing can be checked now.
+    #[error("the memory store's database does not answer ({0}); retry shortly")]
+    Unavailable(String),
     /// No key has this id.
     #[error("no key `{0}`; `mnemo keys list` shows the ids")]
     NoSuchKey(String),
@@ -246,6 +249,11 @@ impl KeyStore {
         else {
             return Ok(None);
         };
+        // While the database is known to be down, refuse at once rather than wait for a
+        // connection that will not come.
+        if let Some(reason) = self.memory.store_unreachable() {
+            return Err(KeyError::Unavailable(reason));
+        }
         let Some(record) = self.memory.key(id).await? else {
             return Ok(None);
         };

@@ -176,8 +176,10 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until `stop` resolves; then stops taking connections, lets requests in flight
-    /// finish, ends MCP sessions, drains the kernel's event queue and shuts the kernel down.
+    /// Serves until `stop` resolves; then, within the kernel's shutdown grace
+    /// (`[kernel] shutdown_grace_ms`) counted from that moment: stops taking connections, lets
+    /// requests in flight finish (for half the grace at most; a request cut off then was not
+    /// acknowledged), ends MCP sessions, and shuts the kernel down with the time left.
     ///
     /// # Errors
     /// Serving fails.
@@ -186,17 +188,39 @@ impl Server {
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let mcp_stop = self.mcp_stop.clone();
-        let served = axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(async move {
-                stop.await;
-                // Open MCP streams would hold the graceful shutdown for ever.
-                mcp_stop.cancel();
-            })
-            .await
-            .context("the HTTP server failed");
-        self.kernel.context().router().settle().await;
-        self.kernel.shutdown().await;
-        served
+        let (stopping, stopped) = tokio::sync::oneshot::channel();
+        let serving = axum::serve(self.listener, self.app).with_graceful_shutdown(async move {
+            stop.await;
+            let _ = stopping.send(tokio::time::Instant::now());
+            // Open MCP streams would hold the graceful shutdown for ever.
+            mcp_stop.cancel();
+        });
+        let grace = self.kernel.shutdown_grace();
+        let served = async {
+            let serving = std::future::IntoFuture::into_future(serving);
+            tokio::pin!(serving);
+            tokio::select! {
+                served = &mut serving => (served, None),
+                Ok(at) = stopped => {
+                    let drained = tokio::time::timeout_at(at + grace / 2, &mut serving).await;
+                    match drained {
+                        Ok(served) => (served, Some(at)),
+                        Err(_) => {
+                            tracing::warn!(
+                                "requests still in flight after half the shutdown grace; cut off \
+                                 unanswered"
+                            );
+                            (Ok(()), Some(at))
+                        }
+                    }
+                }
+            }
+        };
+        let (served, signalled) = served.await;
+        let deadline = signalled.unwrap_or_else(tokio::time::Instant::now) + grace;
+        let _ = tokio::time::timeout_at(deadline, self.kernel.context().router().settle()).await;
+        self.kernel.shutdown_by(deadline).await;
+        served.context("the HTTP server failed")
     }
 }
 

@@ -45,6 +45,24 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
+    /// Whether the database could not be reached at all (no connection within the connect
+    /// timeout, the connection failed, the pool is closed), rather than refusing what was
+    /// asked: a server answers 503 and the client retries.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Database(error) => matches!(
+                error,
+                sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Io(_)
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::WorkerCrashed
+            ),
+            Self::Open { source, .. } => source.is_unavailable(),
+            _ => false,
+        }
+    }
+
     /// What kind of failure, as a span's `error.type`.
     pub(crate) fn error_type(&self) -> &'static str {
         match self {

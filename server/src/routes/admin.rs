@@ -324,6 +324,10 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     })
 }
 
+/// How long `/readyz` waits for the store: a load balancer hears "not ready" within a second
+/// of the database going away.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_millis(800);
+
 /// Readiness: the memory store answers.
 #[utoipa::path(
     get, path = "/readyz", tag = "probes", security(()),
@@ -333,18 +337,47 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     ),
 )]
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, axum::Json<Health>) {
-    match state.memory.pending_index().await {
-        Ok(_) => (
-            StatusCode::OK,
-            axum::Json(Health {
-                status: "ready".to_owned(),
-            }),
-        ),
-        Err(error) => (
+    let not_ready = |status: String| {
+        (
             StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(Health {
-                status: format!("the memory store does not answer: {error}"),
-            }),
-        ),
+            axum::Json(Health { status }),
+        )
+    };
+    // The database's probe knows at once when it is down; otherwise one query checks, and a
+    // store that cannot answer it within the probe's interval is not ready either.
+    if let Some(reason) = state.memory.store_unreachable() {
+        return not_ready(format!(
+            "the memory store's database does not answer: {reason}"
+        ));
+    }
+    // While the query waits (for a connection, say), the probe may find the database gone.
+    let query = state.memory.pending_index();
+    tokio::pin!(query);
+    let deadline = tokio::time::Instant::now() + READY_WITHIN;
+    loop {
+        tokio::select! {
+            answered = &mut query => return match answered {
+                Ok(_) => (
+                    StatusCode::OK,
+                    axum::Json(Health {
+                        status: "ready".to_owned(),
+                    }),
+                ),
+                Err(error) => not_ready(format!("the memory store does not answer: {error}")),
+            },
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                if let Some(reason) = state.memory.store_unreachable() {
+                    return not_ready(format!(
+                        "the memory store's database does not answer: {reason}"
+                    ));
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return not_ready(format!(
+                        "the memory store did not answer within {} s",
+                        READY_WITHIN.as_secs_f64()
+                    ));
+                }
+            }
+        }
     }
 }

@@ -18,6 +18,13 @@ impl MemoryService {
         self.store()?.reset_failed_attempts().await
     }
 
+    /// Why the store's database does not answer, when its probe found so (a PostgreSQL server
+    /// down or unreachable); `None` while it answers, and always for a SQLite file. Reads no
+    /// database: a server checks it before each request, to refuse at once.
+    pub fn store_unreachable(&self) -> Option<String> {
+        self.store().ok().and_then(|store| store.unreachable())
+    }
+
     /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
     ///
     /// # Errors

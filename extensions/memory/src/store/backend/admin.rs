@@ -48,6 +48,10 @@ pub(crate) trait StoreAdmin: Send + Sync {
     /// Which backend this is: `sqlite` or `postgres`.
     fn backend_name(&self) -> &'static str;
 
+    /// Why the database does not answer, when a probe found so (PostgreSQL's server is down or
+    /// unreachable); `None` while it answers, and always for a SQLite file.
+    fn unreachable(&self) -> Option<String>;
+
     /// Bytes the store takes in its database: SQLite's main file (pages in use and free, without
     /// the write-ahead log), or PostgreSQL's database (tables, indexes and TOAST).
     ///

@@ -15,6 +15,7 @@ impl StoreAdmin for PostgresStore {
     async fn close(&self) {
         // Waits for the connections in use to be given back; PostgreSQL has made every
         // committed transaction durable already.
+        self.probe.abort();
         self.pool.close().await;
     }
 
@@ -100,6 +101,10 @@ impl StoreAdmin for PostgresStore {
 
     fn backend_name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn unreachable(&self) -> Option<String> {
+        self.reachability.unreachable()
     }
 
     async fn database_bytes(&self) -> Result<u64> {

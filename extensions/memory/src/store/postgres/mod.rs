@@ -13,7 +13,8 @@
 //! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
 //! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
 //! `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `sessions`, `people`, `export` and `admin`.
+//! `lifecycle`, `sessions`, `people`, `export` and `admin`; `reachability` probes whether the
+//! database answers, so that a server refuses at once while it does not.
 
 mod admin;
 mod api_keys;
@@ -26,6 +27,7 @@ mod inspection;
 mod lifecycle;
 mod open;
 mod people;
+mod reachability;
 mod records;
 mod removal;
 mod scope;
@@ -49,6 +51,16 @@ pub(crate) struct PostgresStore {
     vector: RwLock<VectorStatus>,
     /// HNSW candidates per search (`hnsw.ef_search`); 0 searches every vector exactly.
     ef_search: usize,
+    /// Whether the database answers, as the probe last found.
+    reachability: reachability::Reachability,
+    /// The probe's task, stopped with the store.
+    probe: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.probe.abort();
+    }
 }
 
 #[cfg(test)]

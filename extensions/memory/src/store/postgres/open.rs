@@ -7,6 +7,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 
+use super::reachability::{Reachability, CONNECT_TIMEOUT};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::VectorStatus;
@@ -18,7 +19,8 @@ pub(crate) struct PostgresOptions {
     pub(crate) url: String,
     /// Connections in the pool.
     pub(crate) max_connections: u32,
-    /// How long a request waits for a connection, or a writer for another's lock, before failing.
+    /// How long a writer waits for another's lock before failing (a connection is waited for
+    /// [`CONNECT_TIMEOUT`] at most).
     pub(crate) lock_timeout: Duration,
     /// HNSW candidates per vector search (`hnsw.ef_search`); 0 searches exactly.
     pub(crate) ef_search: usize,
@@ -90,9 +92,11 @@ impl PostgresStore {
                 "off"
             }
         );
+        // A request waits at most a second for a connection: when the database is gone it is
+        // answered 503 within that, not after the lock timeout (a busy pool says so the same way).
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
-            .acquire_timeout(options.lock_timeout)
+            .acquire_timeout(CONNECT_TIMEOUT)
             .after_connect(move |connection, _| {
                 let settings = settings.clone();
                 Box::pin(async move {
@@ -100,18 +104,22 @@ impl PostgresStore {
                     Ok(())
                 })
             })
-            .connect_with(connect)
+            .connect_with(connect.clone())
             .await?;
         if let Err(error) = sqlx::migrate!("./migrations-postgres").run(&pool).await {
             pool.close().await;
             return Err(error.into());
         }
+        let reachability = Reachability::default();
+        let probe = reachability.watch(connect);
         Ok(Self {
             pool,
             vector: std::sync::RwLock::new(VectorStatus::Disabled {
                 reason: "no embedding provider".to_owned(),
             }),
             ef_search: options.ef_search,
+            reachability,
+            probe,
         })
     }
 

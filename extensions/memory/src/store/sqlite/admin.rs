@@ -108,6 +108,10 @@ impl StoreAdmin for MemoryStore {
         "sqlite"
     }
 
+    fn unreachable(&self) -> Option<String> {
+        None
+    }
+
     async fn database_bytes(&self) -> Result<u64> {
         let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
             .fetch_one(&self.pool)

@@ -456,6 +456,8 @@ async fn instances_starting_together_agree_on_one_provider() {
             reason: "not checked".into(),
         }),
         ef_search: 100,
+        reachability: Default::default(),
+        probe: tokio::spawn(async {}),
     };
     let (first, second) = tokio::join!(
         store.ensure_vector_index(4, "small"),
