@@ -476,3 +476,146 @@ fn scopeguard(dir: std::path::PathBuf) -> impl Drop {
     }
     Discard(dir)
 }
+
+/// One MCP message posted to `instance` with `key` (on `session`, if any): the status, the
+/// JSON-RPC answer if there is one, and the session id the answer names.
+async fn mcp_post(
+    instance: &Served,
+    key: &str,
+    session: Option<&str>,
+    method: reqwest::Method,
+    message: Option<Value>,
+) -> (u16, Option<Value>, Option<String>) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}/mcp", instance.url))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream");
+    if let Some(message) = message {
+        request = request.json(&message);
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let named = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|value| value.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let answer = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|value| value.get("id").is_some())
+        .or_else(|| serde_json::from_str(&text).ok());
+    (status, answer, named)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_opened_on_one_instance_continues_on_another_for_its_key_only() {
+    let url = mnemo_pg_fixture::fresh_database();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let config = format!(
+        "[extensions.embedding]\nenabled = false\n[extensions.ner]\n\
+         [extensions.memory]\ndatabase_url = \"{url}\"\n"
+    );
+    let instances: Vec<Served> = dirs
+        .iter()
+        .map(|dir| Served::start(dir.path(), &config, &[]))
+        .collect();
+    let ana = create_key(dirs[0].path(), &["--user", "ana"]);
+    let ben = create_key(dirs[1].path(), &["--user", "ben"]);
+    let call = |id: u64, name: &str, arguments: Value| {
+        Some(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}))
+    };
+
+    let (status, answer, session) = mcp_post(
+        &instances[0],
+        &ana,
+        None,
+        Method::POST,
+        Some(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "fleet-test", "version": "1"}}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:?}");
+    let session = session.expect("the handshake names a session");
+    let (status, _, _) = mcp_post(
+        &instances[1],
+        &ana,
+        Some(&session),
+        Method::POST,
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    )
+    .await;
+    assert!((200..300).contains(&status), "{status}");
+    // The session continues on the third instance, and what it stored is found on the second.
+    let (status, answer, _) = mcp_post(
+        &instances[2],
+        &ana,
+        Some(&session),
+        Method::POST,
+        call(
+            2,
+            "remember",
+            json!({"content": "Ana keeps bees on the roof"}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:?}");
+    assert!(answer.as_ref().unwrap()["result"].is_object(), "{answer:?}");
+    let (status, answer, _) = mcp_post(
+        &instances[1],
+        &ana,
+        Some(&session),
+        Method::POST,
+        call(3, "search_memory", json!({"query": "bees roof"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:?}");
+    assert!(answer.unwrap().to_string().contains("bees on the roof"));
+
+    // Another user's key can neither use the session nor end it, on any instance.
+    for instance in &instances {
+        let (status, answer, _) = mcp_post(
+            instance,
+            &ben,
+            Some(&session),
+            Method::POST,
+            call(4, "search_memory", json!({"query": "bees"})),
+        )
+        .await;
+        assert_eq!(status, 404, "{answer:?}");
+        let (status, _, _) = mcp_post(instance, &ben, Some(&session), Method::DELETE, None).await;
+        assert_eq!(status, 404);
+    }
+    let (status, _, _) = mcp_post(
+        &instances[0],
+        &ana,
+        Some(&session),
+        Method::POST,
+        call(5, "search_memory", json!({"query": "bees"})),
+    )
+    .await;
+    assert_eq!(status, 200, "the session survived the other key's attempts");
+
+    // Its own key ends it; then it is gone everywhere.
+    let (status, _, _) = mcp_post(&instances[1], &ana, Some(&session), Method::DELETE, None).await;
+    assert!((200..300).contains(&status), "{status}");
+    for instance in &instances {
+        let (status, _, _) = mcp_post(
+            instance,
+            &ana,
+            Some(&session),
+            Method::POST,
+            call(6, "search_memory", json!({"query": "bees"})),
+        )
+        .await;
+        assert_eq!(status, 404);
+    }
+}

@@ -222,13 +222,29 @@ pub(crate) async fn require_key(
                 ),
                 _ => error,
             })?;
-        Ok(McpCaller { user, chat })
+        Ok((principal.key_id, McpCaller { user, chat }))
     });
-    match resolved {
-        Ok(caller) => {
-            request.extensions_mut().insert(caller);
-            next.run(request).await
+    let (key_id, caller) = match resolved {
+        Ok(resolved) => resolved,
+        Err(error) => return error.into_response(),
+    };
+    // A session is its opener's: another key is told it does not exist.
+    let session = crate::mcp_sessions::session_of(request.headers());
+    if let Some(session) = &session {
+        if let Err(error) =
+            crate::mcp_sessions::check_binding(&state.memory, session, &key_id).await
+        {
+            return error.into_response();
         }
-        Err(error) => error.into_response(),
     }
+    request.extensions_mut().insert(caller);
+    let response = next.run(request).await;
+    if session.is_none() {
+        if let Err(error) =
+            crate::mcp_sessions::bind(&state.memory, response.headers(), &key_id).await
+        {
+            return error.into_response();
+        }
+    }
+    response
 }

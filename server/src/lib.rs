@@ -18,6 +18,7 @@ mod error;
 mod inspector;
 pub mod keys;
 pub mod mcp;
+mod mcp_sessions;
 mod routes;
 pub mod sampling;
 
@@ -142,13 +143,17 @@ impl Server {
         ];
         hosts.extend(options.allowed_hosts.iter().cloned());
         let handler = mcp::McpHandler::over_http(kernel.clone(), sampling);
+        let mut mcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_cancellation_token(mcp_stop.clone())
+            .with_max_request_body_bytes(options.max_body_bytes);
+        // Sessions live in the store: a session opened on one server continues on any other.
+        mcp_config.session_store =
+            Some(Arc::new(mcp_sessions::StoredSessions(state.memory.clone())));
         let mcp_service = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default()
-                .with_allowed_hosts(hosts)
-                .with_cancellation_token(mcp_stop.clone())
-                .with_max_request_body_bytes(options.max_body_bytes),
+            mcp_config,
         );
         let mcp_routes = Router::new().nest_service("/mcp", mcp_service).layer(
             axum::middleware::from_fn_with_state(state.clone(), auth::require_key),

@@ -50,6 +50,11 @@ impl MemoryError {
     /// asked: a server answers 503 and the client retries.
     pub fn is_unavailable(&self) -> bool {
         match self {
+            // PostgreSQL's own words for it: a connection exception (class 08), or the server
+            // shutting down or restarting (57P01 to 57P03).
+            Self::Database(sqlx::Error::Database(error)) => error.code().is_some_and(|code| {
+                code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
+            }),
             Self::Database(error) => matches!(
                 error,
                 sqlx::Error::PoolTimedOut

@@ -50,8 +50,8 @@ pub use mnemo_memory_api::{
 pub use sentence_keys::sentence_keys;
 pub use service::{content_event_id, FactInput, MemoryService};
 pub use store::{
-    EntitySummary, IndexItem, IntegrityReport, KeyRecord, MirrorSize, OwnerSummary, Person,
-    StoredTurn, VectorStatus,
+    EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
+    OwnerSummary, Person, StoredTurn, VectorStatus,
 };
 
 /// The API crate's data types, under the path this crate's modules name them by.

@@ -1,11 +1,12 @@
-//! API keys and the store's one-off settings through the service: the server's key checks and
-//! `mnemo keys` read and write them in the store, so that every server on it agrees.
+//! API keys, the store's one-off settings and MCP sessions through the service: the server's
+//! key checks, its MCP sessions and `mnemo keys` read and write them in the store, so that every
+//! server on it agrees.
 
 use chrono::{DateTime, Utc};
 
 use super::MemoryService;
 use crate::error::Result;
-use crate::store::KeyRecord;
+use crate::store::{KeyRecord, McpSessionRecord};
 
 impl MemoryService {
     /// Stores a new key (its hash); returns `false` when a key with its id exists.
@@ -55,5 +56,41 @@ impl MemoryService {
     /// The store is not open, or fails.
     pub async fn set_store_setting(&self, name: &str, value: &str) -> Result<bool> {
         self.store()?.set_setting(name, value).await
+    }
+
+    /// Records that the MCP session `id` was opened by the key `key_id` (the first binding
+    /// stands); sessions older than a week are forgotten.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn bind_mcp_session(&self, id: &str, key_id: &str) -> Result<()> {
+        self.store()?.bind_mcp_session(id, key_id, Utc::now()).await
+    }
+
+    /// Keeps the client's `initialize` parameters (JSON) of the MCP session `id`, from which
+    /// any server restores it.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn store_mcp_session(&self, id: &str, initialize: &str) -> Result<()> {
+        self.store()?
+            .store_mcp_session(id, initialize, Utc::now())
+            .await
+    }
+
+    /// The MCP session `id`, if the store knows it.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>> {
+        self.store()?.mcp_session(id).await
+    }
+
+    /// Forgets the MCP session `id`.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn delete_mcp_session(&self, id: &str) -> Result<()> {
+        self.store()?.delete_mcp_session(id).await
     }
 }

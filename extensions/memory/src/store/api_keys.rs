@@ -96,9 +96,7 @@ where
     DB: Database,
     String: Encode<'args, DB> + Type<DB> + 'args,
 {
-    let mut builder = QueryBuilder::new("SELECT value FROM store_settings WHERE name = ");
-    builder.push_bind(name.to_owned());
-    builder
+    with_text("SELECT value FROM store_settings WHERE name = ", name)
 }
 
 /// Sets the store setting `name` to `value` unless it is set; the first value stands.
@@ -149,4 +147,99 @@ where
         revoked_at: revoked,
         id,
     })
+}
+
+/// How long an MCP session is kept: a client that comes back later initializes again.
+pub(crate) const MCP_SESSION_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Records that the MCP session `id` was opened by the key `key_id` (the first binding stands).
+pub(crate) fn bind_session<'args, DB>(
+    id: &str,
+    key_id: &str,
+    now_ms: i64,
+) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder =
+        QueryBuilder::new("INSERT INTO mcp_sessions (id, key_id, created_ms) VALUES (");
+    builder
+        .push_bind(id.to_owned())
+        .push(", ")
+        .push_bind(key_id.to_owned())
+        .push(", ")
+        .push_bind(now_ms)
+        .push(
+            ") ON CONFLICT (id) DO UPDATE SET key_id = excluded.key_id \
+             WHERE mcp_sessions.key_id IS NULL",
+        );
+    builder
+}
+
+/// Keeps the client's `initialize` parameters (JSON) of the MCP session `id`.
+pub(crate) fn store_session<'args, DB>(
+    id: &str,
+    initialize: &str,
+    now_ms: i64,
+) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder =
+        QueryBuilder::new("INSERT INTO mcp_sessions (id, initialize, created_ms) VALUES (");
+    builder
+        .push_bind(id.to_owned())
+        .push(", ")
+        .push_bind(initialize.to_owned())
+        .push(", ")
+        .push_bind(now_ms)
+        .push(") ON CONFLICT (id) DO UPDATE SET initialize = excluded.initialize");
+    builder
+}
+
+/// The key and the `initialize` parameters of the MCP session `id`.
+pub(crate) fn select_session<'args, DB>(id: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    with_text(
+        "SELECT key_id, initialize FROM mcp_sessions WHERE id = ",
+        id,
+    )
+}
+
+/// Forgets the MCP session `id`.
+pub(crate) fn delete_session<'args, DB>(id: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    with_text("DELETE FROM mcp_sessions WHERE id = ", id)
+}
+
+/// Forgets the MCP sessions opened before `before_ms`.
+pub(crate) fn prune_sessions<'args, DB>(before_ms: i64) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new("DELETE FROM mcp_sessions WHERE created_ms < ");
+    builder.push_bind(before_ms);
+    builder
+}
+
+/// `sql` followed by `value` bound.
+fn with_text<'args, DB>(sql: &'static str, value: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new(sql);
+    builder.push_bind(value.to_owned());
+    builder
 }

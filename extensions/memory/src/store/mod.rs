@@ -27,7 +27,7 @@ pub(crate) use backend::MemoryBackend;
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub use types::{
-    EntitySummary, IndexItem, IntegrityReport, KeyRecord, MirrorSize, OwnerSummary, Person,
-    StoredTurn, VectorStatus,
+    EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
+    OwnerSummary, Person, StoredTurn, VectorStatus,
 };
 pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope};

@@ -328,3 +328,12 @@ pub struct KeyRecord {
     /// When it was revoked; it grants nothing from then on.
     pub revoked_at: Option<DateTime<Utc>>,
 }
+
+/// An MCP session over HTTP as stored: who opened it, and what a server needs to restore it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSessionRecord {
+    /// The API key that opened it; `None` until its first answer was sent.
+    pub key_id: Option<String>,
+    /// The client's `initialize` parameters, as JSON.
+    pub initialize: Option<String>,
+}

@@ -6,7 +6,7 @@ use mnemo_kernel::host::JobRun;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::store::{IntegrityReport, KeyRecord};
+use crate::store::{IntegrityReport, KeyRecord, McpSessionRecord};
 
 /// Lossless export of the stored memories as JSON records, and importing them back.
 #[async_trait]
@@ -131,4 +131,29 @@ pub(crate) trait KeyRecords: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn set_setting(&self, name: &str, value: &str) -> Result<bool>;
+
+    /// Records that the MCP session `id` was opened by the key `key_id` (the first binding
+    /// stands), and forgets sessions older than a week.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn bind_mcp_session(&self, id: &str, key_id: &str, at: DateTime<Utc>) -> Result<()>;
+
+    /// Keeps the client's `initialize` parameters (JSON) of the MCP session `id`.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn store_mcp_session(&self, id: &str, initialize: &str, at: DateTime<Utc>) -> Result<()>;
+
+    /// The MCP session `id`: the key that opened it, and its `initialize` parameters.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>>;
+
+    /// Forgets the MCP session `id`.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn delete_mcp_session(&self, id: &str) -> Result<()>;
 }

@@ -1,28 +1,39 @@
-//! API keys and store settings in PostgreSQL: the shared statements of `store/api_keys.rs`, each
-//! in its own transaction (a key is nobody's memory, so no owner's writer waits for it).
+//! API keys, store settings and MCP sessions in PostgreSQL: the shared statements of
+//! `store/api_keys.rs`, each write in its own transaction (nobody's memory: no owner's writer waits).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Postgres;
+use sqlx::{Postgres, QueryBuilder, Row as _};
 
 use super::PostgresStore;
 use crate::error::Result;
-use crate::store::api_keys;
+use crate::store::api_keys::{self, MCP_SESSION_KEPT_MS};
 use crate::store::backend::KeyRecords;
-use crate::store::KeyRecord;
+use crate::store::{KeyRecord, McpSessionRecord};
+
+impl PostgresStore {
+    /// Runs the write statements in order in one transaction; returns the rows each changed.
+    async fn write_statements(
+        &self,
+        statements: Vec<QueryBuilder<'_, Postgres>>,
+    ) -> Result<Vec<u64>> {
+        let mut tx = self.pool.begin().await?;
+        let mut changed = Vec::with_capacity(statements.len());
+        for mut statement in statements {
+            changed.push(statement.build().execute(&mut *tx).await?.rows_affected());
+        }
+        tx.commit().await?;
+        Ok(changed)
+    }
+}
 
 #[async_trait]
 impl KeyRecords for PostgresStore {
     async fn insert_key(&self, key: &KeyRecord) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let inserted = api_keys::insert_key::<Postgres>(key)?
-            .build()
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(inserted)
+        let changed = self
+            .write_statements(vec![api_keys::insert_key(key)?])
+            .await?;
+        Ok(changed == [1])
     }
 
     async fn keys(&self, id: Option<&str>) -> Result<Vec<KeyRecord>> {
@@ -34,17 +45,9 @@ impl KeyRecords for PostgresStore {
     }
 
     async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<Option<KeyRecord>> {
-        let mut tx = self.pool.begin().await?;
-        api_keys::revoke_key::<Postgres>(id, at)
-            .build()
-            .execute(&mut *tx)
+        self.write_statements(vec![api_keys::revoke_key(id, at)])
             .await?;
-        let row = api_keys::select_keys::<Postgres>(Some(id))
-            .build()
-            .fetch_optional(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        row.as_ref().map(api_keys::key_from_row).transpose()
+        Ok(self.keys(Some(id)).await?.into_iter().next())
     }
 
     async fn setting(&self, name: &str) -> Result<Option<String>> {
@@ -55,14 +58,49 @@ impl KeyRecords for PostgresStore {
     }
 
     async fn set_setting(&self, name: &str, value: &str) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        let set = api_keys::insert_setting::<Postgres>(name, value)
+        let changed = self
+            .write_statements(vec![api_keys::insert_setting(name, value)])
+            .await?;
+        Ok(changed == [1])
+    }
+
+    async fn bind_mcp_session(&self, id: &str, key_id: &str, at: DateTime<Utc>) -> Result<()> {
+        let now = at.timestamp_millis();
+        self.write_statements(vec![
+            api_keys::prune_sessions(now - MCP_SESSION_KEPT_MS),
+            api_keys::bind_session(id, key_id, now),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    async fn store_mcp_session(&self, id: &str, initialize: &str, at: DateTime<Utc>) -> Result<()> {
+        self.write_statements(vec![api_keys::store_session(
+            id,
+            initialize,
+            at.timestamp_millis(),
+        )])
+        .await?;
+        Ok(())
+    }
+
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>> {
+        let row = api_keys::select_session::<Postgres>(id)
             .build()
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(set)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            Ok(McpSessionRecord {
+                key_id: row.try_get("key_id")?,
+                initialize: row.try_get("initialize")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn delete_mcp_session(&self, id: &str) -> Result<()> {
+        self.write_statements(vec![api_keys::delete_session(id)])
+            .await?;
+        Ok(())
     }
 }

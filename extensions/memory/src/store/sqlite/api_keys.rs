@@ -1,29 +1,40 @@
-//! API keys and store settings in SQLite: the shared statements of `store/api_keys.rs`, run
-//! under the store's write lock.
+//! API keys, store settings and MCP sessions in SQLite: the shared statements of
+//! `store/api_keys.rs`, each write in its own transaction under the store's write lock.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Sqlite;
+use sqlx::{QueryBuilder, Row as _, Sqlite};
 
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::api_keys;
+use crate::store::api_keys::{self, MCP_SESSION_KEPT_MS};
 use crate::store::backend::KeyRecords;
-use crate::store::KeyRecord;
+use crate::store::{KeyRecord, McpSessionRecord};
+
+impl MemoryStore {
+    /// Runs the write statements in order in one transaction; returns the rows each changed.
+    async fn write_statements(
+        &self,
+        statements: Vec<QueryBuilder<'_, Sqlite>>,
+    ) -> Result<Vec<u64>> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let mut changed = Vec::with_capacity(statements.len());
+        for mut statement in statements {
+            changed.push(statement.build().execute(&mut *tx).await?.rows_affected());
+        }
+        tx.commit().await?;
+        Ok(changed)
+    }
+}
 
 #[async_trait]
 impl KeyRecords for MemoryStore {
     async fn insert_key(&self, key: &KeyRecord) -> Result<bool> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        let inserted = api_keys::insert_key::<Sqlite>(key)?
-            .build()
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(inserted)
+        let changed = self
+            .write_statements(vec![api_keys::insert_key(key)?])
+            .await?;
+        Ok(changed == [1])
     }
 
     async fn keys(&self, id: Option<&str>) -> Result<Vec<KeyRecord>> {
@@ -35,18 +46,9 @@ impl KeyRecords for MemoryStore {
     }
 
     async fn revoke_key(&self, id: &str, at: DateTime<Utc>) -> Result<Option<KeyRecord>> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        api_keys::revoke_key::<Sqlite>(id, at)
-            .build()
-            .execute(&mut *tx)
+        self.write_statements(vec![api_keys::revoke_key(id, at)])
             .await?;
-        let row = api_keys::select_keys::<Sqlite>(Some(id))
-            .build()
-            .fetch_optional(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        row.as_ref().map(api_keys::key_from_row).transpose()
+        Ok(self.keys(Some(id)).await?.into_iter().next())
     }
 
     async fn setting(&self, name: &str) -> Result<Option<String>> {
@@ -57,15 +59,49 @@ impl KeyRecords for MemoryStore {
     }
 
     async fn set_setting(&self, name: &str, value: &str) -> Result<bool> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        let set = api_keys::insert_setting::<Sqlite>(name, value)
+        let changed = self
+            .write_statements(vec![api_keys::insert_setting(name, value)])
+            .await?;
+        Ok(changed == [1])
+    }
+
+    async fn bind_mcp_session(&self, id: &str, key_id: &str, at: DateTime<Utc>) -> Result<()> {
+        let now = at.timestamp_millis();
+        self.write_statements(vec![
+            api_keys::prune_sessions(now - MCP_SESSION_KEPT_MS),
+            api_keys::bind_session(id, key_id, now),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    async fn store_mcp_session(&self, id: &str, initialize: &str, at: DateTime<Utc>) -> Result<()> {
+        self.write_statements(vec![api_keys::store_session(
+            id,
+            initialize,
+            at.timestamp_millis(),
+        )])
+        .await?;
+        Ok(())
+    }
+
+    async fn mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>> {
+        let row = api_keys::select_session::<Sqlite>(id)
             .build()
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
-        tx.commit().await?;
-        Ok(set)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            Ok(McpSessionRecord {
+                key_id: row.try_get("key_id")?,
+                initialize: row.try_get("initialize")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn delete_mcp_session(&self, id: &str) -> Result<()> {
+        self.write_statements(vec![api_keys::delete_session(id)])
+            .await?;
+        Ok(())
     }
 }

@@ -50,6 +50,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "ingested_events",
             "job_history",
             "job_runs",
+            "mcp_sessions",
             "memories",
             "memory_entities",
             "memory_metadata",
