@@ -752,3 +752,108 @@ async fn keys_are_made_listed_and_revoked_over_http_by_admin_keys_only() {
     .await;
     assert_eq!(again["revoked_at"], revoked["revoked_at"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_reads_a_chat_only_as_a_member_made_by_a_trusted_writer_or_an_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), CONFIG, &[]);
+    let admin = served.admin_key.clone();
+    let ana = create_key(dir.path(), &["--user", "ana"]);
+    let ben = create_key(dir.path(), &["--user", "ben"]);
+    let search = |key: String| {
+        let served = &served;
+        async move {
+            served
+                .call(
+                    Some(&key),
+                    None,
+                    Method::POST,
+                    "/v1/search",
+                    Some(json!({"query": "climbing wall", "chat_id": "club", "mode": "fts"})),
+                )
+                .await
+        }
+    };
+    // Ana's own key cannot make her a member by writing there.
+    let mut turn_in_club = turn("c1", "s1", "The climbing wall opens at nine");
+    turn_in_club["chat_id"] = json!("club");
+    let (status, error) = call(
+        &served,
+        Some(&ana),
+        Method::POST,
+        "/v1/events",
+        Some(turn_in_club.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a member of chat `club`"));
+    assert_eq!(search(ana.clone()).await.0, StatusCode::FORBIDDEN);
+
+    // The host (here an admin key acting for her) records her turn there: she is a member.
+    let (status, body) = served
+        .call(
+            Some(&admin),
+            Some("ana"),
+            Method::POST,
+            "/v1/events",
+            Some(turn_in_club),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, found) = search(ana.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert!(found.to_string().contains("climbing wall opens"), "{found}");
+
+    // Ben shares in the club only once an admin adds him; then Ana reads what he shared.
+    let shared = json!({"content": "The climbing wall has a new overhang", "chat_id": "club", "shared": true});
+    let (status, _) = call(
+        &served,
+        Some(&ben),
+        Method::POST,
+        "/v1/memories",
+        Some(shared.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = call(
+        &served,
+        Some(&admin),
+        Method::PUT,
+        "/v1/chats/club/members/ben",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, &body["changed"]),
+        (StatusCode::OK, &json!(true)),
+        "{body}"
+    );
+    let (status, body) = call(
+        &served,
+        Some(&ben),
+        Method::POST,
+        "/v1/memories",
+        Some(shared),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, found) = search(ana.clone()).await;
+    assert!(found.to_string().contains("new overhang"), "{found}");
+
+    // Removed, Ana no longer reads the club, her own turns there included.
+    let (status, _) = call(
+        &served,
+        Some(&admin),
+        Method::DELETE,
+        "/v1/chats/club/members/ana",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, found) = search(ana).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{found}");
+    assert!(!found.to_string().contains("overhang"));
+}

@@ -72,15 +72,48 @@ impl Api<'_> {
     }
 }
 
+/// Whether `user` is a member of `chat` once the writes are done: cleo is removed from `work`,
+/// and must then read nothing there, not even her own.
+fn member(user: &str, chat: Option<&str>) -> bool {
+    !(user == "cleo" && chat == Some("work"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_key_reads_or_changes_what_its_user_may_not_see() {
+    no_key_reads_or_changes_what_its_user_may_not_see_in(CONFIG).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_key_reads_or_changes_what_its_user_may_not_see_on_postgres() {
+    let url = mnemo_pg_fixture::fresh_database();
+    no_key_reads_or_changes_what_its_user_may_not_see_in(&format!(
+        "{CONFIG}database_url = \"{url}\"\n"
+    ))
+    .await;
+}
+
+async fn no_key_reads_or_changes_what_its_user_may_not_see_in(config: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let served = Served::start(dir.path(), CONFIG, &[]);
+    let served = Served::start(dir.path(), config, &[]);
     let api = Api(&served);
     let keys: HashMap<&str, String> = USERS
         .iter()
         .map(|user| (*user, create_key(dir.path(), &["--user", user])))
         .collect();
+    // An admin makes everyone a member of both chats; a user's own key could not.
+    for user in USERS {
+        for chat in ["family", "work"] {
+            let path = format!("/v1/chats/{chat}/members/{user}");
+            let (status, _) = api.call(&keys[user], Method::PUT, &path, None).await;
+            assert_eq!(
+                status,
+                StatusCode::FORBIDDEN,
+                "{user} added themselves to {chat}"
+            );
+            let (status, body) = api.call(&served.admin_key, Method::PUT, &path, None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    }
     // Keys bound to one chat each, for every user.
     let mut bound: Vec<(&str, &str, String)> = Vec::new();
     for user in USERS {
@@ -128,6 +161,21 @@ async fn no_key_reads_or_changes_what_its_user_may_not_see() {
         owners.insert(token, Owner { user, chat, shared });
     }
 
+    // Cleo leaves `work`: from now on she names it in vain, her own memories there included.
+    let (status, body) = api
+        .call(
+            &served.admin_key,
+            Method::DELETE,
+            "/v1/chats/work/members/cleo",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["changed"]),
+        (StatusCode::OK, &json!(true)),
+        "{body}"
+    );
+
     let check = |what: &str, found: &Value, allowed: &dyn Fn(&Owner) -> bool| {
         for token in tokens(found) {
             let owner = &owners[&token];
@@ -137,7 +185,26 @@ async fn no_key_reads_or_changes_what_its_user_may_not_see() {
     let mut reads = 0;
     for user in USERS {
         let key = &keys[user];
-        for chat in CHATS {
+        for chat in CHATS.into_iter().filter(|chat| !member(user, *chat)) {
+            // A chat the user is not in: every read that names it is refused.
+            let chat = chat.unwrap_or_default();
+            let body = json!({"query": "garden quarterly report note", "chat_id": chat});
+            for (method, path, body) in [
+                (Method::POST, "/v1/search".to_owned(), Some(body.clone())),
+                (Method::POST, "/v1/context".to_owned(), Some(body)),
+                (Method::GET, format!("/v1/memories?chat_id={chat}"), None),
+            ] {
+                let (status, found) = api.call(key, method, &path, body).await;
+                assert_eq!(
+                    status,
+                    StatusCode::FORBIDDEN,
+                    "{user} {path} in {chat}: {found}"
+                );
+                assert!(tokens(&found).is_empty());
+                reads += 1;
+            }
+        }
+        for chat in CHATS.into_iter().filter(|chat| member(user, *chat)) {
             let mut search = json!({"query": "garden quarterly report note", "limit": 50});
             if let Some(chat) = chat {
                 search["chat_id"] = json!(chat);
@@ -183,8 +250,9 @@ async fn no_key_reads_or_changes_what_its_user_may_not_see() {
                     None => format!("/v1/memories/{id}"),
                 };
                 let (status, found) = api.call(key, Method::GET, &path, None).await;
-                let may = owner.user == user
-                    || (owner.shared && owner.chat.is_some() && owner.chat == chat);
+                let may = member(user, chat)
+                    && (owner.user == user
+                        || (owner.shared && owner.chat.is_some() && owner.chat == chat));
                 assert_eq!(
                     status.is_success(),
                     may,

@@ -73,6 +73,34 @@ impl Principal {
         }
     }
 
+    /// The chat a request may act in, as [`Principal::chat`] decides, and only if the user is a
+    /// member of it: a user key that is not bound to chats names a chat only once the host or
+    /// an admin key recorded the user's turn there, or an admin added the user. An admin key,
+    /// and a key an admin bound to the chat, need no membership.
+    ///
+    /// # Errors
+    /// As [`Principal::chat`]; 403 for a chat the user is not a member of; the store fails.
+    pub(crate) async fn chat_as_member(
+        &self,
+        memory: &mnemo_memory::MemoryService,
+        requested: Option<&str>,
+    ) -> Result<Option<String>, ApiError> {
+        let chat = self.chat(requested)?;
+        if let Some(chat) = &chat {
+            if !self.admin && self.chats.is_none() {
+                let user = self.user()?;
+                if !memory.is_chat_member(chat, user).await? {
+                    return Err(ApiError::forbidden(format!(
+                        "`{user}` is not a member of chat `{chat}`: a user becomes one when the \
+                         host or an admin key records their turn there, or when an admin adds \
+                         them (PUT /v1/chats/{chat}/members/{user})"
+                    )));
+                }
+            }
+        }
+        Ok(chat)
+    }
+
     /// Whether the key may read memories kept in `chat` (`None`: the user's personal memory).
     /// A key bound to chats sees there what the user's agent sees: the user's personal memory
     /// too, but no other chat.
@@ -228,6 +256,11 @@ pub(crate) async fn require_key(
         Ok(resolved) => resolved,
         Err(error) => return error.into_response(),
     };
+    if let Some(chat) = &caller.chat {
+        if let Err(error) = authenticated_member(&state, request.headers(), chat).await {
+            return error.into_response();
+        }
+    }
     // A session is its opener's: another key is told it does not exist.
     let session = crate::mcp_sessions::session_of(request.headers());
     if let Some(session) = &session {
@@ -247,4 +280,17 @@ pub(crate) async fn require_key(
         }
     }
     response
+}
+
+/// Checks, for an MCP request that names `chat`, that its caller may act there as a member.
+async fn authenticated_member(
+    state: &AppState,
+    headers: &HeaderMap,
+    chat: &str,
+) -> Result<(), ApiError> {
+    let principal = authenticate(&state.keys, headers).await?;
+    principal
+        .chat_as_member(&state.memory, Some(chat))
+        .await
+        .map(|_| ())
 }

@@ -202,9 +202,15 @@ pub(crate) async fn post_events(
             .map_err(|error| error.prefixed(&format!("events[{index}]")))?;
         events.push(event);
     }
+    check_memberships(&state, &principal, &events).await?;
     let mut results = Vec::with_capacity(events.len());
     for event in events {
-        let memory_id = state.memory.ingest(&event).await?;
+        // A user's own key cannot make its user a member of a chat; the host and admin keys do.
+        let memory_id = if principal.admin {
+            state.memory.ingest(&event).await?
+        } else {
+            state.memory.ingest_from_user_key(&event).await?
+        };
         let id = event.id.clone();
         if memory_id.is_some() {
             if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await {
@@ -218,6 +224,23 @@ pub(crate) async fn post_events(
         });
     }
     Ok(axum::Json(EventsStored { results }))
+}
+
+/// Checks, before anything is stored, that the caller may write in every chat `events` name:
+/// a user key not bound to chats writes only in chats its user is a member of.
+async fn check_memberships(
+    state: &AppState,
+    principal: &Principal,
+    events: &[Event],
+) -> Result<(), ApiError> {
+    let chats: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter_map(|event| event.chat_id.as_deref())
+        .collect();
+    for chat in chats {
+        principal.chat_as_member(&state.memory, Some(chat)).await?;
+    }
+    Ok(())
 }
 
 /// What an import did.
@@ -297,10 +320,22 @@ pub(crate) async fn import(
             None => return Err(at("no `type`".to_owned())),
         }
     }
+    let events: Vec<Event> = lines
+        .iter()
+        .filter_map(|line| match line {
+            Line::Event(event) => Some(event.clone()),
+            Line::Row(..) => None,
+        })
+        .collect();
+    check_memberships(&state, &principal, &events).await?;
     let mut report = ImportReport::default();
     for line in lines {
         match line {
-            Line::Event(event) => match state.memory.import(&event).await? {
+            Line::Event(event) => match if principal.admin {
+                state.memory.import(&event).await?
+            } else {
+                state.memory.import_from_user_key(&event).await?
+            } {
                 Some(_) => {
                     report.events += 1;
                     if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await

@@ -70,7 +70,9 @@ pub(crate) async fn remember(
     principal: Principal,
     ApiJson(body): ApiJson<RememberBody>,
 ) -> Result<(StatusCode, axum::Json<Remembered>), ApiError> {
-    let chat = principal.chat(id_text(&body.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .await?;
     let scope = state.scope(principal.user()?, chat);
     if body.subjects.len() > MAX_SUBJECTS {
         return Err(ApiError::invalid(format!(
@@ -173,7 +175,9 @@ pub(crate) async fn list(
     principal: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<MemoryPage>, ApiError> {
-    let chat = principal.chat(id_text(&query.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .await?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::invalid(format!(
@@ -250,7 +254,9 @@ pub(crate) async fn get(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ChatQuery>,
 ) -> Result<axum::Json<MemoryView>, ApiError> {
-    let chat = principal.chat(id_text(&query.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .await?;
     let memory = visible_memory(&state, &principal, &id, chat.as_deref()).await?;
     Ok(axum::Json(memory.into()))
 }

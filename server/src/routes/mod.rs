@@ -2,6 +2,7 @@
 //! the API and the probes, derived from the handlers and their types.
 
 pub(crate) mod admin;
+pub(crate) mod chats;
 pub(crate) mod events;
 pub(crate) mod keys;
 pub(crate) mod memories;
@@ -108,6 +109,8 @@ where
         admin::jobs,
         admin::job_runs,
         admin::run_job,
+        chats::add_member,
+        chats::remove_member,
         keys::create,
         keys::list,
         keys::revoke,
@@ -186,6 +189,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route(
             "/v1/users/{user_id}",
             axum::routing::delete(admin::erase_user),
+        )
+        .route(
+            "/v1/chats/{chat_id}/members/{user_id}",
+            axum::routing::put(chats::add_member).delete(chats::remove_member),
         )
         .route("/v1/keys", post(keys::create).get(keys::list))
         .route("/v1/keys/{id}", axum::routing::delete(keys::revoke))

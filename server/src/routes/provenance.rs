@@ -91,7 +91,9 @@ pub(crate) async fn provenance(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ChatQuery>,
 ) -> Result<axum::Json<ProvenanceView>, ApiError> {
-    let chat = principal.chat(id_text(&query.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .await?;
     let chat = chat.as_deref();
     let memory = visible_memory(&state, &principal, &id, chat).await?;
 

@@ -166,7 +166,9 @@ pub(crate) async fn search(
     check_count("kinds", body.kinds.len(), 3)?;
     check_count("tags", body.tags.len(), 32)?;
     check_count("about", body.about.len(), 16)?;
-    let chat = principal.chat(id_text(&body.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .await?;
     let user = principal.user()?;
     let config = state.memory.config();
     let limit = body.limit.unwrap_or(config.search_limit);
@@ -272,7 +274,9 @@ pub(crate) async fn context(
     ApiJson(body): ApiJson<ContextBody>,
 ) -> Result<axum::Json<ContextView>, ApiError> {
     check_length("query", &body.query, MAX_CONTEXT_QUERY_CHARS)?;
-    let chat = principal.chat(id_text(&body.chat_id))?;
+    let chat = principal
+        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .await?;
     let input = TurnInput {
         user_id: principal.user()?.to_owned(),
         // A session of its own when none is named, so that nothing is left out.

@@ -52,12 +52,29 @@ impl MemoryService {
     /// # Errors
     /// The event lacks ids or text, the text is too long, or the store fails.
     pub async fn ingest(&self, event: &Event) -> Result<Option<String>> {
+        self.ingest_written_by(event, Writer::Trusted).await
+    }
+
+    /// Stores a turn as [`Self::ingest`] does, written by the user's own API key: a turn in a
+    /// chat does not make its user a member of the chat (only a trusted writer, the host or an
+    /// admin key, records that).
+    ///
+    /// # Errors
+    /// As [`Self::ingest`].
+    pub async fn ingest_from_user_key(&self, event: &Event) -> Result<Option<String>> {
+        self.ingest_written_by(event, Writer::UserKey).await
+    }
+
+    async fn ingest_written_by(&self, event: &Event, writer: Writer) -> Result<Option<String>> {
         let span = tracing::info_span!(
             spans::INGEST,
             mnemo.ingest.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let result = self.store_turn(event, true).instrument(span.clone()).await;
+        let result = self
+            .store_turn(event, true, writer)
+            .instrument(span.clone())
+            .await;
         let outcome = match &result {
             Ok(Some(_)) => "stored",
             Ok(None) => "skipped",
@@ -76,10 +93,24 @@ impl MemoryService {
     /// # Errors
     /// As [`Self::ingest`].
     pub async fn import(&self, event: &Event) -> Result<Option<String>> {
-        self.store_turn(event, false).await
+        self.store_turn(event, false, Writer::Trusted).await
     }
 
-    pub(super) async fn store_turn(&self, event: &Event, announce: bool) -> Result<Option<String>> {
+    /// Imports a turn as [`Self::import`] does, written by the user's own API key (see
+    /// [`Self::ingest_from_user_key`]).
+    ///
+    /// # Errors
+    /// As [`Self::ingest`].
+    pub async fn import_from_user_key(&self, event: &Event) -> Result<Option<String>> {
+        self.store_turn(event, false, Writer::UserKey).await
+    }
+
+    pub(super) async fn store_turn(
+        &self,
+        event: &Event,
+        announce: bool,
+        writer: Writer,
+    ) -> Result<Option<String>> {
         let started = Instant::now();
         let state = self.state()?;
         let Some(text) = event.payload.text() else {
@@ -125,6 +156,11 @@ impl MemoryService {
             shared: false,
             subject_ids: Vec::new(),
         };
+        if writer == Writer::Trusted {
+            if let Some(chat) = event.chat_id.as_deref() {
+                self.note_chat_member(chat, user_id).await?;
+            }
+        }
         let event_id = (!event.id.is_empty()).then_some(event.id.as_str());
         let stored = state
             .store
@@ -177,4 +213,13 @@ pub fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
         id.push_str(&format!("{byte:02x}"));
     }
     id
+}
+
+/// Who wrote a turn: whether its chat may count its user as a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Writer {
+    /// The host, an admin key, an operator's import: a turn in a chat makes its user a member.
+    Trusted,
+    /// The user's own API key: it cannot make its user a member of anything.
+    UserKey,
 }

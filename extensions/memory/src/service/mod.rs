@@ -2,11 +2,11 @@
 //! roles and, through `api_impl.rs`, the published [`crate::MemoryApi`]. Its write paths,
 //! indexer and administration live in the submodules; search lives in [`crate::search`].
 
+mod access;
 mod admin;
 mod facts;
 mod indexer;
 mod ingest;
-mod keys;
 mod removal;
 
 use std::collections::HashMap;
@@ -61,6 +61,9 @@ pub struct MemoryService {
     query_vectors: Mutex<QueryVectorCache>,
     /// This process's name in leases it holds in a store other processes share.
     instance_id: String,
+    /// Chat memberships this process has recorded or seen, (chat, user): a trusted turn in a
+    /// known chat writes nothing more.
+    known_members: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 /// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
@@ -113,6 +116,7 @@ impl MemoryService {
             stopping: AtomicBool::new(false),
             query_vectors: Mutex::new(QueryVectorCache::default()),
             instance_id: crate::store::new_id("instance"),
+            known_members: Mutex::new(std::collections::HashSet::new()),
         }
     }
 

@@ -54,7 +54,8 @@ impl MemoryService {
         Ok(count)
     }
 
-    /// Removes everything stored about `user_id` (see `MemoryRemoval::erase_user`), forgets
+    /// Removes everything stored about `user_id` (see `MemoryRemoval::erase_user`; their keys
+    /// are revoked and their chat memberships removed in the same transaction), forgets
     /// the recent query vectors, whoever asked them, and announces the erasure on
     /// `memory.user_erased` ([`crate::UserErased`]). Returns how many memories were removed.
     ///
@@ -68,6 +69,11 @@ impl MemoryService {
             .query_vectors
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = QueryVectorCache::default();
+        // Their memberships went with them (and their keys were revoked).
+        self.known_members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(_, member)| member != user_id);
         let removed = erased.memories_removed;
         tracing::info!(user_id, removed, "user erased");
         announce(

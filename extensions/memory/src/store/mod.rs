@@ -11,7 +11,7 @@
 //! (Unix seconds, JSON lists, little-endian vector blobs), so that a store moves between them
 //! row by row (`mnemo migrate-store`).
 
-mod api_keys;
+mod access;
 mod backend;
 mod counts;
 mod job_history;

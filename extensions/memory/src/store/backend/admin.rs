@@ -99,7 +99,7 @@ pub(crate) trait JobRecords: Send + Sync {
 /// API keys and the store's one-off settings: kept in the store, so that every server on it
 /// sees the same keys and a revocation reaches them all at their next lookup.
 #[async_trait]
-pub(crate) trait KeyRecords: Send + Sync {
+pub(crate) trait AccessRecords: Send + Sync {
     /// Stores `key` unless a key with its id exists; returns whether it was new.
     ///
     /// # Errors
@@ -156,4 +156,29 @@ pub(crate) trait KeyRecords: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn delete_mcp_session(&self, id: &str) -> Result<()>;
+
+    /// Makes `user` a member of `chat` (`added_by`: `turn` or `admin`) unless they are one;
+    /// returns whether this call made them one.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn add_chat_member(
+        &self,
+        chat: &str,
+        user: &str,
+        added_by: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool>;
+
+    /// Removes `user` from `chat`; returns whether they were a member.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn remove_chat_member(&self, chat: &str, user: &str) -> Result<bool>;
+
+    /// Whether `user` is a member of `chat`.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn is_chat_member(&self, chat: &str, user: &str) -> Result<bool>;
 }

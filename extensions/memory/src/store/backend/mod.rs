@@ -15,7 +15,7 @@ mod memories;
 mod people_and_sessions;
 
 pub(crate) use admin::{
-    JobRecords, KeyRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
+    AccessRecords, JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
 };
 pub(crate) use indexes::{
     vector_scope, within_request, EntityLinks, FullTextIndex, IndexQueue, VectorIndex,
@@ -40,7 +40,7 @@ pub(crate) trait MemoryBackend:
     + MemoryExport
     + StoreAdmin
     + JobRecords
-    + KeyRecords
+    + AccessRecords
     + InspectionQueries
     + std::fmt::Debug
 {

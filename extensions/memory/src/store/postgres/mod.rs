@@ -16,8 +16,8 @@
 //! `lifecycle`, `sessions`, `people`, `export` and `admin`; `reachability` probes whether the
 //! database answers, so that a server refuses at once while it does not.
 
+mod access;
 mod admin;
-mod api_keys;
 mod entities;
 mod export;
 mod fulltext;

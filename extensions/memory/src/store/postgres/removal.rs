@@ -148,7 +148,11 @@ impl MemoryRemoval for PostgresStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::api_keys::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
+        crate::store::access::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        crate::store::access::remove_memberships::<Postgres>(user_id)
             .build()
             .execute(&mut *tx)
             .await?;

@@ -8,8 +8,8 @@
 //! `lifecycle`, `sessions`, `people`, `export` and `admin`, one storage trait each; `packed`
 //! reads many small rows as one.
 
+mod access;
 mod admin;
-mod api_keys;
 mod checkpoint;
 mod entities;
 mod export;

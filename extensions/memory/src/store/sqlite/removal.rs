@@ -258,7 +258,11 @@ impl MemoryRemoval for MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::api_keys::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
+        crate::store::access::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        crate::store::access::remove_memberships::<Sqlite>(user_id)
             .build()
             .execute(&mut *tx)
             .await?;

@@ -44,6 +44,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
         tables,
         [
             "api_keys",
+            "chat_members",
             "embedding_cache",
             "embedding_queue",
             "entities",

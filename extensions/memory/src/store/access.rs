@@ -243,3 +243,208 @@ where
     builder.push_bind(value.to_owned());
     builder
 }
+
+/// Makes `user` a member of `chat` unless they are one (the first record stands).
+pub(crate) fn add_member<'args, DB>(
+    chat: &str,
+    user: &str,
+    added_by: &str,
+    at_ms: i64,
+) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder =
+        QueryBuilder::new("INSERT INTO chat_members (chat_id, user_id, added_by, added_ms) ");
+    builder.push_values(
+        [(chat, user, added_by)],
+        |mut row, (chat, user, added_by)| {
+            row.push_bind(chat.to_owned())
+                .push_bind(user.to_owned())
+                .push_bind(added_by.to_owned())
+                .push_bind(at_ms);
+        },
+    );
+    builder.push(" ON CONFLICT (chat_id, user_id) DO NOTHING");
+    builder
+}
+
+/// The membership of `user` in `chat` (selecting, or with `delete`, removing it).
+pub(crate) fn membership<'args, DB>(chat: &str, user: &str, delete: bool) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new(if delete {
+        "DELETE FROM chat_members WHERE chat_id = "
+    } else {
+        "SELECT COUNT(*) FROM chat_members WHERE chat_id = "
+    });
+    builder
+        .push_bind(chat.to_owned())
+        .push(" AND user_id = ")
+        .push_bind(user.to_owned());
+    builder
+}
+
+/// Removes every membership of `user` (erasing a user).
+pub(crate) fn remove_memberships<'args, DB>(user: &str) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    with_text("DELETE FROM chat_members WHERE user_id = ", user)
+}
+
+/// Implements [`AccessRecords`](crate::store::backend::AccessRecords) for a backend `$store` on
+/// the database `$db`, written once over the statements above: the backend provides only
+/// `pool` and `write_statements` (a write transaction as the backend takes it: SQLite under its
+/// write lock, PostgreSQL beside owners' writers).
+macro_rules! access_records {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::backend::AccessRecords for $store {
+            async fn insert_key(
+                &self,
+                key: &$crate::store::KeyRecord,
+            ) -> $crate::error::Result<bool> {
+                let changed = self
+                    .write_statements(vec![$crate::store::access::insert_key(key)?])
+                    .await?;
+                Ok(changed == [1])
+            }
+
+            async fn keys(
+                &self,
+                id: Option<&str>,
+            ) -> $crate::error::Result<Vec<$crate::store::KeyRecord>> {
+                let rows = $crate::store::access::select_keys::<$db>(id)
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.iter()
+                    .map($crate::store::access::key_from_row)
+                    .collect()
+            }
+
+            async fn revoke_key(
+                &self,
+                id: &str,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::error::Result<Option<$crate::store::KeyRecord>> {
+                self.write_statements(vec![$crate::store::access::revoke_key(id, at)])
+                    .await?;
+                Ok(self.keys(Some(id)).await?.into_iter().next())
+            }
+
+            async fn setting(&self, name: &str) -> $crate::error::Result<Option<String>> {
+                Ok($crate::store::access::select_setting::<$db>(name)
+                    .build_query_scalar()
+                    .fetch_optional(&self.pool)
+                    .await?)
+            }
+
+            async fn set_setting(&self, name: &str, value: &str) -> $crate::error::Result<bool> {
+                let changed = self
+                    .write_statements(vec![$crate::store::access::insert_setting(name, value)])
+                    .await?;
+                Ok(changed == [1])
+            }
+
+            async fn bind_mcp_session(
+                &self,
+                id: &str,
+                key_id: &str,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::error::Result<()> {
+                let now = at.timestamp_millis();
+                self.write_statements(vec![
+                    $crate::store::access::prune_sessions(
+                        now - $crate::store::access::MCP_SESSION_KEPT_MS,
+                    ),
+                    $crate::store::access::bind_session(id, key_id, now),
+                ])
+                .await?;
+                Ok(())
+            }
+
+            async fn store_mcp_session(
+                &self,
+                id: &str,
+                initialize: &str,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::error::Result<()> {
+                self.write_statements(vec![$crate::store::access::store_session(
+                    id,
+                    initialize,
+                    at.timestamp_millis(),
+                )])
+                .await?;
+                Ok(())
+            }
+
+            async fn mcp_session(
+                &self,
+                id: &str,
+            ) -> $crate::error::Result<Option<$crate::store::McpSessionRecord>> {
+                let row = $crate::store::access::select_session::<$db>(id)
+                    .build()
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|row| {
+                    Ok($crate::store::McpSessionRecord {
+                        key_id: sqlx::Row::try_get(&row, "key_id")?,
+                        initialize: sqlx::Row::try_get(&row, "initialize")?,
+                    })
+                })
+                .transpose()
+            }
+
+            async fn delete_mcp_session(&self, id: &str) -> $crate::error::Result<()> {
+                self.write_statements(vec![$crate::store::access::delete_session(id)])
+                    .await?;
+                Ok(())
+            }
+
+            async fn add_chat_member(
+                &self,
+                chat: &str,
+                user: &str,
+                added_by: &str,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> $crate::error::Result<bool> {
+                let changed = self
+                    .write_statements(vec![$crate::store::access::add_member(
+                        chat,
+                        user,
+                        added_by,
+                        at.timestamp_millis(),
+                    )])
+                    .await?;
+                Ok(changed == [1])
+            }
+
+            async fn remove_chat_member(
+                &self,
+                chat: &str,
+                user: &str,
+            ) -> $crate::error::Result<bool> {
+                let changed = self
+                    .write_statements(vec![$crate::store::access::membership(chat, user, true)])
+                    .await?;
+                Ok(changed == [1])
+            }
+
+            async fn is_chat_member(&self, chat: &str, user: &str) -> $crate::error::Result<bool> {
+                let count: i64 = $crate::store::access::membership::<$db>(chat, user, false)
+                    .build_query_scalar()
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(count > 0)
+            }
+        }
+    };
+}
+pub(crate) use access_records;
