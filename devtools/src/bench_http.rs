@@ -12,7 +12,8 @@
 //!    shared and noisy); the difference is what HTTP, JSON and the key check add to a search;
 //! 3. searches over HTTP by `--clients` concurrent clients: requests per second and latency
 //!    under load;
-//! 4. ingest over HTTP (`POST /v1/events`, one turn per request) by the concurrent clients.
+//! 4. ingest over HTTP (`POST /v1/events`, one turn per request) by the concurrent clients;
+//! 5. the same number of turns again in batches of 100 (one user's each): events per second.
 //!
 //! Every non-2xx answer or failed connection counts as an error.
 
@@ -27,6 +28,9 @@ use mnemo_server::{KeyStore, NewKey, ServeOptions, Server};
 use serde_json::json;
 
 use crate::bench::{service_of, start_kernel, summary, time_searches, Random, QUERY_TEMPLATES};
+
+/// Events in each request of the batched ingest phase.
+const BATCH: usize = 100;
 
 /// What `mnemo bench-http` measures.
 #[derive(Debug, Clone)]
@@ -277,6 +281,23 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         })
         .collect();
     let ingest = load(&urls, "/v1/events", events, options.clients).await;
+    // 5. Ingest in batches of `BATCH` events of one user each: events per second.
+    let batches: Vec<(String, serde_json::Value)> = (0..options.ingests.div_ceil(BATCH))
+        .map(|batch| {
+            let user = batch % users.len();
+            let events: Vec<serde_json::Value> = (0..BATCH)
+                .map(|index| {
+                    json!({"id": format!("http-batch-{run_id:x}-{batch}-{index}"),
+                           "type": "user_message", "at": "2027-01-02T00:00:00Z",
+                           "session_id": format!("batch-{batch}"), "text": random.turn()})
+                })
+                .collect();
+            (user_keys[user].clone(), json!({ "events": events }))
+        })
+        .collect();
+    let batched = load(&urls, "/v1/events", batches, options.clients).await;
+    let batched_events_per_second =
+        (batched.latencies.len() * BATCH) as f64 / batched.seconds.max(1e-9);
 
     let (backend, _) = service.database_size().await?;
     // Each server shuts its kernel down when it stops.
@@ -300,6 +321,8 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         "http_search_one_client_ms": one.report(),
         "http_search_ms": many.report(),
         "http_ingest_ms": ingest.report(),
+        "http_batch_ingest_ms": batched.report(),
+        "http_batch_events_per_second": batched_events_per_second.round(),
     });
     if options.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -338,6 +361,14 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
                 &format!("ingest, {} HTTP clients", options.clients),
                 "http_ingest_ms"
             )
+        );
+        println!(
+            "{}  ({} events/s)",
+            line(
+                &format!("ingest, batches of {BATCH}"),
+                "http_batch_ingest_ms"
+            ),
+            report["http_batch_events_per_second"]
         );
     }
     Ok(())

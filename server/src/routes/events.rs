@@ -161,7 +161,8 @@ impl EventBody {
 }
 
 /// Store conversation turns. Acknowledged once on disk; idempotent by event id. A batch is
-/// checked whole before anything is stored: one bad event and nothing is.
+/// checked whole before anything is stored, and stored in one transaction: all of it, or none
+/// of it, with one error that names the first bad event.
 #[utoipa::path(
     post, path = "/v1/events", tag = "events",
     request_body = EventsBody,
@@ -203,14 +204,11 @@ pub(crate) async fn post_events(
         events.push(event);
     }
     check_memberships(&state, &principal, &events).await?;
+    // One transaction: the whole batch is stored, or none of it. A user's own key cannot make
+    // its user a member of a chat; the host and admin keys do.
+    let stored = state.memory.ingest_batch(&events, !principal.admin).await?;
     let mut results = Vec::with_capacity(events.len());
-    for event in events {
-        // A user's own key cannot make its user a member of a chat; the host and admin keys do.
-        let memory_id = if principal.admin {
-            state.memory.ingest(&event).await?
-        } else {
-            state.memory.ingest_from_user_key(&event).await?
-        };
+    for (event, memory_id) in events.into_iter().zip(stored) {
         let id = event.id.clone();
         if memory_id.is_some() {
             if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await {

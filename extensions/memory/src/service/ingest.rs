@@ -10,7 +10,7 @@ use tracing::Instrument as _;
 
 use super::MemoryService;
 use crate::error::{record_failure, MemoryError, Result};
-use crate::store::NewMemory;
+use crate::store::{NewMemory, TurnRow};
 use crate::types::{MemoryKind, SessionCompleted};
 
 /// User messages that are commands to the host, not conversation.
@@ -52,27 +52,13 @@ impl MemoryService {
     /// # Errors
     /// The event lacks ids or text, the text is too long, or the store fails.
     pub async fn ingest(&self, event: &Event) -> Result<Option<String>> {
-        self.ingest_written_by(event, Writer::Trusted).await
-    }
-
-    /// Stores a turn as [`Self::ingest`] does, written by the user's own API key: a turn in a
-    /// chat does not make its user a member of the chat (only a trusted writer, the host or an
-    /// admin key, records that).
-    ///
-    /// # Errors
-    /// As [`Self::ingest`].
-    pub async fn ingest_from_user_key(&self, event: &Event) -> Result<Option<String>> {
-        self.ingest_written_by(event, Writer::UserKey).await
-    }
-
-    async fn ingest_written_by(&self, event: &Event, writer: Writer) -> Result<Option<String>> {
         let span = tracing::info_span!(
             spans::INGEST,
             mnemo.ingest.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
         let result = self
-            .store_turn(event, true, writer)
+            .store_turn(event, true, Writer::Trusted)
             .instrument(span.clone())
             .await;
         let outcome = match &result {
@@ -96,8 +82,9 @@ impl MemoryService {
         self.store_turn(event, false, Writer::Trusted).await
     }
 
-    /// Imports a turn as [`Self::import`] does, written by the user's own API key (see
-    /// [`Self::ingest_from_user_key`]).
+    /// Imports a turn as [`Self::import`] does, written by the user's own API key: a turn in a
+    /// chat does not make its user a member (only a trusted writer, the host or an admin key,
+    /// records that).
     ///
     /// # Errors
     /// As [`Self::ingest`].
@@ -112,6 +99,90 @@ impl MemoryService {
         writer: Writer,
     ) -> Result<Option<String>> {
         let started = Instant::now();
+        let Some(turn) = self.prepare_turn(event)? else {
+            return Ok(None);
+        };
+        if writer == Writer::Trusted {
+            self.note_members(&[&turn]).await?;
+        }
+        let stored = self.state()?.store.insert_turns(&[turn.row()]).await?;
+        let id = self
+            .finish_turn(
+                &turn,
+                stored.into_iter().next().unwrap_or_default(),
+                announce,
+            )
+            .await;
+        tracing::debug!(memory_id = ?id, entities = turn.entities.len(), micros = started.elapsed().as_micros() as u64, "turn handled");
+        Ok(id)
+    }
+
+    /// Stores `events` (conversation turns) as [`Self::ingest`] stores one, all in one
+    /// transaction: every one, or none. Each event is checked before anything is written, and
+    /// the first that cannot be stored is named (`events[2]: …`). Returns, in order, the memory
+    /// each became (`None`: stored before, or a session command). With `from_user_key`, a turn
+    /// in a chat does not make its user a member (a turn in a chat does not make its user a member).
+    ///
+    /// # Errors
+    /// [`MemoryError::Invalid`] naming the first bad event; the store fails (nothing is stored).
+    pub async fn ingest_batch(
+        &self,
+        events: &[Event],
+        from_user_key: bool,
+    ) -> Result<Vec<Option<String>>> {
+        let span = tracing::info_span!(
+            spans::INGEST,
+            mnemo.ingest.outcome = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self
+            .store_batch(events, from_user_key)
+            .instrument(span.clone())
+            .await;
+        span.record(
+            spans::INGEST_OUTCOME,
+            if result.is_ok() { "stored" } else { "error" },
+        );
+        record_failure(&span, &result);
+        result
+    }
+
+    async fn store_batch(
+        &self,
+        events: &[Event],
+        from_user_key: bool,
+    ) -> Result<Vec<Option<String>>> {
+        let mut turns = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            let turn = self.prepare_turn(event).map_err(|error| match error {
+                MemoryError::Invalid(message) => {
+                    MemoryError::Invalid(format!("events[{index}]: {message}"))
+                }
+                other => other,
+            })?;
+            turns.push(turn);
+        }
+        let ready: Vec<&PreparedTurn<'_>> = turns.iter().flatten().collect();
+        if !from_user_key {
+            self.note_members(&ready).await?;
+        }
+        let rows: Vec<TurnRow<'_>> = ready.iter().map(|turn| turn.row()).collect();
+        let mut stored = self.state()?.store.insert_turns(&rows).await?.into_iter();
+        let mut ids = Vec::with_capacity(events.len());
+        for turn in &turns {
+            ids.push(match turn {
+                Some(turn) => {
+                    self.finish_turn(turn, stored.next().unwrap_or_default(), true)
+                        .await
+                }
+                None => None,
+            });
+        }
+        Ok(ids)
+    }
+
+    /// What `event` is to become: its episode and entities; `None` for a session command.
+    fn prepare_turn<'e>(&self, event: &'e Event) -> Result<Option<PreparedTurn<'e>>> {
         let state = self.state()?;
         let Some(text) = event.payload.text() else {
             return Ok(None);
@@ -156,20 +227,43 @@ impl MemoryService {
             shared: false,
             subject_ids: Vec::new(),
         };
-        if writer == Writer::Trusted {
-            if let Some(chat) = event.chat_id.as_deref() {
-                self.note_chat_member(chat, user_id).await?;
+        Ok(Some(PreparedTurn {
+            event,
+            episode,
+            entities,
+            is_user,
+        }))
+    }
+
+    /// Records the trusted writer's turns' users as members of their chats.
+    async fn note_members(&self, turns: &[&PreparedTurn<'_>]) -> Result<()> {
+        for turn in turns {
+            if let (Some(chat), Some(user)) =
+                (turn.event.chat_id.as_deref(), turn.event.user_id.as_deref())
+            {
+                self.note_chat_member(chat, user).await?;
             }
         }
-        let event_id = (!event.id.is_empty()).then_some(event.id.as_str());
-        let stored = state
-            .store
-            .insert_turn(&episode, &entities, event_id, is_user)
-            .await?;
+        Ok(())
+    }
+
+    /// After a turn's commit: announces the sessions it closed and wakes the indexer; returns
+    /// its memory id, `None` when it was stored before.
+    async fn finish_turn(
+        &self,
+        turn: &PreparedTurn<'_>,
+        stored: crate::store::StoredTurn,
+        announce: bool,
+    ) -> Option<String> {
+        let event = turn.event;
         let Some(id) = stored.memory_id else {
             tracing::debug!(event_id = %event.id, "event already stored; skipped");
-            return Ok(None);
+            return None;
         };
+        let Ok(state) = self.state() else {
+            return Some(id);
+        };
+        let user_id = event.user_id.clone();
         // The user moved to a new session: the ones it closed are ready for consolidation.
         for session in stored.closed_sessions.into_iter().filter(|_| announce) {
             let completed = SessionCompleted { session };
@@ -178,7 +272,7 @@ impl MemoryService {
                 &completed,
                 |announcement| {
                     announcement
-                        .with_scope(None, Some(user_id.to_owned()), event.chat_id.clone())
+                        .with_scope(None, user_id.clone(), event.chat_id.clone())
                         .with_parent(event.id.clone())
                 },
                 "the session waits for the nightly consolidation",
@@ -186,8 +280,7 @@ impl MemoryService {
             .await;
         }
         self.index_wakeup.notify_one();
-        tracing::debug!(memory_id = %id, entities = entities.len(), micros = started.elapsed().as_micros() as u64, "episode stored");
-        Ok(Some(id))
+        Some(id)
     }
 }
 
@@ -213,6 +306,26 @@ pub fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
         id.push_str(&format!("{byte:02x}"));
     }
     id
+}
+
+/// A turn ready to store: its event, episode and entities.
+#[derive(Debug)]
+struct PreparedTurn<'e> {
+    event: &'e Event,
+    episode: NewMemory,
+    entities: Vec<ExtractedEntity>,
+    is_user: bool,
+}
+
+impl PreparedTurn<'_> {
+    fn row(&self) -> TurnRow<'_> {
+        TurnRow {
+            memory: &self.episode,
+            entities: &self.entities,
+            event_id: (!self.event.id.is_empty()).then_some(self.event.id.as_str()),
+            record_session: self.is_user,
+        }
+    }
 }
 
 /// Who wrote a turn: whether its chat may count its user as a member.

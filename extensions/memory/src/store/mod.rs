@@ -30,4 +30,4 @@ pub use types::{
     EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
     OwnerSummary, Person, StoredTurn, VectorStatus,
 };
-pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope};
+pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope, TurnRow};

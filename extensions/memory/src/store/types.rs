@@ -337,3 +337,16 @@ pub struct McpSessionRecord {
     /// The client's `initialize` parameters, as JSON.
     pub initialize: Option<String>,
 }
+
+/// A turn to store with others in one transaction (`MemoryIngest::insert_turns`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnRow<'a> {
+    /// The episode.
+    pub(crate) memory: &'a NewMemory,
+    /// Its fast-NER entities, to link.
+    pub(crate) entities: &'a [mnemo_ner_api::ExtractedEntity],
+    /// The event's id, recorded so that it is stored once.
+    pub(crate) event_id: Option<&'a str>,
+    /// Whether it opens or reopens its session's consolidation row (a user's turn).
+    pub(crate) record_session: bool,
+}

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 
 use crate::error::Result;
-use crate::store::{NewMemory, RankKey, StoredTurn};
+use crate::store::{NewMemory, RankKey, StoredTurn, TurnRow};
 use crate::types::{
     DecayReport, ListRequest, Memory, MemoryForgotten, MemoryKind, MemoryStats, SearchRequest,
     UserErased,
@@ -137,13 +137,32 @@ pub(crate) trait MemoryIngest: Send + Sync {
     ///
     /// # Errors
     /// The database fails; nothing is written then.
+    #[cfg(test)]
     async fn insert_turn(
         &self,
         memory: &NewMemory,
         entities: &[ExtractedEntity],
         event_id: Option<&str>,
         record_session: bool,
-    ) -> Result<StoredTurn>;
+    ) -> Result<StoredTurn> {
+        let mut stored = self
+            .insert_turns(&[TurnRow {
+                memory,
+                entities,
+                event_id,
+                record_session,
+            }])
+            .await?;
+        Ok(stored.pop().unwrap_or_default())
+    }
+
+    /// Stores `turns` as [`Self::insert_turn`] stores one, all in one transaction: every one
+    /// of them, or (when the database fails) none. An event id twice in `turns` is stored once.
+    /// Returns what became of each, in order.
+    ///
+    /// # Errors
+    /// The database fails; nothing is written then.
+    async fn insert_turns(&self, turns: &[TurnRow<'_>]) -> Result<Vec<StoredTurn>>;
 }
 
 /// Removing memories for good: some of them, or everything about a user.

@@ -15,7 +15,7 @@ use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryIngest;
 use crate::store::rows::{new_id, ts};
-use crate::store::{NewMemory, StoredTurn};
+use crate::store::{NewMemory, StoredTurn, TurnRow};
 use crate::types::SessionKey;
 
 #[async_trait]
@@ -32,90 +32,112 @@ impl MemoryIngest for PostgresStore {
         Ok(id)
     }
 
-    async fn insert_turn(
-        &self,
-        memory: &NewMemory,
-        entities: &[ExtractedEntity],
-        event_id: Option<&str>,
-        record_session: bool,
-    ) -> Result<StoredTurn> {
-        let owner = memory.user_id.as_deref().unwrap_or_default();
+    async fn insert_turns(&self, turns: &[TurnRow<'_>]) -> Result<Vec<StoredTurn>> {
         // The owner's lock makes the event check and the session's opening atomic across
-        // instances: a second instance storing the same event waits, then sees it stored.
-        let mut tx = self.begin_write(WriteScope::Owner(owner)).await?;
-        if let Some(event_id) = event_id {
-            // Ids are unique per user; a row with user '' stands for any user's (as in SQLite,
-            // where such rows come from before events were per user).
-            let known: Option<String> = sqlx::query_scalar(
-                "SELECT memory_id FROM ingested_events \
-                 WHERE event_id = $1 AND user_id IN ($2, '') LIMIT 1",
-            )
-            .bind(event_id)
-            .bind(owner)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if known.is_some() {
-                return Ok(StoredTurn::default());
-            }
+        // instances: a second instance storing the same event waits, then sees it stored. A
+        // batch of several owners' turns (an admin's) takes the whole store instead.
+        let owners: std::collections::BTreeSet<&str> = turns
+            .iter()
+            .map(|turn| turn.memory.user_id.as_deref().unwrap_or_default())
+            .collect();
+        let scope = match owners.iter().next() {
+            Some(owner) if owners.len() == 1 => WriteScope::Owner(owner),
+            None => WriteScope::Owner(""),
+            Some(_) => WriteScope::Store,
+        };
+        let mut tx = self.begin_write(scope).await?;
+        let mut stored = Vec::with_capacity(turns.len());
+        for turn in turns {
+            stored.push(store_turn_in_tx(&mut tx, turn).await?);
         }
-        let mut new_session = false;
-        let mut closed_sessions = Vec::new();
-        if let (true, Some(session)) = (record_session, memory.session_key()) {
-            new_session = sqlx::query(
-                "INSERT INTO sessions_consolidations \
-                 (user_id, chat_id, session_id, first_seen_at) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT DO NOTHING",
+        tx.commit().await?;
+        Ok(stored)
+    }
+}
+
+/// Stores one turn inside `tx` (see `MemoryIngest::insert_turn`).
+async fn store_turn_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    turn: &TurnRow<'_>,
+) -> Result<StoredTurn> {
+    let TurnRow {
+        memory,
+        entities,
+        event_id,
+        record_session,
+    } = *turn;
+    let owner = memory.user_id.as_deref().unwrap_or_default();
+    if let Some(event_id) = event_id {
+        // Ids are unique per user; a row with user '' stands for any user's (as in SQLite,
+        // where such rows come from before events were per user).
+        let known: Option<String> = sqlx::query_scalar(
+            "SELECT memory_id FROM ingested_events \
+             WHERE event_id = $1 AND user_id IN ($2, '') LIMIT 1",
+        )
+        .bind(event_id)
+        .bind(owner)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if known.is_some() {
+            return Ok(StoredTurn::default());
+        }
+    }
+    let mut new_session = false;
+    let mut closed_sessions = Vec::new();
+    if let (true, Some(session)) = (record_session, memory.session_key()) {
+        new_session = sqlx::query(
+            "INSERT INTO sessions_consolidations \
+             (user_id, chat_id, session_id, first_seen_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&session.user_id)
+        .bind(chat_key(session.chat_id.as_deref()))
+        .bind(&session.session_id)
+        .bind(ts(memory.event_time))
+        .execute(&mut **tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if new_session {
+            closed_sessions = close_other_sessions(tx, &session, memory.created_at)
+                .await?
+                .into_iter()
+                .map(|session_id| SessionKey {
+                    session_id,
+                    ..session.clone()
+                })
+                .collect();
+        } else {
+            // A turn after the session was consolidated makes it pending again: the next
+            // consolidation reads the episodes it has not read yet.
+            sqlx::query(
+                "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
+                 WHERE user_id = $1 AND chat_id = $2 AND session_id = $3 \
+                 AND consolidated_at IS NOT NULL",
             )
             .bind(&session.user_id)
             .bind(chat_key(session.chat_id.as_deref()))
             .bind(&session.session_id)
-            .bind(ts(memory.event_time))
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            if new_session {
-                closed_sessions = close_other_sessions(&mut tx, &session, memory.created_at)
-                    .await?
-                    .into_iter()
-                    .map(|session_id| SessionKey {
-                        session_id,
-                        ..session.clone()
-                    })
-                    .collect();
-            } else {
-                // A turn after the session was consolidated makes it pending again: the next
-                // consolidation reads the episodes it has not read yet.
-                sqlx::query(
-                    "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
-                     WHERE user_id = $1 AND chat_id = $2 AND session_id = $3 \
-                     AND consolidated_at IS NOT NULL",
-                )
-                .bind(&session.user_id)
-                .bind(chat_key(session.chat_id.as_deref()))
-                .bind(&session.session_id)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        let id = insert_in_tx(&mut tx, memory, entities).await?;
-        if let Some(event_id) = event_id {
-            sqlx::query(
-                "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES ($1, $2, $3)",
-            )
-            .bind(owner)
-            .bind(event_id)
-            .bind(&id)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         }
-        tx.commit().await?;
-        Ok(StoredTurn {
-            memory_id: Some(id),
-            new_session,
-            closed_sessions,
-        })
     }
+    let id = insert_in_tx(tx, memory, entities).await?;
+    if let Some(event_id) = event_id {
+        sqlx::query(
+            "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES ($1, $2, $3)",
+        )
+        .bind(owner)
+        .bind(event_id)
+        .bind(&id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(StoredTurn {
+        memory_id: Some(id),
+        new_session,
+        closed_sessions,
+    })
 }
 
 /// Inserts a memory, queues it for a vector and links its entities, inside `tx` (the caller

@@ -12,7 +12,7 @@ use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryIngest;
 use crate::store::rows::{new_id, ts};
-use crate::store::{NewMemory, StoredTurn};
+use crate::store::{NewMemory, StoredTurn, TurnRow};
 use crate::types::SessionKey;
 
 #[async_trait]
@@ -29,86 +29,96 @@ impl MemoryIngest for MemoryStore {
         Ok(id)
     }
 
-    async fn insert_turn(
-        &self,
-        memory: &NewMemory,
-        entities: &[ExtractedEntity],
-        event_id: Option<&str>,
-        record_session: bool,
-    ) -> Result<StoredTurn> {
+    async fn insert_turns(&self, turns: &[TurnRow<'_>]) -> Result<Vec<StoredTurn>> {
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
-        if let Some(event_id) = event_id {
-            // Ids are unique per user; a row from before schema 7 ('') stands for any user's.
-            let known: Option<String> = sqlx::query_scalar(
-                "SELECT memory_id FROM ingested_events \
-                 WHERE event_id = ? AND user_id IN (?, '') LIMIT 1",
-            )
-            .bind(event_id)
-            .bind(memory.user_id.as_deref().unwrap_or_default())
-            .fetch_optional(&mut *tx)
-            .await?;
-            if known.is_some() {
-                return Ok(StoredTurn::default());
-            }
+        let mut stored = Vec::with_capacity(turns.len());
+        for turn in turns {
+            stored.push(store_turn_in_tx(&mut tx, turn).await?);
         }
-        let mut new_session = false;
-        let mut closed_sessions = Vec::new();
-        if let (true, Some(session)) = (record_session, memory.session_key()) {
-            new_session = sqlx::query(
-                "INSERT OR IGNORE INTO sessions_consolidations \
-                 (user_id, chat_id, session_id, first_seen_at) VALUES (?, ?, ?, ?)",
+        tx.commit().await?;
+        Ok(stored)
+    }
+}
+
+/// Stores one turn inside `tx` (see `MemoryIngest::insert_turn`).
+async fn store_turn_in_tx(
+    tx: &mut Transaction<'_, Sqlite>,
+    turn: &TurnRow<'_>,
+) -> Result<StoredTurn> {
+    let TurnRow {
+        memory,
+        entities,
+        event_id,
+        record_session,
+    } = *turn;
+    if let Some(event_id) = event_id {
+        // Ids are unique per user; a row from before schema 7 ('') stands for any user's.
+        let known: Option<String> = sqlx::query_scalar(
+            "SELECT memory_id FROM ingested_events \
+             WHERE event_id = ? AND user_id IN (?, '') LIMIT 1",
+        )
+        .bind(event_id)
+        .bind(memory.user_id.as_deref().unwrap_or_default())
+        .fetch_optional(&mut **tx)
+        .await?;
+        if known.is_some() {
+            return Ok(StoredTurn::default());
+        }
+    }
+    let mut new_session = false;
+    let mut closed_sessions = Vec::new();
+    if let (true, Some(session)) = (record_session, memory.session_key()) {
+        new_session = sqlx::query(
+            "INSERT OR IGNORE INTO sessions_consolidations \
+             (user_id, chat_id, session_id, first_seen_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&session.user_id)
+        .bind(chat_key(session.chat_id.as_deref()))
+        .bind(&session.session_id)
+        .bind(ts(memory.event_time))
+        .execute(&mut **tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if new_session {
+            closed_sessions = close_other_sessions(tx, &session, memory.created_at)
+                .await?
+                .into_iter()
+                .map(|session_id| SessionKey {
+                    session_id,
+                    ..session.clone()
+                })
+                .collect();
+        } else {
+            // A turn after the session was consolidated makes it pending again: the next
+            // consolidation reads the episodes it has not read yet.
+            sqlx::query(
+                "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
+                 WHERE user_id = ? AND chat_id = ? AND session_id = ? \
+                 AND consolidated_at IS NOT NULL",
             )
             .bind(&session.user_id)
             .bind(chat_key(session.chat_id.as_deref()))
             .bind(&session.session_id)
-            .bind(ts(memory.event_time))
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            if new_session {
-                closed_sessions = close_other_sessions(&mut tx, &session, memory.created_at)
-                    .await?
-                    .into_iter()
-                    .map(|session_id| SessionKey {
-                        session_id,
-                        ..session.clone()
-                    })
-                    .collect();
-            } else {
-                // A turn after the session was consolidated makes it pending again: the next
-                // consolidation reads the episodes it has not read yet.
-                sqlx::query(
-                    "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0 \
-                     WHERE user_id = ? AND chat_id = ? AND session_id = ? \
-                     AND consolidated_at IS NOT NULL",
-                )
-                .bind(&session.user_id)
-                .bind(chat_key(session.chat_id.as_deref()))
-                .bind(&session.session_id)
-                .execute(&mut *tx)
-                .await?;
-            }
+            .execute(&mut **tx)
+            .await?;
         }
-        let id = insert_in_tx(&mut tx, memory, entities).await?;
-        if let Some(event_id) = event_id {
-            sqlx::query(
-                "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES (?, ?, ?)",
-            )
+    }
+    let id = insert_in_tx(tx, memory, entities).await?;
+    if let Some(event_id) = event_id {
+        sqlx::query("INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES (?, ?, ?)")
             .bind(memory.user_id.as_deref().unwrap_or_default())
             .bind(event_id)
             .bind(&id)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
-        }
-        tx.commit().await?;
-        Ok(StoredTurn {
-            memory_id: Some(id),
-            new_session,
-            closed_sessions,
-        })
     }
+    Ok(StoredTurn {
+        memory_id: Some(id),
+        new_session,
+        closed_sessions,
+    })
 }
 
 /// Inserts a memory, queues it for a vector and links its entities, inside `tx`.

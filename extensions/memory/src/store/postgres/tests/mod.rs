@@ -1,6 +1,7 @@
 //! Tests of the PostgreSQL store on a real server (the shared test server of
 //! `mnemo-pg-fixture`, a fresh database each), and the helpers they share.
 
+mod batches;
 mod ingest_and_entities;
 mod lifecycle_and_export;
 mod search_side;

@@ -1,6 +1,7 @@
 //! Tests of the store on real SQLite files, moved in from the crate's integration tests when
 //! the store became private to the crate; the helpers they share.
 
+mod batches;
 mod fts_properties;
 mod fts_syntax;
 mod migrations;
