@@ -139,10 +139,13 @@ impl MemoryService {
             .store_batch(events, from_user_key)
             .instrument(span.clone())
             .await;
-        span.record(
-            spans::INGEST_OUTCOME,
-            if result.is_ok() { "stored" } else { "error" },
-        );
+        // One span for the batch (one transaction): `stored` when it stored any event.
+        let outcome = match &result {
+            Ok(ids) if ids.iter().any(Option::is_some) => "stored",
+            Ok(_) => "skipped",
+            Err(_) => "error",
+        };
+        span.record(spans::INGEST_OUTCOME, outcome);
         record_failure(&span, &result);
         result
     }

@@ -157,6 +157,16 @@ impl MemoryRemoval for PostgresStore {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        // The planner's statistics are samples of rows: they would keep the erased user's id
+        // and words (most common values, histograms) until autovacuum analyses the tables
+        // again. Taken again now, from what is left.
+        sqlx::query(
+            "ANALYZE memories, entities, memory_entities, ingested_events, \
+             sessions_consolidations, memory_vectors, memory_sentence_vectors, embedding_cache, \
+             api_keys, chat_members",
+        )
+        .execute(&self.pool)
+        .await?;
         Ok(UserErased {
             user_id: user_id.to_owned(),
             session_ids,

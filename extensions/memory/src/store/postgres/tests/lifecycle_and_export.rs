@@ -284,7 +284,20 @@ async fn erase_user_removes_everything_of_one_user_and_nothing_of_another() {
     let pool = store.pool();
     let bob_before = rows_of(pool, "bob").await;
     assert!(bob_before.values().all(|rows| *rows > 0), "{bob_before:?}");
+    // The planner's statistics name her until the erasure analyses the tables again.
+    let in_statistics = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM pg_stats WHERE tablename = 'memories' AND attname = 'user_id' \
+             AND most_common_vals::text LIKE '%ana%'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    sqlx::query("ANALYZE memories").execute(pool).await.unwrap();
+    assert_eq!(in_statistics().await, 1);
     let erased = store.erase_user("ana").await.unwrap();
+    assert_eq!(in_statistics().await, 0);
     assert_eq!(erased.user_id, "ana");
     assert_eq!(erased.session_ids, ["s1", "s9"]);
     assert_eq!(erased.memories_removed, 5);
