@@ -182,9 +182,10 @@ impl Server {
     }
 
     /// Serves until `stop` resolves; then, within the kernel's shutdown grace
-    /// (`[kernel] shutdown_grace_ms`) counted from that moment: stops taking connections, lets
-    /// requests in flight finish (for half the grace at most; a request cut off then was not
-    /// acknowledged), ends MCP sessions, and shuts the kernel down with the time left.
+    /// (`[kernel] shutdown_grace_ms`) counted from that moment: stops taking connections, ends
+    /// MCP sessions, waits for requests in flight (for half the grace at most: one still
+    /// running then goes on in its connection's task, and either commits and answers or fails
+    /// as the store closes), and shuts the kernel down with the time left.
     ///
     /// # Errors
     /// Serving fails.
@@ -212,8 +213,8 @@ impl Server {
                         Ok(served) => (served, Some(at)),
                         Err(_) => {
                             tracing::warn!(
-                                "requests still in flight after half the shutdown grace; cut off \
-                                 unanswered"
+                                "requests still in flight after half the shutdown grace; the \
+                                 kernel stops beside them"
                             );
                             (Ok(()), Some(at))
                         }

@@ -35,15 +35,17 @@ impl MemoryIngest for PostgresStore {
     async fn insert_turns(&self, turns: &[TurnRow<'_>]) -> Result<Vec<StoredTurn>> {
         // The owner's lock makes the event check and the session's opening atomic across
         // instances: a second instance storing the same event waits, then sees it stored. A
-        // batch of several owners' turns (an admin's) takes the whole store instead.
-        let owners: std::collections::BTreeSet<&str> = turns
+        // batch of several owners' turns (an admin's) takes each of their locks.
+        let owners: Vec<&str> = turns
             .iter()
             .map(|turn| turn.memory.user_id.as_deref().unwrap_or_default())
+            .collect::<std::collections::BTreeSet<&str>>()
+            .into_iter()
             .collect();
-        let scope = match owners.iter().next() {
-            Some(owner) if owners.len() == 1 => WriteScope::Owner(owner),
-            None => WriteScope::Owner(""),
-            Some(_) => WriteScope::Store,
+        let scope = match owners.as_slice() {
+            [] => WriteScope::Owner(""),
+            [owner] => WriteScope::Owner(owner),
+            several => WriteScope::Owners(several),
         };
         let mut tx = self.begin_write(scope).await?;
         let mut stored = Vec::with_capacity(turns.len());

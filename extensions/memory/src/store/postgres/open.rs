@@ -42,6 +42,9 @@ pub(crate) enum WriteScope<'a> {
     /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
     /// of the same owner take turns, writers of different owners run in parallel.
     Owner(&'a str),
+    /// Several owners' memories at once (an admin's batch of turns): the owners' locks, taken
+    /// in one order by every such writer.
+    Owners(&'a [&'a str]),
     /// Rows of several owners that no owner's writer changes (vectors, the indexer's queue): runs
     /// beside owners' writers, and waits only for whole-store writers.
     Beside,
@@ -152,6 +155,29 @@ impl PostgresStore {
                     .bind(owner)
                     .execute(&mut *tx)
                     .await?;
+            }
+            WriteScope::Owners(owners) => {
+                sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")
+                    .bind(STORE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                // In ascending order of their keys, as every writer of several owners takes
+                // them, so that two such writers never wait for each other in a circle (and a
+                // writer of one owner holds one owner lock only).
+                let keys: Vec<i32> = sqlx::query_scalar(
+                    "SELECT DISTINCT hashtext(owner) AS key FROM unnest($1::text[]) AS owner \
+                     ORDER BY key",
+                )
+                .bind(owners)
+                .fetch_all(&mut *tx)
+                .await?;
+                for key in keys {
+                    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                        .bind(OWNER_LOCKS)
+                        .bind(key)
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
             WriteScope::Store => {
                 sqlx::query("SELECT pg_advisory_xact_lock($1, 0)")

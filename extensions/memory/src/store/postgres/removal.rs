@@ -159,14 +159,18 @@ impl MemoryRemoval for PostgresStore {
         tx.commit().await?;
         // The planner's statistics are samples of rows: they would keep the erased user's id
         // and words (most common values, histograms) until autovacuum analyses the tables
-        // again. Taken again now, from what is left.
-        sqlx::query(
+        // again. Taken again now, from what is left; the erasure stands whether or not this
+        // succeeds (autovacuum analyses the tables later), so a failure is only logged.
+        let analysed = sqlx::query(
             "ANALYZE memories, entities, memory_entities, ingested_events, \
              sessions_consolidations, memory_vectors, memory_sentence_vectors, embedding_cache, \
              api_keys, chat_members",
         )
         .execute(&self.pool)
-        .await?;
+        .await;
+        if let Err(error) = analysed {
+            tracing::warn!(%error, "erased; the planner's statistics are refreshed by autovacuum");
+        }
         Ok(UserErased {
             user_id: user_id.to_owned(),
             session_ids,
