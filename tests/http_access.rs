@@ -257,6 +257,7 @@ async fn a_user_reads_a_chat_only_as_a_member_made_by_a_trusted_writer_or_an_adm
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let own_turn = body["results"][0]["memory_id"].as_str().unwrap().to_owned();
     let (status, found) = search(ana.clone()).await;
     assert_eq!(status, StatusCode::OK, "{found}");
     assert!(found.to_string().contains("climbing wall opens"), "{found}");
@@ -297,7 +298,7 @@ async fn a_user_reads_a_chat_only_as_a_member_made_by_a_trusted_writer_or_an_adm
     let (_, found) = search(ana.clone()).await;
     assert!(found.to_string().contains("new overhang"), "{found}");
 
-    // Removed, Ana no longer reads the club, her own turns there included.
+    // Removed, Ana no longer reads the club, her own turns there included, nor changes them.
     let (status, _) = call(
         &served,
         Some(&admin),
@@ -307,7 +308,16 @@ async fn a_user_reads_a_chat_only_as_a_member_made_by_a_trusted_writer_or_an_adm
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, found) = search(ana).await;
+    let (status, found) = search(ana.clone()).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{found}");
     assert!(!found.to_string().contains("overhang"));
+    let (status, body) = call(
+        &served,
+        Some(&ana),
+        Method::DELETE,
+        &format!("/v1/memories/{own_turn}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 }

@@ -317,12 +317,18 @@ async fn own_fact(
 }
 
 /// The memory `id` if it is the caller's own and their key may change it (a key bound to chats
-/// changes only what is kept in them).
+/// changes only what is kept in them; a user key changes what is kept in a chat only while its
+/// user is a member).
 async fn own_memory(state: &AppState, principal: &Principal, id: &str) -> Result<Memory, ApiError> {
     let memory = visible_memory(state, principal, id, None).await?;
     if memory.user_id.as_deref() == Some(principal.user()?)
         && principal.may_change(memory.chat_id.as_deref())
     {
+        if memory.chat_id.is_some() {
+            principal
+                .chat_as_member(&state.memory, memory.chat_id.as_deref())
+                .await?;
+        }
         Ok(memory)
     } else {
         Err(ApiError::not_found(format!("no memory `{id}` of yours")))
