@@ -245,6 +245,19 @@ async fn a_user_reads_a_chat_only_as_a_member_made_by_a_trusted_writer_or_an_adm
         .unwrap()
         .contains("not a member of chat `club`"));
     assert_eq!(search(ana.clone()).await.0, StatusCode::FORBIDDEN);
+    // Nor over MCP, which names the chat in a header.
+    let mcp = reqwest::Client::new()
+        .post(format!("{}/mcp", served.url))
+        .bearer_auth(&ana)
+        .header("x-mnemo-chat", "club")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp.status(), StatusCode::FORBIDDEN);
 
     // The host (here an admin key acting for her) records her turn there: she is a member.
     let (status, body) = served

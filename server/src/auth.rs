@@ -250,17 +250,18 @@ pub(crate) async fn require_key(
                 ),
                 _ => error,
             })?;
-        Ok((principal.key_id, McpCaller { user, chat }))
+        Ok((principal, McpCaller { user, chat }))
     });
-    let (key_id, caller) = match resolved {
+    let (principal, caller) = match resolved {
         Ok(resolved) => resolved,
         Err(error) => return error.into_response(),
     };
     if let Some(chat) = &caller.chat {
-        if let Err(error) = authenticated_member(&state, request.headers(), chat).await {
+        if let Err(error) = principal.chat_as_member(&state.memory, Some(chat)).await {
             return error.into_response();
         }
     }
+    let key_id = principal.key_id;
     // A session is its opener's: another key is told it does not exist.
     let session = crate::mcp_sessions::session_of(request.headers());
     if let Some(session) = &session {
@@ -280,17 +281,4 @@ pub(crate) async fn require_key(
         }
     }
     response
-}
-
-/// Checks, for an MCP request that names `chat`, that its caller may act there as a member.
-async fn authenticated_member(
-    state: &AppState,
-    headers: &HeaderMap,
-    chat: &str,
-) -> Result<(), ApiError> {
-    let principal = authenticate(&state.keys, headers).await?;
-    principal
-        .chat_as_member(&state.memory, Some(chat))
-        .await
-        .map(|_| ())
 }

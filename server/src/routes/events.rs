@@ -203,7 +203,12 @@ pub(crate) async fn post_events(
             .map_err(|error| error.prefixed(&format!("events[{index}]")))?;
         events.push(event);
     }
-    check_memberships(&state, &principal, &events).await?;
+    check_memberships(
+        &state,
+        &principal,
+        events.iter().filter_map(|event| event.chat_id.as_deref()),
+    )
+    .await?;
     // One transaction: the whole batch is stored, or none of it. A user's own key cannot make
     // its user a member of a chat; the host and admin keys do.
     let stored = state.memory.ingest_batch(&events, !principal.admin).await?;
@@ -224,17 +229,15 @@ pub(crate) async fn post_events(
     Ok(axum::Json(EventsStored { results }))
 }
 
-/// Checks, before anything is stored, that the caller may write in every chat `events` name:
-/// a user key not bound to chats writes only in chats its user is a member of.
-async fn check_memberships(
+/// Checks, before anything is stored, that the caller may write in each of `chats` (the chats
+/// a request's events name): a user key not bound to chats writes only where its user is a
+/// member.
+async fn check_memberships<'a>(
     state: &AppState,
     principal: &Principal,
-    events: &[Event],
+    chats: impl Iterator<Item = &'a str>,
 ) -> Result<(), ApiError> {
-    let chats: std::collections::BTreeSet<&str> = events
-        .iter()
-        .filter_map(|event| event.chat_id.as_deref())
-        .collect();
+    let chats: std::collections::BTreeSet<&str> = chats.collect();
     for chat in chats {
         principal.chat_as_member(&state.memory, Some(chat)).await?;
     }
@@ -318,14 +321,11 @@ pub(crate) async fn import(
             None => return Err(at("no `type`".to_owned())),
         }
     }
-    let events: Vec<Event> = lines
-        .iter()
-        .filter_map(|line| match line {
-            Line::Event(event) => Some(event.clone()),
-            Line::Row(..) => None,
-        })
-        .collect();
-    check_memberships(&state, &principal, &events).await?;
+    let chats = lines.iter().filter_map(|line| match line {
+        Line::Event(event) => event.chat_id.as_deref(),
+        Line::Row(..) => None,
+    });
+    check_memberships(&state, &principal, chats).await?;
     let mut report = ImportReport::default();
     for line in lines {
         match line {

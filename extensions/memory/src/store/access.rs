@@ -163,19 +163,13 @@ where
     i64: Encode<'args, DB> + Type<DB> + 'args,
     String: Encode<'args, DB> + Type<DB> + 'args,
 {
-    let mut builder =
-        QueryBuilder::new("INSERT INTO mcp_sessions (id, key_id, created_ms) VALUES (");
-    builder
-        .push_bind(id.to_owned())
-        .push(", ")
-        .push_bind(key_id.to_owned())
-        .push(", ")
-        .push_bind(now_ms)
-        .push(
-            ") ON CONFLICT (id) DO UPDATE SET key_id = excluded.key_id \
-             WHERE mcp_sessions.key_id IS NULL",
-        );
-    builder
+    upsert_session(
+        id,
+        "key_id",
+        key_id,
+        now_ms,
+        " WHERE mcp_sessions.key_id IS NULL",
+    )
 }
 
 /// Keeps the client's `initialize` parameters (JSON) of the MCP session `id`.
@@ -189,15 +183,35 @@ where
     i64: Encode<'args, DB> + Type<DB> + 'args,
     String: Encode<'args, DB> + Type<DB> + 'args,
 {
-    let mut builder =
-        QueryBuilder::new("INSERT INTO mcp_sessions (id, initialize, created_ms) VALUES (");
+    upsert_session(id, "initialize", initialize, now_ms, "")
+}
+
+/// Sets `column` of the MCP session `id` to `value`, making the row if there is none; an
+/// existing row is updated only under `condition` (empty: always).
+fn upsert_session<'args, DB>(
+    id: &str,
+    column: &'static str,
+    value: &str,
+    now_ms: i64,
+    condition: &'static str,
+) -> QueryBuilder<'args, DB>
+where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
+    let mut builder = QueryBuilder::new(format!(
+        "INSERT INTO mcp_sessions (id, {column}, created_ms) VALUES ("
+    ));
     builder
         .push_bind(id.to_owned())
         .push(", ")
-        .push_bind(initialize.to_owned())
+        .push_bind(value.to_owned())
         .push(", ")
         .push_bind(now_ms)
-        .push(") ON CONFLICT (id) DO UPDATE SET initialize = excluded.initialize");
+        .push(format!(
+            ") ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}{condition}"
+        ));
     builder
 }
 
