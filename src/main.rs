@@ -117,6 +117,10 @@ enum Command {
         /// Servers, each with its own kernel on the store, as behind a load balancer.
         #[arg(long, default_value_t = 1)]
         instances: usize,
+        /// Then one user imports this many turns while another says one thing: how long until
+        /// that turn has its vector (0: skip).
+        #[arg(long, default_value_t = 0)]
+        import_turns: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -547,10 +551,12 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             queries,
             ingests,
             instances,
+            import_turns,
             json,
         } => {
             let options = mnemo_devtools::bench_http::HttpBenchOptions {
                 instances: *instances,
+                import_turns: *import_turns,
                 store: store.clone(),
                 clients: *clients,
                 queries: *queries,

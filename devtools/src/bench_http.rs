@@ -13,7 +13,9 @@
 //! 3. searches over HTTP by `--clients` concurrent clients: requests per second and latency
 //!    under load;
 //! 4. ingest over HTTP (`POST /v1/events`, one turn per request) by the concurrent clients;
-//! 5. the same number of turns again in batches of 100 (one user's each): events per second.
+//! 5. the same number of turns again in batches of 100 (one user's each): events per second;
+//! 6. with `--import-turns N`, one user imports N turns while another says one thing: how long
+//!    that turn waits for its vector (see `bench_http/fair_queue.rs`).
 //!
 //! Every non-2xx answer or failed connection counts as an error.
 
@@ -28,6 +30,8 @@ use mnemo_server::{KeyStore, NewKey, ServeOptions, Server};
 use serde_json::json;
 
 use crate::bench::{service_of, start_kernel, summary, time_searches, Random, QUERY_TEMPLATES};
+
+mod fair_queue;
 
 /// Events in each request of the batched ingest phase.
 const BATCH: usize = 100;
@@ -45,6 +49,8 @@ pub struct HttpBenchOptions {
     pub ingests: usize,
     /// Servers, each with its own kernel on the store.
     pub instances: usize,
+    /// Turns one user imports in phase 6 (0: no phase 6).
+    pub import_turns: usize,
     /// Print JSON.
     pub json: bool,
 }
@@ -299,6 +305,23 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
     let batched_events_per_second =
         (batched.latencies.len() * BATCH) as f64 / batched.seconds.max(1e-9);
 
+    // 6. One user's import beside another user's new turn.
+    let fair = if options.import_turns > 0 && users.len() > 1 {
+        fair_queue::FairQueue {
+            service: &service,
+            url: &urls[0],
+            importer_key: &user_keys[0],
+            speaker: &users[1],
+            speaker_key: &user_keys[1],
+            run_id,
+            turns: options.import_turns,
+        }
+        .run(&mut random)
+        .await?
+    } else {
+        serde_json::Value::Null
+    };
+
     let (backend, _) = service.database_size().await?;
     // Each server shuts its kernel down when it stops.
     for stop in stops {
@@ -323,6 +346,7 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
         "http_ingest_ms": ingest.report(),
         "http_batch_ingest_ms": batched.report(),
         "http_batch_events_per_second": batched_events_per_second.round(),
+        "fair_queue": fair,
     });
     if options.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -370,6 +394,14 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
             ),
             report["http_batch_events_per_second"]
         );
+        if !report["fair_queue"].is_null() {
+            println!(
+                "  another user's turn during an import of {}: its vector after {} s ({} texts were waiting)",
+                report["fair_queue"]["import_turns"],
+                report["fair_queue"]["seconds_to_vector"],
+                report["fair_queue"]["queued_when_acknowledged"]
+            );
+        }
     }
     Ok(())
 }

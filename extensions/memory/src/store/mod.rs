@@ -14,6 +14,9 @@
 mod access;
 mod backend;
 mod counts;
+mod index_order;
+#[cfg(test)]
+pub(crate) mod index_order_checks;
 mod job_history;
 mod listing;
 pub(crate) mod postgres;

@@ -11,13 +11,14 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{Postgres, Row};
 
 use super::open::WriteScope;
 use super::vectors::vector_text;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
+use crate::store::index_order;
 use crate::store::rows::{blob_vector, ts, vector_blob};
 use crate::store::IndexItem;
 
@@ -25,26 +26,76 @@ use crate::store::IndexItem;
 pub(super) const LEASE_SECONDS: i64 = 60;
 
 impl PostgresStore {
-    /// [`IndexQueue::next_index_batch`] at `now` (Unix seconds): the oldest rows whose lease is
-    /// free or ran out, leased until `now + LEASE_SECONDS`.
+    /// [`IndexQueue::next_index_batch`] at `now` (Unix seconds): round robin over the owners
+    /// with memories waiting, newest first within each (store/index_order.rs), of the rows
+    /// whose lease is free or ran out, leased until `now + LEASE_SECONDS`.
     pub(super) async fn lease_index_batch(&self, limit: usize, now: i64) -> Result<Vec<IndexItem>> {
+        let after = self.index_cursor.get();
+        let mut tx = self.pool.begin().await?;
+        let listed_after = match &after {
+            Some(after) => {
+                index_order::owners_query::<Postgres>(Some(after), Some(now), limit)
+                    .build_query_scalar::<String>()
+                    .fetch_all(&mut *tx)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let listed_from_start = if listed_after.len() < limit {
+            index_order::owners_query::<Postgres>(None, Some(now), limit)
+                .build_query_scalar::<String>()
+                .fetch_all(&mut *tx)
+                .await?
+        } else {
+            Vec::new()
+        };
+        let owners = index_order::owners_in_turn(listed_after, listed_from_start, limit);
+        let mut taker = index_order::TurnTaker::new(owners, limit);
+        while let Some(pick) = taker.next_pick() {
+            let mut query = index_order::pick_query::<Postgres>(taker.owner(pick));
+            query
+                .push(" AND (claimed_until IS NULL OR claimed_until <= ")
+                .push_bind(now)
+                .push(")");
+            let taken = taker.taken(pick);
+            if !taken.is_empty() {
+                query
+                    .push(" AND NOT (memory_id = ANY(")
+                    .push_bind(taken.to_vec())
+                    .push("))");
+            }
+            index_order::finish_pick_query(&mut query, "seq", pick.take, 0);
+            // Rows another instance is taking at this moment are its own.
+            query.push(" FOR UPDATE SKIP LOCKED");
+            let rows = query
+                .build_query_scalar::<String>()
+                .fetch_all(&mut *tx)
+                .await?;
+            taker.record(pick, rows);
+        }
+        let (ids, last) = taker.finish();
+        self.index_cursor.set(last);
+        if ids.is_empty() {
+            tx.commit().await?;
+            return Ok(Vec::new());
+        }
+        sqlx::query("UPDATE embedding_queue SET claimed_until = $1 WHERE memory_id = ANY($2)")
+            .bind(now.saturating_add(LEASE_SECONDS))
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
         let rows = sqlx::query(
-            "WITH leased AS (UPDATE embedding_queue q SET claimed_until = $1 \
-             WHERE q.memory_id IN (SELECT memory_id FROM embedding_queue \
-             WHERE claimed_until IS NULL OR claimed_until <= $2 \
-             ORDER BY enqueued_at, memory_id LIMIT $3 FOR UPDATE SKIP LOCKED) \
-             RETURNING q.memory_id, q.enqueued_at) \
-             SELECT l.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
+            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
              (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
-             FROM leased l JOIN memories m ON m.id = l.memory_id \
-             ORDER BY l.enqueued_at, l.memory_id",
+             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
+             WHERE q.memory_id = ANY($1)",
         )
-        .bind(now.saturating_add(LEASE_SECONDS))
-        .bind(now)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
+        .bind(&ids)
+        .fetch_all(&mut *tx)
         .await?;
-        rows.iter()
+        tx.commit().await?;
+        let items: Result<Vec<IndexItem>> = rows
+            .iter()
             .map(|row| {
                 Ok(IndexItem {
                     memory_id: row.try_get("memory_id")?,
@@ -57,14 +108,15 @@ impl PostgresStore {
                     spoken_by_user: row.try_get("spoken_by_user")?,
                 })
             })
-            .collect()
+            .collect();
+        Ok(index_order::in_order_taken(items?, &ids))
     }
 }
 
 #[async_trait]
 impl IndexQueue for PostgresStore {
-    /// The oldest memories waiting for a vector that no other instance holds, leased to this
-    /// caller for [`LEASE_SECONDS`] (see the module docs).
+    /// Memories waiting for a vector that no other instance holds, in turn by owner and newest
+    /// first, leased to this caller for [`LEASE_SECONDS`] (see the module docs).
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         self.lease_index_batch(limit, ts(Utc::now())).await
     }

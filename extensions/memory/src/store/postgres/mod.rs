@@ -51,6 +51,8 @@ pub(crate) struct PostgresStore {
     vector: RwLock<VectorStatus>,
     /// HNSW candidates per search (`hnsw.ef_search`); 0 searches every vector exactly.
     ef_search: usize,
+    /// The owner this instance's last index batch ended with (store/index_order.rs).
+    index_cursor: crate::store::index_order::OwnerCursor,
     /// Whether the database answers, as the probe last found.
     reachability: reachability::Reachability,
     /// The probe's task, stopped with the store.

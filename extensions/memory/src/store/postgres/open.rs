@@ -121,6 +121,7 @@ impl PostgresStore {
                 reason: "no embedding provider".to_owned(),
             }),
             ef_search: options.ef_search,
+            index_cursor: Default::default(),
             reachability,
             probe,
         })

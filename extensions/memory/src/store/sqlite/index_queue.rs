@@ -5,29 +5,71 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row};
+use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
+use crate::store::index_order;
 use crate::store::rows::{blob_vector, ts, vector_blob};
 use crate::store::IndexItem;
 use crate::vector_index::{sentence_key, VectorRow};
 
 #[async_trait]
 impl IndexQueue for MemoryStore {
+    /// Round robin over the owners with memories waiting, newest first within each
+    /// (store/index_order.rs).
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
-        let rows = sqlx::query(
+        let after = self.index_cursor.get();
+        let listed_after = match &after {
+            Some(after) => {
+                let mut query = index_order::owners_query::<Sqlite>(Some(after), None, limit);
+                query
+                    .build_query_scalar::<String>()
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let listed_from_start = if listed_after.len() < limit {
+            let mut query = index_order::owners_query::<Sqlite>(None, None, limit);
+            query
+                .build_query_scalar::<String>()
+                .fetch_all(&self.pool)
+                .await?
+        } else {
+            Vec::new()
+        };
+        let owners = index_order::owners_in_turn(listed_after, listed_from_start, limit);
+        let mut taker = index_order::TurnTaker::new(owners, limit);
+        while let Some(pick) = taker.next_pick() {
+            let mut query = index_order::pick_query::<Sqlite>(taker.owner(pick));
+            index_order::finish_pick_query(&mut query, "rowid", pick.take, taker.taken(pick).len());
+            let rows = query
+                .build_query_scalar::<String>()
+                .fetch_all(&self.pool)
+                .await?;
+            taker.record(pick, rows);
+        }
+        let (ids, last) = taker.finish();
+        self.index_cursor.set(last);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut builder = QueryBuilder::<Sqlite>::new(
             "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
              (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
-             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
-             ORDER BY q.enqueued_at, q.rowid LIMIT ?",
-        )
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
+             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id WHERE q.memory_id IN (",
+        );
+        let mut separated = builder.separated(", ");
+        for id in &ids {
+            separated.push_bind(id.clone());
+        }
+        builder.push(")");
+        let rows = builder.build().fetch_all(&self.pool).await?;
+        let items: Result<Vec<IndexItem>> = rows
+            .iter()
             .map(|row| {
                 Ok(IndexItem {
                     memory_id: row.try_get("memory_id")?,
@@ -40,7 +82,8 @@ impl IndexQueue for MemoryStore {
                     spoken_by_user: row.try_get("spoken_by_user")?,
                 })
             })
-            .collect()
+            .collect();
+        Ok(index_order::in_order_taken(items?, &ids))
     }
 
     async fn cached_vectors(

@@ -58,6 +58,8 @@ pub(crate) struct MemoryStore {
     vector_oversample: usize,
     /// The scopes' full-text figures that `scope_bm25()` ranks by.
     text_statistics: text_statistics::TextStatistics,
+    /// The owner the indexer's last batch ended with (store/index_order.rs).
+    index_cursor: crate::store::index_order::OwnerCursor,
     /// The background WAL checkpointer; stopped on close and drop.
     checkpointer: tokio::task::JoinHandle<()>,
 }

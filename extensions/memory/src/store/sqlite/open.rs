@@ -216,6 +216,7 @@ impl MemoryStore {
             mirror: RwLock::new(QuantizedIndex::default()),
             sentence_mirror: RwLock::new(QuantizedIndex::default()),
             reload_lock: tokio::sync::Mutex::new(()),
+            index_cursor: Default::default(),
             vector_oversample: options.vector_oversample,
             text_statistics: super::text_statistics::TextStatistics::default(),
             pool,

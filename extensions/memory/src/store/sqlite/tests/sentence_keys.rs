@@ -42,3 +42,11 @@ async fn sentence_keys_live_and_go_with_their_turn() {
     assert!(found(&store, "ben", [0.0, 1.0, 0.0, 0.0]).await.is_empty());
     store.close().await;
 }
+
+#[tokio::test]
+async fn the_indexer_takes_owners_in_turn_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("memory.db")).await;
+    crate::store::index_order_checks::owners_take_turns_newest_first(&store).await;
+    store.close().await;
+}

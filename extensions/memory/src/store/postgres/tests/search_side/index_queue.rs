@@ -54,10 +54,10 @@ async fn a_batch_is_leased_to_one_caller_until_its_lease_runs_out() {
     both.sort();
     both.dedup();
     assert_eq!(both.len(), 8, "disjoint: {first:?} {second:?}");
-    assert_eq!(both[0], "q0001", "oldest first");
-    assert_eq!(both[7], "q0008");
+    assert_eq!(both[0], "q0003", "newest first");
+    assert_eq!(both[7], "q0010");
     let rest = store.next_index_batch(10).await.unwrap();
-    assert_eq!(item_ids(&rest), ["q0009", "q0010"]);
+    assert_eq!(item_ids(&rest), ["q0002", "q0001"]);
     assert!(store.next_index_batch(10).await.unwrap().is_empty());
     assert_eq!(
         store.pending_index().await.unwrap(),
@@ -71,27 +71,27 @@ async fn a_batch_is_leased_to_one_caller_until_its_lease_runs_out() {
         "{lease} vs {now}"
     );
 
-    // A dead instance's lease runs out: its rows are taken again, oldest first.
+    // A dead instance's lease runs out: its rows are taken again, newest first.
     sql(
         &store,
         "UPDATE embedding_queue SET claimed_until = 5 WHERE memory_id IN ('q0002', 'q0003')",
     )
     .await;
     let again = store.next_index_batch(10).await.unwrap();
-    assert_eq!(item_ids(&again), ["q0002", "q0003"]);
-    assert!(!again[0].active, "soft-deleted before it was indexed");
-    assert!(again[1].active);
-    assert_eq!(again[1].content, "text 3");
+    assert_eq!(item_ids(&again), ["q0003", "q0002"]);
+    assert!(!again[1].active, "soft-deleted before it was indexed");
+    assert!(again[0].active);
+    assert_eq!(again[0].content, "text 3");
     assert_eq!(
-        (again[1].user_id.as_str(), again[1].kind.as_str()),
+        (again[0].user_id.as_str(), again[0].kind.as_str()),
         ("ana", "fact")
     );
     let later = store
         .lease_index_batch(3, now + LEASE_SECONDS + 60)
         .await
         .unwrap();
-    // Past every lease, the oldest rows again.
-    assert_eq!(item_ids(&later), ["q0001", "q0002", "q0003"]);
+    // Past every lease, the newest rows again.
+    assert_eq!(item_ids(&later), ["q0010", "q0009", "q0008"]);
 
     // An operator's re-index takes over every batch at once.
     assert_eq!(store.release_index_leases().await.unwrap(), 10);
@@ -135,7 +135,8 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
         "UPDATE memories SET valid_until = 1 WHERE id = 'q0004'",
     )
     .await;
-    let batch = store.next_index_batch(10).await.unwrap();
+    let mut batch = store.next_index_batch(10).await.unwrap();
+    batch.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
     let vector = |x: f32| Some(vec![x, 1.0, 0.0]);
     let items: Vec<(IndexItem, Option<Vec<f32>>)> = batch
         .into_iter()
@@ -247,4 +248,10 @@ async fn the_embedding_cache_round_trips_by_model() {
         store.cached_vectors(&hashes, "other").await.unwrap()["h1"],
         [7.0]
     );
+}
+
+#[tokio::test]
+async fn the_indexer_takes_owners_in_turn_newest_first() {
+    let store = open_fresh().await;
+    crate::store::index_order_checks::owners_take_turns_newest_first(&store).await;
 }

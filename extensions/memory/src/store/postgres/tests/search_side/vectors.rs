@@ -456,6 +456,7 @@ async fn instances_starting_together_agree_on_one_provider() {
             reason: "not checked".into(),
         }),
         ef_search: 100,
+        index_cursor: Default::default(),
         reachability: Default::default(),
         probe: tokio::spawn(async {}),
     };
