@@ -189,3 +189,115 @@ async fn eight_sessions_ingest_while_consolidation_decay_and_reindex_run() {
         .shutdown()
         .await;
 }
+
+/// Turns sent at once commit together (group commit), and a caller whose turn the database
+/// refuses fails alone: every other caller's turn is stored and acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_turns_commit_together_and_a_refused_one_fails_alone() {
+    let config = Config::parse("[extensions.memory]\n", "test.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .unwrap();
+    let service: Arc<MemoryService> = kernel.context().services().get::<MemoryService>().unwrap();
+    // The database itself refuses one turn, after every check of ours has passed.
+    let pool = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("memory.db").display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query(
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON memories WHEN NEW.content LIKE '%poison%' \
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let callers: Vec<_> = (0..48)
+        .map(|index| {
+            let service = Arc::clone(&service);
+            tokio::spawn(async move {
+                let mut event = turn(index % 6, 0, index);
+                if index == 17 {
+                    event.text = "this one is poison".into();
+                }
+                service.ingest(&event.into_event()).await
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    let mut refused = Vec::new();
+    for (index, caller) in callers.into_iter().enumerate() {
+        match caller.await.unwrap() {
+            Ok(Some(_)) => stored += 1,
+            Ok(None) => panic!("turn {index} was not stored"),
+            Err(error) => refused.push((index, error.to_string())),
+        }
+    }
+    assert_eq!(stored, 47);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 17);
+    assert!(refused[0].1.contains("refused by the test"), "{refused:?}");
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        count, 47,
+        "every acknowledged turn, and only those, is stored"
+    );
+    pool.close().await;
+    kernel.shutdown().await;
+}
+
+/// Searches count their recalls without writing on the request path: the counts are written in
+/// the background and on close, each recall once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_counts_are_written_after_the_searches_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = || async {
+        let config = Config::parse("[extensions.memory]\n", "test.toml").unwrap();
+        let kernel = Kernel::builder(mnemo_host::builtin_extensions(), config)
+            .data_dir(dir.path())
+            .start()
+            .await
+            .unwrap();
+        let service: Arc<MemoryService> =
+            kernel.context().services().get::<MemoryService>().unwrap();
+        (kernel, service)
+    };
+    let search = |touch: bool| SearchRequest {
+        query: "Lisbon budget".into(),
+        user_id: Some("user1".into()),
+        limit: 5,
+        touch,
+        ..SearchRequest::default()
+    };
+    let (kernel, service) = start().await;
+    let stored = service
+        .ingest(&turn(1, 0, 0).into_event())
+        .await
+        .unwrap()
+        .unwrap();
+    let searches: Vec<_> = (0..7)
+        .map(|_| {
+            let service = Arc::clone(&service);
+            let request = search(true);
+            tokio::spawn(async move { service.search(&request).await.unwrap().len() })
+        })
+        .collect();
+    for search in searches {
+        assert_eq!(search.await.unwrap(), 1);
+    }
+    kernel.shutdown().await;
+
+    let (kernel, service) = start().await;
+    let hits = service.search(&search(false)).await.unwrap();
+    assert_eq!(hits[0].memory.id, stored);
+    assert_eq!(hits[0].memory.access_count, 7, "each recall counted once");
+    assert!(hits[0].memory.last_accessed.is_some());
+    kernel.shutdown().await;
+}

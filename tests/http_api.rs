@@ -54,8 +54,18 @@ async fn a_client_stores_searches_corrects_and_forgets_over_http() {
         .unwrap()
         .starts_with("ep_"));
     let (_, again) = call(&served, key, Method::POST, "/v1/events", Some(batch)).await;
+    // A resend (its acknowledgement lost) stores nothing and names the memory it became.
     assert_eq!(again["results"][0]["stored"], false, "{again}");
-    assert_eq!(again["results"][1]["memory_id"], Value::Null);
+    assert_eq!(again["results"][1]["stored"], false, "{again}");
+    assert_eq!(
+        again["results"][0]["memory_id"],
+        stored["results"][0]["memory_id"]
+    );
+    assert_eq!(
+        again["results"][1]["memory_id"],
+        stored["results"][1]["memory_id"]
+    );
+    assert!(again["results"][1]["memory_id"].is_string(), "{again}");
 
     // Remember, then find it with the reasons it ranked.
     let (status, remembered) = call(

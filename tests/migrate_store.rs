@@ -105,16 +105,17 @@ fn sqlite_to_postgres_and_back_is_lossless() {
     let from_postgres = succeeds(mnemo(dir.path(), Some(&url), &["export"]));
     assert_eq!(from_postgres, original);
 
-    let back = dir.path().join("back.db");
-    let back_location = format!("sqlite:{}", back.display());
+    // Back into a data directory that does not exist yet: it is made.
+    let back_dir = tempfile::tempdir().unwrap();
+    let back_location = format!(
+        "sqlite:{}",
+        back_dir.path().join("data/memory.db").display()
+    );
     succeeds(mnemo(
         dir.path(),
         None,
         &["migrate-store", "--from", &url, "--to", &back_location],
     ));
-    let back_dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(back_dir.path().join("data")).unwrap();
-    std::fs::rename(&back, back_dir.path().join("data/memory.db")).unwrap();
     let from_back = succeeds(mnemo(back_dir.path(), None, &["export"]));
     assert_eq!(from_back, original);
 

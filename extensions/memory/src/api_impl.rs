@@ -178,6 +178,8 @@ impl MemoryApi for MemoryService {
     }
 
     async fn run_decay(&self, threshold: f64) -> Result<DecayReport> {
+        // Decay counts from the last recall: the recalls noted so far first.
+        self.flush_recalls().await?;
         Ok(self.store()?.decay(threshold, self.now()?).await?)
     }
 

@@ -48,7 +48,7 @@ pub use mnemo_memory_api::{
     SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;
-pub use service::{content_event_id, FactInput, MemoryService};
+pub use service::{content_event_id, FactInput, IngestedEvent, MemoryService};
 pub use store::{
     EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
     OwnerSummary, Person, StoredTurn, VectorStatus,
@@ -128,6 +128,7 @@ impl Extension for MemoryExtension {
             tracing::info!(expired, "expired memories removed at start-up");
         }
         self.service.start_indexer(ctx);
+        self.service.start_recall_writer();
         Ok(())
     }
 

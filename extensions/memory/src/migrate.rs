@@ -72,6 +72,21 @@ async fn open(location: &StoreLocation, must_exist: bool) -> Result<Box<dyn Memo
                     path.display()
                 )));
             }
+            // A new store's directory is made, as for a data directory.
+            if let Some(parent) = path
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+            {
+                if !must_exist {
+                    std::fs::create_dir_all(parent).map_err(|error| MemoryError::Open {
+                        path: location.to_string(),
+                        source: Box::new(MemoryError::Invalid(format!(
+                            "cannot make its directory {}: {error}",
+                            parent.display()
+                        ))),
+                    })?;
+                }
+            }
             MemoryStore::open(
                 path,
                 &StoreOptions {
@@ -100,6 +115,9 @@ async fn open(location: &StoreLocation, must_exist: bool) -> Result<Box<dyn Memo
         source: Box::new(source),
     })
 }
+
+/// Rows copied in each transaction.
+const COPY_BATCH: usize = 2_000;
 
 fn table_of(record: &Value) -> Result<&str> {
     record["type"]
@@ -152,13 +170,18 @@ async fn copy_into(
     }
     let total = records.len() as u64;
     let mut report = CopyReport::default();
-    for (index, record) in records.iter().enumerate() {
-        let table = table_of(record)?;
-        target.import_row(table, &record["row"]).await?;
-        *report.rows.entry(table.to_owned()).or_default() += 1;
-        if index % 1_000 == 999 || index + 1 == records.len() {
-            progress(index as u64 + 1, total);
+    let mut copied = 0;
+    // A transaction per batch: one commit for each `COPY_BATCH` rows, not one per row.
+    for batch in records.chunks(COPY_BATCH) {
+        let mut rows = Vec::with_capacity(batch.len());
+        for record in batch {
+            let table = table_of(record)?;
+            rows.push((table, &record["row"]));
+            *report.rows.entry(table.to_owned()).or_default() += 1;
         }
+        target.import_rows(&rows).await?;
+        copied += batch.len() as u64;
+        progress(copied, total);
     }
     let copied = target.export_rows(None).await?;
     if copied != records {

@@ -110,7 +110,9 @@ pub(crate) struct EventsStored {
 pub(crate) struct EventStored {
     /// The event's id.
     id: String,
-    /// The memory it became; null when it was stored before (or stored and forgotten since).
+    /// The memory it became, by this request or by an earlier one that sent the same event
+    /// (whose acknowledgement was lost); null for a session command (`/new`), or a memory
+    /// forgotten since.
     memory_id: Option<String>,
     /// Whether this request stored it.
     stored: bool,
@@ -213,17 +215,17 @@ pub(crate) async fn post_events(
     // its user a member of a chat; the host and admin keys do.
     let stored = state.memory.ingest_batch(&events, !principal.admin).await?;
     let mut results = Vec::with_capacity(events.len());
-    for (event, memory_id) in events.into_iter().zip(stored) {
+    for (event, ingested) in events.into_iter().zip(stored) {
         let id = event.id.clone();
-        if memory_id.is_some() {
+        if ingested.stored {
             if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await {
                 tracing::warn!(%error, "a stored event was not passed on to the other extensions");
             }
         }
         results.push(EventStored {
             id,
-            stored: memory_id.is_some(),
-            memory_id,
+            stored: ingested.stored,
+            memory_id: ingested.memory_id,
         });
     }
     Ok(axum::Json(EventsStored { results }))

@@ -222,8 +222,17 @@ impl MemoryService {
             })
             .collect();
         if request.touch && !hits.is_empty() {
-            let ids: Vec<String> = hits.iter().map(|hit| hit.memory.id.clone()).collect();
-            store.touch(&ids, self.now()?).await?;
+            // A faded memory recalled is back in the context at once (one write, rarely); the
+            // other recalls are counted in the background (service/recalls.rs).
+            let (faded, recalled): (Vec<&SearchHit>, Vec<&SearchHit>) =
+                hits.iter().partition(|hit| hit.memory.faded_at.is_some());
+            let ids = |hits: Vec<&SearchHit>| -> Vec<String> {
+                hits.iter().map(|hit| hit.memory.id.clone()).collect()
+            };
+            if !faded.is_empty() {
+                store.touch(&ids(faded), 1, self.now()?).await?;
+            }
+            self.recalls.note(&ids(recalled), self.now()?);
         }
         Ok(hits)
     }

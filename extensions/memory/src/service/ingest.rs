@@ -8,9 +8,10 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
 use tracing::Instrument as _;
 
+use super::group_commit::OwnedTurn;
 use super::MemoryService;
 use crate::error::{record_failure, MemoryError, Result};
-use crate::store::{NewMemory, TurnRow};
+use crate::store::NewMemory;
 use crate::types::{MemoryKind, SessionCompleted};
 
 /// User messages that are commands to the host, not conversation.
@@ -103,25 +104,29 @@ impl MemoryService {
             return Ok(None);
         };
         if writer == Writer::Trusted {
-            self.note_members(&[&turn]).await?;
+            self.note_members(&[turn.event]).await?;
         }
-        let stored = self.state()?.store.insert_turns(&[turn.row()]).await?;
+        let entities = turn.turn.entities.len();
+        let stored = self
+            .group_commit
+            .commit(&self.state()?.store, vec![turn.turn])
+            .await?;
         let id = self
             .finish_turn(
-                &turn,
+                turn.event,
                 stored.into_iter().next().unwrap_or_default(),
                 announce,
             )
             .await;
-        tracing::debug!(memory_id = ?id, entities = turn.entities.len(), micros = started.elapsed().as_micros() as u64, "turn handled");
+        tracing::debug!(memory_id = ?id, entities, micros = started.elapsed().as_micros() as u64, "turn handled");
         Ok(id)
     }
 
     /// Stores `events` (conversation turns) as [`Self::ingest`] stores one, all in one
     /// transaction: every one, or none. Each event is checked before anything is written, and
-    /// the first that cannot be stored is named (`events[2]: …`). Returns, in order, the memory
-    /// each became (`None`: stored before, or a session command). With `from_user_key`, a turn
-    /// in a chat does not make its user a member (a turn in a chat does not make its user a member).
+    /// the first that cannot be stored is named (`events[2]: …`). Returns, in order, what became
+    /// of each (see [`IngestedEvent`]). With `from_user_key`, a turn in a chat does not make its
+    /// user a member.
     ///
     /// # Errors
     /// [`MemoryError::Invalid`] naming the first bad event; the store fails (nothing is stored).
@@ -129,7 +134,7 @@ impl MemoryService {
         &self,
         events: &[Event],
         from_user_key: bool,
-    ) -> Result<Vec<Option<String>>> {
+    ) -> Result<Vec<IngestedEvent>> {
         let span = tracing::info_span!(
             spans::INGEST,
             mnemo.ingest.outcome = tracing::field::Empty,
@@ -141,7 +146,7 @@ impl MemoryService {
             .await;
         // One span for the batch (one transaction): `stored` when it stored any event.
         let outcome = match &result {
-            Ok(ids) if ids.iter().any(Option::is_some) => "stored",
+            Ok(ingested) if ingested.iter().any(|event| event.stored) => "stored",
             Ok(_) => "skipped",
             Err(_) => "error",
         };
@@ -154,7 +159,9 @@ impl MemoryService {
         &self,
         events: &[Event],
         from_user_key: bool,
-    ) -> Result<Vec<Option<String>>> {
+    ) -> Result<Vec<IngestedEvent>> {
+        // Each event's turn, `None` for a session command.
+        let mut events_stored: Vec<Option<&Event>> = Vec::with_capacity(events.len());
         let mut turns = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
             let turn = self.prepare_turn(event).map_err(|error| match error {
@@ -163,25 +170,44 @@ impl MemoryService {
                 }
                 other => other,
             })?;
-            turns.push(turn);
+            events_stored.push(turn.as_ref().map(|turn| turn.event));
+            turns.extend(turn.map(|turn| turn.turn));
         }
-        let ready: Vec<&PreparedTurn<'_>> = turns.iter().flatten().collect();
         if !from_user_key {
+            let ready: Vec<&Event> = events_stored.iter().flatten().copied().collect();
             self.note_members(&ready).await?;
         }
-        let rows: Vec<TurnRow<'_>> = ready.iter().map(|turn| turn.row()).collect();
-        let mut stored = self.state()?.store.insert_turns(&rows).await?.into_iter();
-        let mut ids = Vec::with_capacity(events.len());
-        for turn in &turns {
-            ids.push(match turn {
-                Some(turn) => {
-                    self.finish_turn(turn, stored.next().unwrap_or_default(), true)
-                        .await
+        let mut stored = self
+            .group_commit
+            .commit(&self.state()?.store, turns)
+            .await?
+            .into_iter();
+        let mut ingested = Vec::with_capacity(events.len());
+        for event in events_stored {
+            ingested.push(match event {
+                Some(event) => {
+                    let turn = stored.next().unwrap_or_default();
+                    match turn.earlier.clone() {
+                        Some(earlier) if turn.memory_id.is_none() => IngestedEvent {
+                            memory_id: Some(earlier),
+                            stored: false,
+                        },
+                        _ => {
+                            let memory_id = self.finish_turn(event, turn, true).await;
+                            IngestedEvent {
+                                stored: memory_id.is_some(),
+                                memory_id,
+                            }
+                        }
+                    }
                 }
-                None => None,
+                None => IngestedEvent {
+                    memory_id: None,
+                    stored: false,
+                },
             });
         }
-        Ok(ids)
+        Ok(ingested)
     }
 
     /// What `event` is to become: its episode and entities; `None` for a session command.
@@ -232,18 +258,19 @@ impl MemoryService {
         };
         Ok(Some(PreparedTurn {
             event,
-            episode,
-            entities,
-            is_user,
+            turn: OwnedTurn {
+                memory: episode,
+                entities,
+                event_id: (!event.id.is_empty()).then(|| event.id.clone()),
+                record_session: is_user,
+            },
         }))
     }
 
     /// Records the trusted writer's turns' users as members of their chats.
-    async fn note_members(&self, turns: &[&PreparedTurn<'_>]) -> Result<()> {
-        for turn in turns {
-            if let (Some(chat), Some(user)) =
-                (turn.event.chat_id.as_deref(), turn.event.user_id.as_deref())
-            {
+    async fn note_members(&self, events: &[&Event]) -> Result<()> {
+        for event in events {
+            if let (Some(chat), Some(user)) = (event.chat_id.as_deref(), event.user_id.as_deref()) {
                 self.note_chat_member(chat, user).await?;
             }
         }
@@ -254,11 +281,10 @@ impl MemoryService {
     /// its memory id, `None` when it was stored before.
     async fn finish_turn(
         &self,
-        turn: &PreparedTurn<'_>,
+        event: &Event,
         stored: crate::store::StoredTurn,
         announce: bool,
     ) -> Option<String> {
-        let event = turn.event;
         let Some(id) = stored.memory_id else {
             tracing::debug!(event_id = %event.id, "event already stored; skipped");
             return None;
@@ -311,24 +337,21 @@ pub fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
     id
 }
 
-/// A turn ready to store: its event, episode and entities.
+/// What became of one event of [`MemoryService::ingest_batch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedEvent {
+    /// The memory it became, now or when it was first stored (a resend whose acknowledgement
+    /// was lost); `None` for a session command, or a memory forgotten since.
+    pub memory_id: Option<String>,
+    /// Whether this call stored it.
+    pub stored: bool,
+}
+
+/// A turn ready to store: its event, and its episode and entities.
 #[derive(Debug)]
 struct PreparedTurn<'e> {
     event: &'e Event,
-    episode: NewMemory,
-    entities: Vec<ExtractedEntity>,
-    is_user: bool,
-}
-
-impl PreparedTurn<'_> {
-    fn row(&self) -> TurnRow<'_> {
-        TurnRow {
-            memory: &self.episode,
-            entities: &self.entities,
-            event_id: (!self.event.id.is_empty()).then_some(self.event.id.as_str()),
-            record_session: self.is_user,
-        }
-    }
+    turn: OwnedTurn,
 }
 
 /// Who wrote a turn: whether its chat may count its user as a member.

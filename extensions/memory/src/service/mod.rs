@@ -5,8 +5,10 @@
 mod access;
 mod admin;
 mod facts;
+mod group_commit;
 mod indexer;
 mod ingest;
+mod recalls;
 mod removal;
 
 use std::collections::HashMap;
@@ -21,7 +23,7 @@ use mnemo_ner_api::NerApi;
 
 pub use facts::FactInput;
 pub(crate) use facts::{jaccard, word_set};
-pub use ingest::content_event_id;
+pub use ingest::{content_event_id, IngestedEvent};
 
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
@@ -64,6 +66,12 @@ pub struct MemoryService {
     /// Chat memberships this process has recorded or seen, (chat, user): a trusted turn in a
     /// known chat writes nothing more.
     known_members: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Turns waiting to commit together (`group_commit.rs`).
+    group_commit: group_commit::GroupCommit,
+    /// Recalls noted by searches, written in the background (`recalls.rs`).
+    pub(crate) recalls: recalls::Recalls,
+    /// The task that writes them, ended in [`MemoryService::close`].
+    recall_writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
@@ -117,6 +125,9 @@ impl MemoryService {
             query_vectors: Mutex::new(QueryVectorCache::default()),
             instance_id: crate::store::new_id("instance"),
             known_members: Mutex::new(std::collections::HashSet::new()),
+            group_commit: group_commit::GroupCommit::default(),
+            recalls: recalls::Recalls::default(),
+            recall_writer: Mutex::new(None),
         }
     }
 
@@ -239,6 +250,7 @@ impl MemoryService {
             let _ = indexer.await;
         }
         let _no_pass = self.indexing.lock().await;
+        self.stop_recall_writer().await;
         if let Ok(store) = self.store() {
             store.close().await;
         }

@@ -62,6 +62,8 @@ impl NewMemory {
 pub struct StoredTurn {
     /// The new memory; `None` when the event was stored before.
     pub memory_id: Option<String>,
+    /// When the event was stored before: the memory it became, if it is still active.
+    pub earlier: Option<String>,
     /// True when this turn opened its session.
     pub new_session: bool,
     /// The user's other open sessions in the same chat (or personal conversation), which this

@@ -26,6 +26,13 @@ pub(crate) trait MemoryExport: Send + Sync {
     /// [`MemoryError::Invalid`] for an unknown table or a row that is not an object of plain
     /// values; the database fails.
     async fn import_row(&self, table: &str, row: &Value) -> Result<bool>;
+
+    /// [`Self::import_row`] for each `(table, row)`, all in one transaction (all or none);
+    /// returns how many were new.
+    ///
+    /// # Errors
+    /// As [`Self::import_row`], for the first row that fails; nothing is written then.
+    async fn import_rows(&self, rows: &[(&str, &Value)]) -> Result<u64>;
 }
 
 /// Administration: closing the store cleanly, and checking it.

@@ -48,11 +48,12 @@ pub(crate) trait MemoryRecords: Send + Sync {
         neighbours: bool,
     ) -> Result<HashMap<String, RankKey>>;
 
-    /// Counts the memories as accessed now.
+    /// Counts the memories as recalled `times` more times, the last at `at` (a later
+    /// recall already written stays the last).
     ///
     /// # Errors
     /// The database fails.
-    async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()>;
+    async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()>;
 
     /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
     ///

@@ -318,74 +318,97 @@ impl MemoryExport for PostgresStore {
     }
 
     async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
-        let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
-            return Err(MemoryError::Invalid(format!(
-                "unknown record type `{table}`"
-            )));
-        };
-        let Some(object) = row.as_object() else {
-            return Err(MemoryError::Invalid(format!(
-                "`{table}` record: `row` must be an object"
-            )));
-        };
-        if object.is_empty() {
-            return Err(MemoryError::Invalid(format!(
-                "`{table}` record: bad column names"
-            )));
-        }
-        let known = schema(&self.pool)
-            .await?
-            .get(table)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let mut columns = Vec::with_capacity(object.len());
-        for name in object.keys() {
-            let column = known
-                .iter()
-                .find(|column| column.name == *name)
-                .ok_or_else(|| {
-                    MemoryError::Invalid(format!("`{table}` record: unknown column `{name}`"))
-                })?;
-            columns.push(column);
-        }
-        let mut builder = QueryBuilder::<Postgres>::new(format!(
-            "INSERT INTO {table} ({}) VALUES (",
-            columns
-                .iter()
-                .map(|column| format!("\"{}\"", column.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        let mut separated = builder.separated(", ");
-        for column in &columns {
-            let value = object.get(&column.name).unwrap_or(&Value::Null);
-            push_value(&mut separated, table, column, value)?;
-        }
-        builder.push(") ON CONFLICT DO NOTHING");
+        let schema = schema(&self.pool).await?;
         let mut tx = self.begin_write(WriteScope::Store).await?;
-        let inserted = match builder.build().execute(&mut *tx).await {
-            Ok(done) => done.rows_affected() == 1,
-            Err(sqlx::Error::Database(error))
-                if error
-                    .code()
-                    .is_some_and(|code| IGNORED_VIOLATIONS.contains(&code.as_ref())) =>
-            {
-                // The transaction is spoilt; dropping it rolls it back.
-                return Ok(false);
-            }
-            Err(error) => return Err(error.into()),
-        };
-        if inserted && *table == "memories" {
-            sqlx::query(
-                "INSERT INTO embedding_queue (memory_id, enqueued_at) \
-                 SELECT id, created_at FROM memories WHERE id = $1 AND valid_until IS NULL \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(object.get("id").and_then(Value::as_str))
-            .execute(&mut *tx)
-            .await?;
+        let inserted = import_in_tx(&mut tx, schema, table, row).await?;
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn import_rows(&self, rows: &[(&str, &Value)]) -> Result<u64> {
+        let schema = schema(&self.pool).await?;
+        let mut tx = self.begin_write(WriteScope::Store).await?;
+        let mut inserted = 0;
+        for (table, row) in rows {
+            inserted += u64::from(import_in_tx(&mut tx, schema, table, row).await?);
         }
         tx.commit().await?;
         Ok(inserted)
     }
+}
+
+/// Inserts one exported row inside `tx` unless a row with its key exists, or it breaks a
+/// constraint the import ignores (see `MemoryExport::import_row`); returns whether it was new.
+async fn import_in_tx(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    schema: &Schema,
+    table: &str,
+    row: &Value,
+) -> Result<bool> {
+    let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
+        return Err(MemoryError::Invalid(format!(
+            "unknown record type `{table}`"
+        )));
+    };
+    let Some(object) = row.as_object() else {
+        return Err(MemoryError::Invalid(format!(
+            "`{table}` record: `row` must be an object"
+        )));
+    };
+    if object.is_empty() {
+        return Err(MemoryError::Invalid(format!(
+            "`{table}` record: bad column names"
+        )));
+    }
+    let known = schema.get(*table).map(Vec::as_slice).unwrap_or_default();
+    let mut columns = Vec::with_capacity(object.len());
+    for name in object.keys() {
+        let column = known
+            .iter()
+            .find(|column| column.name == *name)
+            .ok_or_else(|| {
+                MemoryError::Invalid(format!("`{table}` record: unknown column `{name}`"))
+            })?;
+        columns.push(column);
+    }
+    let mut builder = QueryBuilder::<Postgres>::new(format!(
+        "INSERT INTO {table} ({}) VALUES (",
+        columns
+            .iter()
+            .map(|column| format!("\"{}\"", column.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let mut separated = builder.separated(", ");
+    for column in &columns {
+        let value = object.get(&column.name).unwrap_or(&Value::Null);
+        push_value(&mut separated, table, column, value)?;
+    }
+    builder.push(") ON CONFLICT DO NOTHING");
+    // A savepoint: a row the import ignores spoils only itself, not the batch around it.
+    let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
+    let inserted = match builder.build().execute(&mut *savepoint).await {
+        Ok(done) => done.rows_affected() == 1,
+        Err(sqlx::Error::Database(error))
+            if error
+                .code()
+                .is_some_and(|code| IGNORED_VIOLATIONS.contains(&code.as_ref())) =>
+        {
+            // Dropping the savepoint rolls back to it.
+            return Ok(false);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if inserted && *table == "memories" {
+        sqlx::query(
+            "INSERT INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE id = $1 AND valid_until IS NULL \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(object.get("id").and_then(Value::as_str))
+        .execute(&mut *savepoint)
+        .await?;
+    }
+    savepoint.commit().await?;
+    Ok(inserted)
 }

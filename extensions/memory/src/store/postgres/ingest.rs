@@ -72,16 +72,22 @@ async fn store_turn_in_tx(
     if let Some(event_id) = event_id {
         // Ids are unique per user; a row with user '' stands for any user's (as in SQLite,
         // where such rows come from before events were per user).
-        let known: Option<String> = sqlx::query_scalar(
-            "SELECT memory_id FROM ingested_events \
-             WHERE event_id = $1 AND user_id IN ($2, '') LIMIT 1",
+        // The memory it became, if it is still there.
+        let known: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT m.id FROM ingested_events e \
+             LEFT JOIN memories m ON m.id = e.memory_id AND m.valid_until IS NULL \
+             AND COALESCE(m.user_id, '') = $2 \
+             WHERE e.event_id = $1 AND e.user_id IN ($2, '') LIMIT 1",
         )
         .bind(event_id)
         .bind(owner)
         .fetch_optional(&mut **tx)
         .await?;
-        if known.is_some() {
-            return Ok(StoredTurn::default());
+        if let Some(earlier) = known {
+            return Ok(StoredTurn {
+                earlier,
+                ..StoredTurn::default()
+            });
         }
     }
     let mut new_session = false;
@@ -137,6 +143,7 @@ async fn store_turn_in_tx(
     }
     Ok(StoredTurn {
         memory_id: Some(id),
+        earlier: None,
         new_session,
         closed_sessions,
     })

@@ -104,7 +104,7 @@ impl MemoryRecords for PostgresStore {
     /// owner's are updated in a transaction holding that owner's write lock (so decay, which
     /// holds the whole store, never interleaves with it). Owners are touched one after another,
     /// not all in one transaction.
-    async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
+    async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -113,10 +113,12 @@ impl MemoryRecords for PostgresStore {
         // its accesses. A recalled fact that had faded is back: in the context again, with the
         // confidence of a fact in doubt (0.5) if it had fallen below that.
         sqlx::query(
-            "UPDATE memories SET access_count = access_count + 1, \
+            "UPDATE memories SET access_count = access_count + $1, \
              confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
-             ELSE confidence END, faded_at = NULL, last_accessed = $1 WHERE id = ANY($2)",
+             ELSE confidence END, faded_at = NULL, \
+             last_accessed = GREATEST(COALESCE(last_accessed, 0), $2) WHERE id = ANY($3)",
         )
+        .bind(i64::from(times))
         .bind(ts(at))
         .bind(ids)
         .execute(&self.pool)

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row};
+use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
@@ -95,78 +95,96 @@ impl MemoryExport for MemoryStore {
     }
 
     async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
-        if !EXPORT_TABLES.iter().any(|(known, _)| *known == table) {
-            return Err(MemoryError::Invalid(format!(
-                "unknown record type `{table}`"
-            )));
-        }
-        let Some(object) = row.as_object() else {
-            return Err(MemoryError::Invalid(format!(
-                "`{table}` record: `row` must be an object"
-            )));
-        };
-        let columns: Vec<&String> = object.keys().collect();
-        if columns.is_empty()
-            || columns
-                .iter()
-                .any(|name| !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        {
-            return Err(MemoryError::Invalid(format!(
-                "`{table}` record: bad column names"
-            )));
-        }
-        let mut builder = QueryBuilder::new(format!(
-            "INSERT OR IGNORE INTO {table} ({}) VALUES (",
-            columns
-                .iter()
-                .map(|name| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        let mut separated = builder.separated(", ");
-        for name in &columns {
-            match &object[name.as_str()] {
-                // Exports made before sessions were keyed by user and chat (schema 6) hold NULL
-                // where the key now holds ''.
-                Value::Null
-                    if table == "sessions_consolidations"
-                        && matches!(name.as_str(), "user_id" | "chat_id") =>
-                {
-                    separated.push_bind(String::new());
-                }
-                Value::Null => {
-                    separated.push_bind(None::<String>);
-                }
-                Value::Number(number) if number.is_i64() => {
-                    separated.push_bind(number.as_i64());
-                }
-                Value::Number(number) => {
-                    separated.push_bind(number.as_f64());
-                }
-                Value::String(text) => {
-                    separated.push_bind(text.clone());
-                }
-                other => {
-                    return Err(MemoryError::Invalid(format!(
-                        "`{table}` record: column `{name}` holds {other}, not a plain value"
-                    )))
-                }
-            }
-        }
-        builder.push(")");
         let _write = self.write_lock.lock().await;
         let mut tx = self.begin_write().await?;
-        let inserted = builder.build().execute(&mut *tx).await?.rows_affected() == 1;
-        if inserted && table == "memories" {
-            sqlx::query(
-                "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
-                 SELECT id, created_at FROM memories WHERE id = ? AND valid_until IS NULL",
-            )
-            .bind(object.get("id").and_then(Value::as_str))
-            .execute(&mut *tx)
-            .await?;
+        let inserted = import_in_tx(&mut tx, table, row).await?;
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn import_rows(&self, rows: &[(&str, &Value)]) -> Result<u64> {
+        let _write = self.write_lock.lock().await;
+        let mut tx = self.begin_write().await?;
+        let mut inserted = 0;
+        for (table, row) in rows {
+            inserted += u64::from(import_in_tx(&mut tx, table, row).await?);
         }
         tx.commit().await?;
         Ok(inserted)
     }
+}
+
+/// Inserts one exported row inside `tx` unless a row with its key exists (see
+/// `MemoryExport::import_row`); returns whether it was new.
+async fn import_in_tx(tx: &mut Transaction<'_, Sqlite>, table: &str, row: &Value) -> Result<bool> {
+    if !EXPORT_TABLES.iter().any(|(known, _)| *known == table) {
+        return Err(MemoryError::Invalid(format!(
+            "unknown record type `{table}`"
+        )));
+    }
+    let Some(object) = row.as_object() else {
+        return Err(MemoryError::Invalid(format!(
+            "`{table}` record: `row` must be an object"
+        )));
+    };
+    let columns: Vec<&String> = object.keys().collect();
+    if columns.is_empty()
+        || columns
+            .iter()
+            .any(|name| !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        return Err(MemoryError::Invalid(format!(
+            "`{table}` record: bad column names"
+        )));
+    }
+    let mut builder = QueryBuilder::new(format!(
+        "INSERT OR IGNORE INTO {table} ({}) VALUES (",
+        columns
+            .iter()
+            .map(|name| name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let mut separated = builder.separated(", ");
+    for name in &columns {
+        match &object[name.as_str()] {
+            // Exports made before sessions were keyed by user and chat (schema 6) hold NULL
+            // where the key now holds ''.
+            Value::Null
+                if table == "sessions_consolidations"
+                    && matches!(name.as_str(), "user_id" | "chat_id") =>
+            {
+                separated.push_bind(String::new());
+            }
+            Value::Null => {
+                separated.push_bind(None::<String>);
+            }
+            Value::Number(number) if number.is_i64() => {
+                separated.push_bind(number.as_i64());
+            }
+            Value::Number(number) => {
+                separated.push_bind(number.as_f64());
+            }
+            Value::String(text) => {
+                separated.push_bind(text.clone());
+            }
+            other => {
+                return Err(MemoryError::Invalid(format!(
+                    "`{table}` record: column `{name}` holds {other}, not a plain value"
+                )))
+            }
+        }
+    }
+    builder.push(")");
+    let inserted = builder.build().execute(&mut **tx).await?.rows_affected() == 1;
+    if inserted && table == "memories" {
+        sqlx::query(
+            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE id = ? AND valid_until IS NULL",
+        )
+        .bind(object.get("id").and_then(Value::as_str))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(inserted)
 }

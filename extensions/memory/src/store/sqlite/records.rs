@@ -106,19 +106,19 @@ impl MemoryRecords for MemoryStore {
             .collect())
     }
 
-    async fn touch(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
+    async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let _write = self.write_lock.lock().await;
         // A recalled fact that had faded is back: in the context again, with the confidence of
         // a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
-        let mut builder = QueryBuilder::new(
-            "UPDATE memories SET access_count = access_count + 1, \
-             confidence = CASE WHEN faded_at IS NOT NULL THEN MAX(confidence, 0.5) ELSE confidence END, \
-             faded_at = NULL, last_accessed = ",
+        let mut builder = QueryBuilder::new("UPDATE memories SET access_count = access_count + ");
+        builder.push_bind(i64::from(times)).push(
+            ", confidence = CASE WHEN faded_at IS NOT NULL THEN MAX(confidence, 0.5) ELSE confidence END, \
+             faded_at = NULL, last_accessed = MAX(COALESCE(last_accessed, 0), ",
         );
-        builder.push_bind(ts(at)).push(" WHERE id IN (");
+        builder.push_bind(ts(at)).push(") WHERE id IN (");
         let mut separated = builder.separated(", ");
         for id in ids {
             separated.push_bind(id.clone());

@@ -103,7 +103,8 @@ async fn insert_turn_stores_each_users_event_once() {
         .insert_turn(&turn("ana", "s1", "hello there"), &[], Some("e1"), false)
         .await
         .unwrap();
-    assert_eq!(again, Default::default());
+    // Stored before: nothing new, and the memory it became then.
+    assert_eq!((again.memory_id, again.earlier), (None, Some(id.clone())));
     let other = store
         .insert_turn(&turn("bo", "s1", "hello there"), &[], Some("e1"), false)
         .await
@@ -119,7 +120,8 @@ async fn insert_turn_stores_each_users_event_once() {
         .insert_turn(&turn("cy", "s1", "hello"), &[], Some("old"), false)
         .await
         .unwrap();
-    assert_eq!(old.memory_id, None);
+    // A record whose memory is gone names none.
+    assert_eq!((old.memory_id, old.earlier), (None, None));
     assert_eq!(count(&store, "SELECT COUNT(*) FROM memories").await, 2);
     assert_eq!(
         count(&store, "SELECT COUNT(*) FROM embedding_queue").await,

@@ -236,9 +236,31 @@ async fn import_takes_what_sqlite_takes_and_refuses_the_rest() {
         assert!(sqlite.import_row(table, row).await.unwrap());
         assert!(store.import_row(table, row).await.unwrap());
     }
+    // In one transaction: a row either store skips spoils nothing around it; a row it refuses
+    // leaves nothing of the batch.
+    let kept = serde_json::json!({"id": "m3", "kind": "fact", "content": "kept", "event_time": 1, "created_at": 1});
+    let skipped = serde_json::json!({"id": "m4", "kind": "dream", "content": "x", "event_time": 1, "created_at": 1});
+    let after = serde_json::json!({"id": "m5", "kind": "fact", "content": "after", "event_time": 1, "created_at": 1});
+    let batch = [
+        ("memories", &kept),
+        ("memories", &skipped),
+        ("memories", &after),
+    ];
+    assert_eq!(sqlite.import_rows(&batch).await.unwrap(), 2);
+    assert_eq!(store.import_rows(&batch).await.unwrap(), 2);
+    let refused = serde_json::json!({"id": "m6", "search_text": "x"});
+    let fresh = serde_json::json!({"id": "m7", "kind": "fact", "content": "never", "event_time": 1, "created_at": 1});
+    let batch = [("memories", &fresh), ("memories", &refused)];
+    assert!(sqlite.import_rows(&batch).await.is_err());
+    assert!(store.import_rows(&batch).await.is_err());
     assert_eq!(
         sqlite.export_rows(None).await.unwrap(),
         store.export_rows(None).await.unwrap()
+    );
+    let exported = serde_json::Value::from(store.export_rows(None).await.unwrap()).to_string();
+    assert!(
+        exported.contains("after") && !exported.contains("never"),
+        "{exported}"
     );
 }
 
@@ -320,7 +342,7 @@ const ODD_VALUES: [&str; 3] = [
 /// A SQLite store as the service fills it, with the odd values plain SQL can put there.
 async fn filled_sqlite(store: &MemoryStore) {
     let ids = fill_through_methods(store).await;
-    store.touch(&ids[1..2], at(BASE + 40)).await.unwrap();
+    store.touch(&ids[1..2], 1, at(BASE + 40)).await.unwrap();
     for statement in ODD_VALUES.into_iter().chain([
         "UPDATE entities SET embedding = X'00ff10', summary = 'sum' WHERE canonical_name = 'Maria'",
     ]) {

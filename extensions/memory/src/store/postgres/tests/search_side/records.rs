@@ -294,10 +294,10 @@ async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
     )
     .await;
     let ids = ["fresh", "faded", "nobodys", "unknown"].map(String::from);
-    store.touch(&ids, at(7_000)).await.unwrap();
-    store.touch(&ids[..1], at(8_000)).await.unwrap();
+    store.touch(&ids, 1, at(7_000)).await.unwrap();
+    store.touch(&ids[..1], 2, at(8_000)).await.unwrap();
     let fresh = store.get("fresh").await.unwrap().unwrap();
-    assert_eq!(fresh.access_count, 2);
+    assert_eq!(fresh.access_count, 3, "once, then twice more");
     assert_eq!(fresh.last_accessed, Some(at(8_000)));
     assert_eq!(
         fresh.confidence, 0.3,
@@ -307,7 +307,7 @@ async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
     assert_eq!((faded.access_count, faded.confidence), (1, 0.5));
     assert_eq!(faded.faded_at, None);
     assert_eq!(store.get("nobodys").await.unwrap().unwrap().access_count, 1);
-    store.touch(&[], at(9_000)).await.unwrap();
+    store.touch(&[], 1, at(9_000)).await.unwrap();
 }
 
 #[tokio::test]
