@@ -159,6 +159,40 @@ struct Inner {
     /// One thread for single texts (a search's query): on two cores, splitting a ten-token
     /// forward pass over both made it slower, and the search's other lists need the other core.
     single: OnceLock<Option<rayon::ThreadPool>>,
+    /// The threads that embed batches (the indexer's), one per core, at a lower scheduling
+    /// priority ([`BATCH_NICENESS`]): they use the cores the requests leave idle, and an ingest
+    /// or a search (on the runtime's threads, and the query's `single` thread) never waits
+    /// behind a backlog being embedded.
+    batches: OnceLock<Option<rayon::ThreadPool>>,
+}
+
+/// How much lower the batch threads' priority is than the process's (Linux `nice`, per thread).
+const BATCH_NICENESS: libc::c_int = 10;
+
+/// Lowers the calling thread's scheduling priority by [`BATCH_NICENESS`]; a failure is logged
+/// and the thread keeps its priority.
+#[allow(unsafe_code)]
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // On Linux a nice value is a thread's own: `setpriority` on the thread id changes only it.
+        // SAFETY: plain system calls on this thread's own id, with no pointers.
+        let changed = unsafe {
+            let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            let current = libc::getpriority(libc::PRIO_PROCESS, thread);
+            libc::setpriority(
+                libc::PRIO_PROCESS,
+                thread,
+                current.saturating_add(BATCH_NICENESS),
+            )
+        };
+        if changed != 0 {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "the embedding batch thread keeps its priority"
+            );
+        }
+    }
 }
 
 /// The local embedding provider. Creating it does no I/O: the model loads on
@@ -203,6 +237,7 @@ impl LocalEmbedder {
                 model_id,
                 state: OnceLock::new(),
                 single: OnceLock::new(),
+                batches: OnceLock::new(),
             }),
         }
     }
@@ -227,6 +262,7 @@ impl LocalEmbedder {
                 model_id: inner.model_id.clone(),
                 state: inner.state.clone(),
                 single: OnceLock::new(),
+                batches: OnceLock::new(),
             }),
         }
     }
@@ -306,7 +342,18 @@ impl Inner {
                 [text] => Ok(vec![embed_one(text)?]),
                 _ => {
                     use rayon::prelude::*;
-                    texts.par_iter().map(embed_one).collect()
+                    let batches = self.batches.get_or_init(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .thread_name(|index| format!("mnemo-embed-batch-{index}"))
+                            .start_handler(|_| lower_this_threads_priority())
+                            .build()
+                            .map_err(|err| tracing::warn!("no pool for embedding batches: {err}"))
+                            .ok()
+                    });
+                    match batches {
+                        Some(pool) => pool.install(|| texts.par_iter().map(embed_one).collect()),
+                        None => texts.par_iter().map(embed_one).collect(),
+                    }
                 }
             };
         }
