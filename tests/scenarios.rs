@@ -96,6 +96,7 @@ scenarios!(
     search_speakers_and_periods,
     shared_session_id,
     supersession_and_expiry,
+    tools_change_only_this_conversation,
     virtual_clock,
 );
 

@@ -176,6 +176,41 @@ impl MemoryTypeArg {
     }
 }
 
+/// Refuses to change, by id, a memory the caller keeps in another chat than the one they act
+/// in: the tools change what the caller's conversation sees (their personal memories and what
+/// they keep in this chat), as over HTTP a key changes a chat's memories only while its user
+/// is a member, and a client over MCP acts in the chat its key was checked for. Unknown ids and
+/// other users' memories are left to the tool, which says "not yours" without telling which.
+async fn check_in_conversation(
+    tool: &str,
+    service: &MemoryService,
+    scope: &ToolScope,
+    id: &str,
+) -> Result<(), ToolError> {
+    let memory = service
+        .store()
+        .map_err(|error| tool_error(tool, error))?
+        .get(id)
+        .await
+        .map_err(|error| tool_error(tool, error))?;
+    match memory {
+        Some(memory)
+            if memory.user_id.as_deref() == Some(scope.user_id.as_str())
+                && memory.chat_id.is_some()
+                && memory.chat_id != scope.chat_id =>
+        {
+            Err(ToolError::failed(
+                tool,
+                format!(
+                    "memory `{id}` is kept in chat `{}`, not in this conversation: change it there",
+                    memory.chat_id.unwrap_or_default()
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn tool_error(tool: &str, error: MemoryError) -> ToolError {
     match error {
         MemoryError::Invalid(reason) => ToolError::invalid(tool, reason),

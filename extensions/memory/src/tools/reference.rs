@@ -190,6 +190,7 @@ impl Tool for CorrectFact {
         scope: &ToolScope,
         args: CorrectFactArgs,
     ) -> Result<Value, ToolError> {
+        super::check_in_conversation(self.name(), &self.0, scope, &args.id).await?;
         let id = self
             .0
             .correct_fact(Some(&scope.user_id), &args.id, &args.content)
@@ -228,6 +229,7 @@ impl Tool for ConfirmFact {
         scope: &ToolScope,
         args: IdArgs,
     ) -> Result<Value, ToolError> {
+        super::check_in_conversation(self.name(), &self.0, scope, &args.id).await?;
         self.0
             .confirm(&scope.user_id, &args.id)
             .await

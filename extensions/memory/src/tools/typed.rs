@@ -153,6 +153,7 @@ impl Tool for ForgetMemory {
         scope: &ToolScope,
         args: ForgetMemoryArgs,
     ) -> Result<Value, ToolError> {
+        super::check_in_conversation(self.name(), &self.0, scope, &args.memory_id).await?;
         self.0
             .forget(&scope.user_id, &args.memory_id)
             .await
