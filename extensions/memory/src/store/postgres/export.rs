@@ -320,7 +320,7 @@ impl MemoryExport for PostgresStore {
     async fn import_row(&self, table: &str, row: &Value) -> Result<bool> {
         let schema = schema(&self.pool).await?;
         let mut tx = self.begin_write(WriteScope::Store).await?;
-        let inserted = import_in_tx(&mut tx, schema, table, row).await?;
+        let inserted = insert_rows(&mut tx, schema, table, &[row]).await? == 1;
         tx.commit().await?;
         Ok(inserted)
     }
@@ -329,28 +329,57 @@ impl MemoryExport for PostgresStore {
         let schema = schema(&self.pool).await?;
         let mut tx = self.begin_write(WriteScope::Store).await?;
         let mut inserted = 0;
-        for (table, row) in rows {
-            inserted += u64::from(import_in_tx(&mut tx, schema, table, row).await?);
+        let mut start = 0;
+        // Runs of one table's rows with the same columns go in one statement each.
+        while start < rows.len() {
+            let (table, first) = rows[start];
+            let mut end = start + 1;
+            while end < rows.len()
+                && end - start < ROWS_PER_STATEMENT
+                && rows[end].0 == table
+                && same_columns(rows[end].1, first)
+            {
+                end += 1;
+            }
+            let run: Vec<&Value> = rows[start..end].iter().map(|(_, row)| *row).collect();
+            inserted += insert_rows(&mut tx, schema, table, &run).await?;
+            start = end;
         }
         tx.commit().await?;
         Ok(inserted)
     }
 }
 
-/// Inserts one exported row inside `tx` unless a row with its key exists, or it breaks a
-/// constraint the import ignores (see `MemoryExport::import_row`); returns whether it was new.
-async fn import_in_tx(
+/// Rows in one INSERT of an import: well under PostgreSQL's 65,535 parameters at the widest
+/// table's columns.
+const ROWS_PER_STATEMENT: usize = 500;
+
+fn same_columns(row: &Value, other: &Value) -> bool {
+    match (row.as_object(), other.as_object()) {
+        (Some(row), Some(other)) => row.len() == other.len() && row.keys().eq(other.keys()),
+        _ => false,
+    }
+}
+
+/// Inserts exported rows of `table` (each with the columns of the first) inside `tx` in one
+/// statement, skipping those whose key exists; a run that breaks a constraint the import
+/// ignores is inserted row by row, each skipped row alone (see `MemoryExport::import_row`).
+/// Returns how many were new; memories come back on the embedding queue.
+async fn insert_rows(
     tx: &mut sqlx::Transaction<'_, Postgres>,
     schema: &Schema,
     table: &str,
-    row: &Value,
-) -> Result<bool> {
+    rows: &[&Value],
+) -> Result<u64> {
     let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
         return Err(MemoryError::Invalid(format!(
             "unknown record type `{table}`"
         )));
     };
-    let Some(object) = row.as_object() else {
+    let Some(first) = rows.first() else {
+        return Ok(0);
+    };
+    let Some(object) = first.as_object() else {
         return Err(MemoryError::Invalid(format!(
             "`{table}` record: `row` must be an object"
         )));
@@ -372,43 +401,68 @@ async fn import_in_tx(
         columns.push(column);
     }
     let mut builder = QueryBuilder::<Postgres>::new(format!(
-        "INSERT INTO {table} ({}) VALUES (",
+        "INSERT INTO {table} ({}) VALUES ",
         columns
             .iter()
             .map(|column| format!("\"{}\"", column.name))
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let mut separated = builder.separated(", ");
-    for column in &columns {
-        let value = object.get(&column.name).unwrap_or(&Value::Null);
-        push_value(&mut separated, table, column, value)?;
+    for (index, row) in rows.iter().enumerate() {
+        let Some(values) = row.as_object().filter(|_| same_columns(row, first)) else {
+            return Err(MemoryError::Invalid(format!(
+                "`{table}` record: not an object with the columns of the rows beside it"
+            )));
+        };
+        if index > 0 {
+            builder.push(", ");
+        }
+        builder.push("(");
+        let mut separated = builder.separated(", ");
+        for column in &columns {
+            let value = values.get(&column.name).unwrap_or(&Value::Null);
+            push_value(&mut separated, table, column, value)?;
+        }
+        builder.push(")");
     }
-    builder.push(") ON CONFLICT DO NOTHING");
-    // A savepoint: a row the import ignores spoils only itself, not the batch around it.
+    builder.push(" ON CONFLICT DO NOTHING RETURNING ");
+    builder.push(if *table == "memories" { "id" } else { "1" });
+    // A savepoint: a run the import ignores part of spoils nothing around it.
     let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
-    let inserted = match builder.build().execute(&mut *savepoint).await {
-        Ok(done) => done.rows_affected() == 1,
+    let returned: Vec<PgRow> = match builder.build().fetch_all(&mut *savepoint).await {
+        Ok(returned) => returned,
         Err(sqlx::Error::Database(error))
             if error
                 .code()
                 .is_some_and(|code| IGNORED_VIOLATIONS.contains(&code.as_ref())) =>
         {
-            // Dropping the savepoint rolls back to it.
-            return Ok(false);
+            // Dropping the savepoint rolls back to it; then each row alone.
+            drop(savepoint);
+            if rows.len() == 1 {
+                return Ok(0);
+            }
+            let mut inserted = 0;
+            for row in rows {
+                inserted += Box::pin(insert_rows(tx, schema, table, &[*row])).await?;
+            }
+            return Ok(inserted);
         }
         Err(error) => return Err(error.into()),
     };
-    if inserted && *table == "memories" {
+    if *table == "memories" && !returned.is_empty() {
+        let ids: Vec<String> = returned
+            .iter()
+            .map(|row| row.try_get::<String, _>(0))
+            .collect::<std::result::Result<_, _>>()?;
         sqlx::query(
             "INSERT INTO embedding_queue (memory_id, enqueued_at) \
-             SELECT id, created_at FROM memories WHERE id = $1 AND valid_until IS NULL \
+             SELECT id, created_at FROM memories WHERE id = ANY($1) AND valid_until IS NULL \
              ON CONFLICT DO NOTHING",
         )
-        .bind(object.get("id").and_then(Value::as_str))
+        .bind(&ids)
         .execute(&mut *savepoint)
         .await?;
     }
     savepoint.commit().await?;
-    Ok(inserted)
+    Ok(returned.len() as u64)
 }
