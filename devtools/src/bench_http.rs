@@ -197,12 +197,16 @@ pub async fn run(base: &Config, options: &HttpBenchOptions) -> anyhow::Result<()
     let first = &urls[..1];
 
     let mut random = Random(0x51ED_270B_A5E2_13C7);
+    // Users in turn across calls: the single-client phases ask one query a call, and each
+    // went to the first user until the counter outlived the call.
+    let mut asked = 0usize;
     let mut queries = |count: usize| -> Vec<(usize, String)> {
         (0..count)
-            .map(|index| {
+            .map(|_| {
                 let template = random.pick(&QUERY_TEMPLATES);
+                asked += 1;
                 (
-                    index % users.len(),
+                    (asked - 1) % users.len(),
                     format!("{} {}", random.fill(template), random.next() % 100_000),
                 )
             })
