@@ -229,10 +229,11 @@ impl MemoryService {
             let ids = |hits: Vec<&SearchHit>| -> Vec<String> {
                 hits.iter().map(|hit| hit.memory.id.clone()).collect()
             };
+            let now = self.now()?;
             if !faded.is_empty() {
-                store.touch(&ids(faded), 1, self.now()?).await?;
+                store.touch(&ids(faded), 1, now).await?;
             }
-            self.recalls.note(&ids(recalled), self.now()?);
+            self.recalls.note(&ids(recalled), now);
         }
         Ok(hits)
     }

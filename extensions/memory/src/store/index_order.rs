@@ -35,10 +35,11 @@ impl OwnerCursor {
     }
 }
 
-/// Up to `limit` owners with queued rows, in order of id: those after `after` (all of them when
-/// `None`); with `free_at`, only rows whose lease (`claimed_until`, PostgreSQL) is free at that
-/// moment count. One row per owner, column `user_id`.
-pub(crate) fn owners_query<'args, DB>(
+/// The owners a batch serves, in turn: up to `limit` owners with queued rows, in order of id,
+/// those after `after` first, then (wrapping round) those from the first up to `after`, each
+/// once; with `free_at`, only rows whose lease (`claimed_until`, PostgreSQL) is free at that
+/// moment count. One statement for both backends; one row per owner, column `user_id`.
+pub(crate) fn owners_in_turn_query<'args, DB>(
     after: Option<&str>,
     free_at: Option<i64>,
     limit: usize,
@@ -48,9 +49,47 @@ where
     i64: Encode<'args, DB> + Type<DB> + 'args,
     String: Encode<'args, DB> + Type<DB> + 'args,
 {
-    // A recursive walk of `idx_embedding_queue_owner`: each step seeks the next owner (past
-    // an owner's leased rows, at most a batch per instance).
-    let mut builder = QueryBuilder::new("WITH RECURSIVE owners (user_id, n) AS (SELECT ");
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut builder = QueryBuilder::new("WITH RECURSIVE ");
+    push_walk(&mut builder, "later", after, free_at, limit);
+    builder.push(", ");
+    push_walk(&mut builder, "earlier", None, free_at, limit);
+    builder
+        .push(
+            " SELECT user_id FROM (SELECT user_id, n AS k FROM later WHERE user_id IS NOT NULL \
+             UNION ALL SELECT user_id, n + ",
+        )
+        .push_bind(limit)
+        .push(" AS k FROM earlier WHERE user_id IS NOT NULL");
+    match after {
+        Some(after) => {
+            builder.push(" AND user_id <= ").push_bind(after.to_owned());
+        }
+        // Without a cursor, `later` already walked from the first owner.
+        None => {
+            builder.push(" AND FALSE");
+        }
+    }
+    builder
+        .push(") AS listed ORDER BY k LIMIT ")
+        .push_bind(limit);
+    builder
+}
+
+/// A recursive walk of `idx_embedding_queue_owner` named `name`, rows `(user_id, n)`: up to
+/// `limit` owners from the first after `after` (from the first of all when `None`), each step
+/// one seek to the next owner (past an owner's leased rows, at most a batch per instance).
+fn push_walk<'args, DB>(
+    builder: &mut QueryBuilder<'args, DB>,
+    name: &str,
+    after: Option<&str>,
+    free_at: Option<i64>,
+    limit: i64,
+) where
+    DB: Database,
+    i64: Encode<'args, DB> + Type<DB> + 'args,
+    String: Encode<'args, DB> + Type<DB> + 'args,
+{
     let free = |builder: &mut QueryBuilder<'args, DB>| {
         if let Some(now) = free_at {
             builder
@@ -59,46 +98,25 @@ where
                 .push(")");
         }
     };
-    builder.push("(SELECT q.user_id FROM embedding_queue q WHERE ");
+    builder
+        .push(name)
+        .push(" (user_id, n) AS (SELECT (SELECT q.user_id FROM embedding_queue q WHERE ");
     match after {
         Some(after) => builder.push("q.user_id > ").push_bind(after.to_owned()),
         None => builder.push("TRUE"),
     };
-    free(&mut builder);
+    free(builder);
     builder.push(
         " ORDER BY q.user_id LIMIT 1), 1 UNION ALL SELECT (SELECT q.user_id FROM embedding_queue q \
          WHERE q.user_id > o.user_id",
     );
-    free(&mut builder);
+    free(builder);
     builder
-        .push(
-            " ORDER BY q.user_id LIMIT 1), o.n + 1 \
-             FROM owners o WHERE o.user_id IS NOT NULL AND o.n < ",
-        )
-        .push_bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .push(") SELECT user_id FROM owners WHERE user_id IS NOT NULL ORDER BY n");
-    builder
-}
-
-/// The owners a batch serves, in turn: those after `after`, then (wrapping round) those from
-/// the first, at most `limit` in all and each once. `listed_after` and `listed_from_start` are
-/// the two walks of [`owners_query`].
-pub(crate) fn owners_in_turn(
-    listed_after: Vec<String>,
-    listed_from_start: Vec<String>,
-    limit: usize,
-) -> Vec<String> {
-    let mut owners = listed_after;
-    for owner in listed_from_start {
-        if owners.len() >= limit {
-            break;
-        }
-        if !owners.contains(&owner) {
-            owners.push(owner);
-        }
-    }
-    owners.truncate(limit);
-    owners
+        .push(" ORDER BY q.user_id LIMIT 1), o.n + 1 FROM ")
+        .push(name)
+        .push(" o WHERE o.user_id IS NOT NULL AND o.n < ")
+        .push_bind(limit)
+        .push(")");
 }
 
 /// The first pass's share of a batch of `limit` for each of `owners` owners.
@@ -231,15 +249,52 @@ pub(crate) fn in_order_taken(mut items: Vec<IndexItem>, ids: &[String]) -> Vec<I
 mod tests {
     use super::*;
 
-    #[test]
-    fn owners_are_served_in_turn_from_after_the_cursor_each_once() {
-        let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    /// The owners `owners_in_turn_query` lists over a queue of `owners` (SQLite in memory).
+    async fn in_turn(owners: &[&str], after: Option<&str>, limit: usize) -> Vec<String> {
+        let pool = sqlx::SqlitePool::connect("sqlite::memory:").await.unwrap();
+        sqlx::query(
+            "CREATE TABLE embedding_queue (memory_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, \
+             enqueued_at INTEGER NOT NULL, claimed_until INTEGER)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        for (index, owner) in owners.iter().enumerate() {
+            for row in 0..2 {
+                sqlx::query("INSERT INTO embedding_queue VALUES (?, ?, ?, NULL)")
+                    .bind(format!("{owner}{row}"))
+                    .bind(*owner)
+                    .bind(index as i64)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+        }
+        owners_in_turn_query::<sqlx::Sqlite>(after, None, limit)
+            .build_query_scalar::<String>()
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn owners_are_served_in_turn_from_after_the_cursor_each_once() {
         assert_eq!(
-            owners_in_turn(list(&["c", "d"]), list(&["a", "b", "c", "d"]), 3),
+            in_turn(&["a", "b", "c", "d"], Some("b"), 3).await,
             ["c", "d", "a"]
         );
-        assert_eq!(owners_in_turn(list(&[]), list(&["a", "b"]), 8), ["a", "b"]);
-        assert_eq!(owners_in_turn(list(&["x", "y"]), list(&[]), 1), ["x"]);
+        assert_eq!(in_turn(&["a", "b"], None, 8).await, ["a", "b"]);
+        assert_eq!(in_turn(&["x", "y", "z"], Some("w"), 1).await, ["x"]);
+        assert_eq!(
+            in_turn(&["a", "b", "c"], Some("c"), 8).await,
+            ["a", "b", "c"],
+            "past the last owner, round to the first, each once"
+        );
+        assert!(in_turn(&[], Some("a"), 8).await.is_empty());
+    }
+
+    #[test]
+    fn a_batch_is_shared_out_evenly() {
         assert_eq!(first_share(32, 2), 16);
         assert_eq!(first_share(32, 3), 11);
         assert_eq!(first_share(32, 0), 32);

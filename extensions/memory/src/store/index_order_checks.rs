@@ -2,32 +2,20 @@
 //! through the storage traits alone; `sqlite/tests` and `postgres/tests` run it on a real
 //! SQLite file and a real PostgreSQL database.
 
-use chrono::{Duration, TimeZone, Utc};
+use chrono::Duration;
 
-use crate::store::{IndexItem, MemoryBackend, NewMemory};
-use crate::types::MemoryKind;
+use crate::store::{sentence_key_checks, IndexItem, MemoryBackend, NewMemory};
 
+/// A turn of `user`'s, `second` seconds into 2026.
 fn turn(user: &str, second: i64) -> NewMemory {
-    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Duration::seconds(second);
-    NewMemory {
-        kind: MemoryKind::Episode,
-        content: format!("{user} said something at second {second}"),
-        session_id: Some("s1".into()),
-        user_id: Some(user.into()),
-        chat_id: None,
-        event_time: at,
-        created_at: at,
-        source_role: Some("user".into()),
-        source_ids: Vec::new(),
-        tags: Vec::new(),
-        attributes: serde_json::Map::new(),
-        decay_rate: 0.1,
-        confidence: 1.0,
-        memory_type: None,
-        expires_at: None,
-        shared: false,
-        subject_ids: Vec::new(),
-    }
+    let mut turn = sentence_key_checks::turn(
+        user,
+        "user",
+        &format!("{user} said something at second {second}"),
+    );
+    turn.created_at += Duration::seconds(second);
+    turn.event_time = turn.created_at;
+    turn
 }
 
 /// Takes a batch and stores it without vectors, so that it leaves the queue; returns its ids.

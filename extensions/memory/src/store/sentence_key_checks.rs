@@ -14,7 +14,8 @@ pub(crate) fn unit(values: [f32; 4]) -> Vec<f32> {
     values.iter().map(|value| value / norm).collect()
 }
 
-fn turn(user: &str, role: &str, content: &str) -> NewMemory {
+/// A turn of `user` spoken by `role`, at 2026-01-01 00:00 UTC.
+pub(crate) fn turn(user: &str, role: &str, content: &str) -> NewMemory {
     let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
     NewMemory {
         kind: MemoryKind::Episode,

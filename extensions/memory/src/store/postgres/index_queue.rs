@@ -32,24 +32,11 @@ impl PostgresStore {
     pub(super) async fn lease_index_batch(&self, limit: usize, now: i64) -> Result<Vec<IndexItem>> {
         let after = self.index_cursor.get();
         let mut tx = self.pool.begin().await?;
-        let listed_after = match &after {
-            Some(after) => {
-                index_order::owners_query::<Postgres>(Some(after), Some(now), limit)
-                    .build_query_scalar::<String>()
-                    .fetch_all(&mut *tx)
-                    .await?
-            }
-            None => Vec::new(),
-        };
-        let listed_from_start = if listed_after.len() < limit {
-            index_order::owners_query::<Postgres>(None, Some(now), limit)
+        let owners =
+            index_order::owners_in_turn_query::<Postgres>(after.as_deref(), Some(now), limit)
                 .build_query_scalar::<String>()
                 .fetch_all(&mut *tx)
-                .await?
-        } else {
-            Vec::new()
-        };
-        let owners = index_order::owners_in_turn(listed_after, listed_from_start, limit);
+                .await?;
         let mut taker = index_order::TurnTaker::new(owners, limit);
         while let Some(pick) = taker.next_pick() {
             let mut query = index_order::pick_query::<Postgres>(taker.owner(pick));

@@ -22,26 +22,10 @@ impl IndexQueue for MemoryStore {
     /// (store/index_order.rs).
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         let after = self.index_cursor.get();
-        let listed_after = match &after {
-            Some(after) => {
-                let mut query = index_order::owners_query::<Sqlite>(Some(after), None, limit);
-                query
-                    .build_query_scalar::<String>()
-                    .fetch_all(&self.pool)
-                    .await?
-            }
-            None => Vec::new(),
-        };
-        let listed_from_start = if listed_after.len() < limit {
-            let mut query = index_order::owners_query::<Sqlite>(None, None, limit);
-            query
-                .build_query_scalar::<String>()
-                .fetch_all(&self.pool)
-                .await?
-        } else {
-            Vec::new()
-        };
-        let owners = index_order::owners_in_turn(listed_after, listed_from_start, limit);
+        let owners = index_order::owners_in_turn_query::<Sqlite>(after.as_deref(), None, limit)
+            .build_query_scalar::<String>()
+            .fetch_all(&self.pool)
+            .await?;
         let mut taker = index_order::TurnTaker::new(owners, limit);
         while let Some(pick) = taker.next_pick() {
             let mut query = index_order::pick_query::<Sqlite>(taker.owner(pick));
