@@ -29,5 +29,5 @@ unit:
 # The crash-safety loop at length (200 SIGKILLs instead of the 20 `make test` runs), and
 # several processes writing one store at length (5 writers x 2,000 events instead of 4 x 150).
 stress: setup
-	MNEMO_CRASH_KILLS=200 $(CARGO) test --locked --test crash_ingest -- --nocapture
-	MNEMO_STRESS_WRITES=2000 MNEMO_STRESS_WRITERS=4 $(CARGO) test --locked --test multi_process -- --nocapture
+	MNEMO_CRASH_KILLS=200 $(CARGO) test --locked --test it crash_ingest:: -- --nocapture
+	MNEMO_STRESS_WRITES=2000 MNEMO_STRESS_WRITERS=4 $(CARGO) test --locked --test it multi_process:: -- --nocapture

@@ -1,4 +1,4 @@
-"""schemathesis hooks for tests/http_schemathesis.rs (loaded through SCHEMATHESIS_HOOKS).
+"""schemathesis hooks for tests/it/http_schemathesis.rs (loaded through SCHEMATHESIS_HOOKS).
 
 1. A serializer for `application/x-ndjson`, the body of POST /v1/import, which schemathesis has
    none of: the generated text goes on the wire as UTF-8, as a client would send a JSONL file.

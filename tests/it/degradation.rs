@@ -10,7 +10,7 @@
 //!   that says so; every acknowledged event is stored, and resending the rest completes the store.
 //! - The database is read-only: mnemo refuses to start, naming the file, and changes nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -25,7 +25,7 @@ use mnemo_kernel::{ConversationEvent, ToolScope};
 use mnemo_memory::{MemoryApi, MemoryService, SessionKey};
 use serde_json::{json, Value};
 
-use common::mnemo;
+use crate::common::mnemo;
 
 fn check(dir: &std::path::Path) -> Value {
     common::check(dir, NO_MODEL)

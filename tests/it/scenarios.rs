@@ -114,6 +114,6 @@ fn every_scenario_file_is_a_test_case() {
     listed.sort();
     assert_eq!(
         files, listed,
-        "add each scenario file to `scenarios!` in tests/scenarios.rs"
+        "add each scenario file to `scenarios!` in tests/it/scenarios.rs"
     );
 }

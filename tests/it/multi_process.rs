@@ -15,7 +15,7 @@ use std::thread;
 
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 /// Memory and the fast NER only: no model to load, so the processes spend their time writing.
 const CONFIG: &str = "[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";

@@ -4,9 +4,9 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";

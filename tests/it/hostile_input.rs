@@ -3,14 +3,14 @@
 //! The limits are config options (`max_content_chars`, `max_event_bytes`, `max_batch_size`,
 //! `max_search_limit`).
 
-mod common;
+use crate::common;
 
 use chrono::{TimeZone, Utc};
 use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
-use common::mnemo;
+use crate::common::mnemo;
 
 fn check(dir: &std::path::Path) -> Value {
     common::check(dir, CONFIG)

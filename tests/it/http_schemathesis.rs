@@ -17,9 +17,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-mod common;
-
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
@@ -98,14 +96,14 @@ checks.positive_data_acceptance.enabled = false
 # POST /v1/memories refuses with 400 what JSON Schema cannot state: an `expires_at` that is not in
 # the future (a rule against the server's clock), and the rules between fields (`subjects`,
 # `expires_at` and `shared` only for facts; `shared` only with a `chat_id`). A schema-valid body
-# may be refused with 400 here, and only here; tests/http_api.rs checks those refusals.
+# may be refused with 400 here, and only here; tests/it/http_api.rs checks those refusals.
 [[operations]]
 include-path = "/v1/memories"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404]
 
 # POST /v1/keys refuses with 400 the rules between fields: a user key needs `user_id`, an admin
-# key takes no `user_id` and no `chats`. tests/http_api.rs checks those refusals.
+# key takes no `user_id` and no `chats`. tests/it/http_api.rs checks those refusals.
 [[operations]]
 include-path = "/v1/keys"
 include-method = "POST"
@@ -140,7 +138,9 @@ fn write_config(dir: &Path, memory_ids: &[String], job_names: &[String], users: 
     }
     std::fs::write(
         dir.join("schemathesis.toml"),
-        format!("# Written by tests/http_schemathesis.rs.\n{dictionaries}{parameters}{EXCEPTIONS}"),
+        format!(
+            "# Written by tests/it/http_schemathesis.rs.\n{dictionaries}{parameters}{EXCEPTIONS}"
+        ),
     )
     .unwrap();
 }

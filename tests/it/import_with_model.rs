@@ -6,7 +6,7 @@ use serde_json::json;
 
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 
-mod common;
+use crate::common;
 
 const CONFIG: &str = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n\
     [extensions.memory]\n[extensions.memory_maintenance]\n";

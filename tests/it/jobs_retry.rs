@@ -10,7 +10,7 @@ use std::sync::Arc;
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 use serde_json::json;
 
-mod common;
+use crate::common;
 
 const CONFIG: &str = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n\
     [extensions.memory]\n[extensions.memory_maintenance]\nmax_consolidation_attempts = 1\n";

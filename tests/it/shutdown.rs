@@ -9,7 +9,7 @@ use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
 use mnemo_kernel::{ConversationEvent, Event};
 use mnemo_memory::MemoryService;
 
-mod common;
+use crate::common;
 use serde_json::{json, Value};
 
 /// Log lines, collected from a subscriber on this thread.

@@ -6,9 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-mod common;
-
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";

@@ -14,9 +14,7 @@ use prost::Message as _;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-mod common;
-
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 /// An OTLP/HTTP receiver on a loopback port that records every request and answers 200 with
 /// an empty body (an empty `ExportTraceServiceResponse`). Returns its base URL and itself.

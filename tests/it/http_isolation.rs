@@ -2,7 +2,7 @@
 //! write personal, chat and shared memories; then every read path of the API is asked, with
 //! every key, in every chat, and for every memory id: nothing comes back that the key's user may
 //! not see, and nothing another user owns can be changed. A key bound to a chat sees what the
-//! user's agent sees there (their personal memory included), and changes only what is kept there. The property of `tests/isolation.rs`,
+//! user's agent sees there (their personal memory included), and changes only what is kept there. The property of `tests/it/isolation.rs`,
 //! held at the HTTP boundary, where the user comes from the key alone.
 
 use std::collections::HashMap;
@@ -10,9 +10,7 @@ use std::collections::HashMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-mod common;
-
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const CONFIG: &str = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ncontext_limit = 50\ncontext_messages = 0\ncontext_token_budget = 100000\n";
 const USERS: [&str; 3] = ["ana", "ben", "cleo"];

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const USERS: [&str; 3] = ["ana", "ben", "cal"];
 const TURNS_PER_USER: usize = 40;

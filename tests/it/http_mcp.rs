@@ -6,9 +6,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 
-mod common;
-
-use common::server::{create_key, Served};
+use crate::common::server::{create_key, Served};
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 const CONFIG: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n";
 

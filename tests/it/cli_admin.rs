@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 /// The model that `scripts/fetch-model` installs, which stores the vectors first.
 const WITH_MODEL: &str = "[extensions.embedding]\n[extensions.ner]\n[extensions.memory]\n";

@@ -10,7 +10,7 @@ use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 use mnemo_kernel::ToolScope;
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use mnemo_kernel::testing::{CannedAnswer, HttpTestServer};
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 const CONFIG: &str =
     "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\ntools = \"all\"\n";

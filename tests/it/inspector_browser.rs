@@ -13,10 +13,8 @@ use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-mod common;
-
-use common::browser::Browser;
-use common::server::{create_key, Served};
+use crate::common::browser::Browser;
+use crate::common::server::{create_key, Served};
 
 /// The fact the scripted model draws from the two turns.
 const FACT: &str = "Maria teaches surfing in Lisbon";

@@ -1,0 +1,46 @@
+//! mnemo's integration tests, linked as one binary (linking each file alone cost a link per
+//! file on a 2-core machine). Each module is one area's tests; `common` is what they share.
+//! Run one area with `cargo test --test it <module>::`, e.g. `cargo test --test it http_api::`.
+
+mod common;
+
+mod bench_small;
+mod cli_admin;
+mod cli_hygiene;
+mod cli_import;
+mod cli_memory;
+mod concurrency;
+mod config_errors;
+mod crash_ingest;
+mod degradation;
+mod erasure;
+mod eval_small;
+mod export_import;
+mod extensions;
+mod hostile_input;
+mod http_access;
+mod http_api;
+mod http_inspection;
+mod http_isolation;
+mod http_mcp;
+mod http_python_client;
+mod http_sampling;
+mod http_schemathesis;
+mod import_with_model;
+mod inspector_browser;
+mod isolation;
+mod jobs_retry;
+mod llama_like_server;
+mod mcp_stdio;
+mod memory_hostile_search;
+mod migrate_store;
+mod multi_process;
+mod openai_http;
+mod postgres_instances;
+mod postgres_script;
+mod reindex;
+mod replay_cli;
+mod scenarios;
+mod shutdown;
+mod telemetry;
+mod tidy;
