@@ -10,12 +10,11 @@ use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 
 use super::packed::{fetch_packed, packed_rows};
-use super::scope::{push_scope, scoped_match};
+use super::scope::{owner_rows, push_scope};
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
-use crate::store::TextScope;
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -384,19 +383,18 @@ pub(super) async fn link_earlier_mentions(
         return Ok(());
     }
     let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
-    // Matched within the owner's memories by the index itself (none: the whole store, the
-    // owner test below keeps the ownerless ones).
-    let scope = TextScope {
-        user_id: (!owner.is_empty()).then_some(owner),
-        chat_id: None,
-    };
-    let linked = sqlx::query(
+    // Matched within the owner's range of index rows ('' for memories without an owner, see
+    // migration 0019) by the index itself.
+    let linked = sqlx::query(concat!(
         "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) \
-         SELECT m.id, ?1 FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
-         WHERE memories_fts MATCH ?2 AND m.user_id IS ?3 AND m.valid_until IS NULL LIMIT ?4",
-    )
+         SELECT m.id, ?1 FROM memories_fts JOIN memories m ON m.fts_rowid = memories_fts.rowid \
+         WHERE memories_fts MATCH ?2 AND memories_fts.rowid ",
+        owner_rows!(3),
+        " AND m.user_id IS ?4 AND m.valid_until IS NULL LIMIT ?5"
+    ))
     .bind(entity_id)
-    .bind(scoped_match(&phrase, scope))
+    .bind(phrase)
+    .bind(owner)
     .bind(if owner.is_empty() { None } else { Some(owner) })
     .bind(MAX_EARLIER_MENTIONS)
     .execute(&mut **tx)

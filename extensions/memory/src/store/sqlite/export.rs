@@ -24,9 +24,10 @@ pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
 /// exported (a copy starts with no process at work on it).
 pub(crate) const LEASE_COLUMNS: [&str; 2] = ["leased_by", "leased_until"];
 
-/// Columns SQLite computes from the others (`memories.fts_scope`, the full-text index's scope
-/// tokens): not exported, since an import computes them again.
-const GENERATED_COLUMNS: [&str; 1] = ["fts_scope"];
+/// Columns the store computes from the others (`memories.fts_scope`, the full-text index's scope
+/// tokens, and `memories.fts_rowid`, the memory's row in that index): not exported, since an
+/// import computes them again.
+const GENERATED_COLUMNS: [&str; 2] = ["fts_scope", "fts_rowid"];
 
 pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
     use sqlx::{TypeInfo, ValueRef};

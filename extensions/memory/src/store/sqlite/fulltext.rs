@@ -1,9 +1,9 @@
 //! Full-text queries over `memories_fts` (FTS5, BM25): ranked matches and match counts. Which
 //! query to run is the search layer's choice (see `crate::search::full_text`).
 //!
-//! Every query matches within the request's scope (`scope::scoped_match`): FTS5 intersects the
-//! query's matches with the scope's token, so a search walks the asker's matches, not every
-//! user's. BM25 reads the text column alone, with the scope's own figures (`scope_bm25()`, see
+//! Every query matches within the request's scope (`scope::IndexScope`): a personal search
+//! within the owner's range of index row ids, which FTS5 seeks to in each word's list, so it
+//! reads the asker's matches, not every user's; a chat's search within its scope tokens. BM25 reads the text column alone, with the scope's own figures (`scope_bm25()`, see
 //! `scope_rank.rs` and `text_statistics.rs`): one user's ranking is the same whatever other
 //! users' memories the store holds. A search over the whole store ranks by FTS5's `bm25()`.
 
@@ -11,8 +11,7 @@ use async_trait::async_trait;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::packed::{exact_real, fetch_packed, packed_rows, Real};
-use super::scope::{push_filters, scope_condition, scoped_match};
-use super::text_statistics::COUNT_MATCHES;
+use super::scope::{index_scope, push_filters};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
@@ -20,7 +19,7 @@ use crate::store::{FirstPass, TextScope};
 use crate::types::SearchRequest;
 
 /// BM25 over the whole index (a search for no owner and no chat): the scope column (see
-/// `scope::scoped_match`) weighs 0 in the score, though its tokens count in a row's length.
+/// `scope::IndexScope`) weighs 0 in the score, though its tokens count in a row's length.
 const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
 
 /// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures
@@ -73,28 +72,22 @@ impl FullTextIndex for MemoryStore {
         push_rank(&mut builder, text.rank.as_deref());
         builder.push(
             " AS relevance FROM memories_fts CROSS JOIN memories m \
-             ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ",
+             ON m.fts_rowid = memories_fts.rowid WHERE ",
         );
-        builder.push_bind(text.matching(query));
+        text.push_match(&mut builder, query);
         self.filtered_best(builder, request, limit).await
     }
 
     /// Counted once with the ranking's own figures (`text_statistics.rs`), and cached there.
     async fn fts_document_count(&self, scope: TextScope<'_>) -> Result<i64> {
-        let count = match scope_condition(scope) {
-            Some(condition) => self.figure(COUNT_MATCHES, Some(condition)).await?,
-            None => {
-                self.figure("SELECT CAST(COUNT(*) AS REAL) FROM memories_fts", None)
-                    .await?
-            }
-        };
+        let count = self.count_in_scope(None, &index_scope(scope)).await?;
         Ok(count as i64)
     }
 
     /// Counted once with the ranking's own figures (`text_statistics.rs`), and cached there.
     async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64> {
         let count = self
-            .figure(COUNT_MATCHES, Some(scoped_match(query, scope)))
+            .count_in_scope(Some(query), &index_scope(scope))
             .await?;
         Ok(count as i64)
     }
@@ -103,8 +96,10 @@ impl FullTextIndex for MemoryStore {
 impl MemoryStore {
     /// The best matches of `query` within the request's scope (a few times `limit`), then the
     /// request's filters. With a first pass, a match that has none of its rare words is ranked
-    /// only if it is among the `newest_kept` highest rowids of its common words' matches in
-    /// that scope: the others are dropped before `bm25()` runs.
+    /// only if it is among the `newest_kept` highest index row ids of its common words' matches
+    /// in that scope: the others are dropped before `bm25()` runs. Row ids follow the order
+    /// memories were stored in within each owner (migration 0019): in a personal scope these
+    /// are the newest; in a chat of several owners, the newest of the owners numbered last.
     async fn best_matches(
         &self,
         query: &str,
@@ -118,8 +113,8 @@ impl MemoryStore {
         let mut builder =
             ranked_matches("-best.score AS relevance FROM (SELECT rowid AS fts_row, ");
         push_rank(&mut builder, text.rank.as_deref());
-        builder.push(" AS score FROM memories_fts WHERE memories_fts MATCH ");
-        builder.push_bind(text.matching(query));
+        builder.push(" AS score FROM memories_fts WHERE ");
+        text.push_match(&mut builder, query);
         if let Some(pass) = pass {
             // The cut-off is the `newest_kept`-th highest rowid among the common words'
             // matches; a store with fewer has none, and keeps them all. With rare words, `+`
@@ -132,26 +127,24 @@ impl MemoryStore {
                 "rowid"
             };
             builder.push(format!(
-                " AND ({rowid} >= COALESCE((SELECT rowid FROM memories_fts \
-                 WHERE memories_fts MATCH "
+                " AND ({rowid} >= COALESCE((SELECT rowid FROM memories_fts WHERE "
             ));
-            builder.push_bind(text.matching(&pass.common));
+            text.push_match(&mut builder, &pass.common);
             builder
                 .push(" ORDER BY rowid DESC LIMIT 1 OFFSET ")
                 .push_bind(i64::try_from(pass.newest_kept.saturating_sub(1)).unwrap_or(i64::MAX))
                 .push("), 0)");
             if let Some(rare) = &pass.rare {
-                builder.push(
-                    " OR +rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ",
-                );
-                builder.push_bind(text.matching(rare)).push(")");
+                builder.push(" OR +rowid IN (SELECT rowid FROM memories_fts WHERE ");
+                text.push_match(&mut builder, rare);
+                builder.push(")");
             }
             builder.push(")");
         }
         builder
             .push(" ORDER BY score LIMIT ")
             .push_bind(depth as i64);
-        builder.push(") best CROSS JOIN memories m ON m.rowid = best.fts_row WHERE 1 = 1");
+        builder.push(") best CROSS JOIN memories m ON m.fts_rowid = best.fts_row WHERE 1 = 1");
         self.filtered_best(builder, request, limit).await
     }
 

@@ -251,6 +251,7 @@ impl MemoryRemoval for MemoryStore {
             "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = ?1)",
             "DELETE FROM entities WHERE owner_id = ?1",
             "DELETE FROM sessions_consolidations WHERE user_id = ?1",
+            "DELETE FROM fts_owners WHERE owner = ?1",
         ]);
         for statement in statements {
             sqlx::query(statement)

@@ -22,33 +22,87 @@ fn scope_token(kind: char, id: &str) -> String {
     token
 }
 
-/// The FTS5 condition on `fts_scope` that keeps the memories `scope` may see (and some it may
-/// not: an owner's memories of other chats, which the visibility rule drops after); `None` for
-/// the whole store.
-pub(super) fn scope_condition(scope: TextScope<'_>) -> Option<String> {
+/// How the full-text index keeps the rows a scope may see (and some it may not: an owner's
+/// memories of other chats, which the visibility rule drops after).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum IndexScope {
+    /// Every row: a search of the whole store.
+    Whole,
+    /// One owner's memories: their range of index row ids (migration 0019), which FTS5 seeks
+    /// to in each word's list, so a match reads the owner's entries and not everyone's.
+    Owner(String),
+    /// The rows whose scope tokens this FTS5 condition on `fts_scope` names: a chat's, which
+    /// are several owners'.
+    Tokens(String),
+}
+
+/// The FTS5 rows `scope` searches.
+pub(super) fn index_scope(scope: TextScope<'_>) -> IndexScope {
     let tokens = match (scope.user_id, scope.chat_id) {
         (Some(user), Some(chat)) => format!(
             "\"{}\" OR \"{}\"",
             scope_token('u', user),
             scope_token('s', chat)
         ),
-        (Some(user), None) => format!("\"{}\"", scope_token('u', user)),
+        (Some(user), None) => return IndexScope::Owner(user.to_owned()),
         (None, Some(chat)) => format!("\"{}\"", scope_token('c', chat)),
-        (None, None) => return None,
+        (None, None) => return IndexScope::Whole,
     };
-    Some(format!("fts_scope : ({tokens})"))
+    IndexScope::Tokens(format!("fts_scope : ({tokens})"))
 }
 
-/// `query`, an FTS5 query over the memories' text, matched within `scope` by the index: only
-/// the rows whose scope tokens `scope` names. The query's words are not confined to the text
-/// column (a column filter makes FTS5 read every match's positions): a word that spells a
-/// scope token matches the scope's own rows, never another's.
-pub(super) fn scoped_match(query: &str, scope: TextScope<'_>) -> String {
-    within(scope_condition(scope).as_deref(), query)
+/// The FTS5 condition that matches every memory of `owner` by their scope token: for a figure
+/// that needs a match to read (an auxiliary function reads nothing on a scan of row ids).
+pub(super) fn owner_condition(owner: &str) -> String {
+    format!("fts_scope : (\"{}\")", scope_token('u', owner))
 }
 
-/// `query` within the rows a scope's `condition` (from [`scope_condition`]) keeps; all rows
-/// for none.
+/// The first and the last index row id of the owner bound as `?N`, for SQL text with numbered
+/// parameters: `NULL` for an owner with no memory, which matches nothing.
+macro_rules! owner_rows {
+    ($n:literal) => {
+        concat!(
+            "BETWEEN (SELECT number << 32 FROM fts_owners WHERE owner = ?",
+            $n,
+            ") AND (SELECT (number << 32) + 4294967295 FROM fts_owners WHERE owner = ?",
+            $n,
+            ")"
+        )
+    };
+}
+pub(super) use owner_rows;
+
+/// Appends ` AND memories_fts.rowid BETWEEN …` for the range of `owner` (see [`owner_rows`]).
+fn push_owner_rows(builder: &mut QueryBuilder<'_, Sqlite>, owner: &str) {
+    builder
+        .push(" AND memories_fts.rowid BETWEEN (SELECT number << 32 FROM fts_owners WHERE owner = ")
+        .push_bind(owner.to_owned())
+        .push(") AND (SELECT (number << 32) + 4294967295 FROM fts_owners WHERE owner = ")
+        .push_bind(owner.to_owned())
+        .push(")");
+}
+
+impl IndexScope {
+    /// Appends `memories_fts MATCH <query>` kept within the scope, for a query over
+    /// `memories_fts` (the innermost one of that name).
+    pub(super) fn push_match(&self, builder: &mut QueryBuilder<'_, Sqlite>, query: &str) {
+        builder.push("memories_fts MATCH ");
+        match self {
+            Self::Whole => {
+                builder.push_bind(query.to_owned());
+            }
+            Self::Tokens(condition) => {
+                builder.push_bind(within(Some(condition), query));
+            }
+            Self::Owner(owner) => {
+                builder.push_bind(query.to_owned());
+                push_owner_rows(builder, owner);
+            }
+        }
+    }
+}
+
+/// `query` within the rows a scope's token `condition` keeps; all rows for none.
 pub(super) fn within(condition: Option<&str>, query: &str) -> String {
     match condition {
         Some(condition) => format!("{condition} AND ({query})"),
@@ -174,18 +228,15 @@ mod tests {
             user_id: Some("ana"),
             chat_id: None,
         };
-        assert_eq!(
-            scoped_match("\"jazz\"", ana),
-            "fts_scope : (\"u616E61x\") AND (\"jazz\")"
-        );
+        assert_eq!(index_scope(ana), IndexScope::Owner("ana".into()));
         let in_chat = TextScope {
             user_id: Some("ana"),
             chat_id: Some("team"),
         };
         assert_eq!(
-            scope_condition(in_chat).as_deref(),
-            Some("fts_scope : (\"u616E61x\" OR \"s7465616Dx\")")
+            index_scope(in_chat),
+            IndexScope::Tokens("fts_scope : (\"u616E61x\" OR \"s7465616Dx\")".into())
         );
-        assert_eq!(scoped_match("\"jazz\"", TextScope::default()), "\"jazz\"");
+        assert_eq!(index_scope(TextScope::default()), IndexScope::Whole);
     }
 }

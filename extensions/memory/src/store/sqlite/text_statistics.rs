@@ -1,16 +1,17 @@
 //! The figures `scope_bm25()` ranks a scope's full-text matches by (see `scope_rank.rs`): how
 //! many memories the scope holds, their total length in tokens, and how many of them hold each
-//! phrase of the query. Each is counted by the index within the scope (the scope's token AND the
-//! phrase), so it costs what the scope's own matches cost, and is cached for two minutes (a
-//! count of 0 is not): a ranking may lag that long behind new memories, as the search layer's
-//! `CorpusStats` do. A removal in this process clears them all; in another process they
-//! expire. Whether a user's scope is the whole store is read fresh every time.
+//! phrase of the query. Each is counted by the index within the scope (an owner's range of row
+//! ids, or a chat's scope token, AND the phrase), so it costs what the scope's own matches
+//! cost, and is cached for two minutes (a count of 0 is not): a ranking may lag that long
+//! behind new memories, as the search layer's `CorpusStats` do. A removal in this process
+//! clears them all; in another process they expire. Whether a user's scope is the whole store
+//! is read fresh every time.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::scope::{scope_condition, within};
+use super::scope::{index_scope, owner_condition, owner_rows, within, IndexScope};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::TextScope;
@@ -19,15 +20,24 @@ use crate::store::TextScope;
 const FIGURES_TTL: Duration = Duration::from_secs(120);
 /// Most figures kept; the cache starts over beyond this.
 const MOST_FIGURES: usize = 50_000;
-/// The memories an FTS5 query matches.
+/// The memories an FTS5 query (`?1`) matches.
 pub(super) const COUNT_MATCHES: &str =
-    "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?";
-/// The total text length, in tokens, of the memories an FTS5 query matches. FTS5 answers an
-/// auxiliary function only on its own query's rows, not inside an aggregate: the lengths are
-/// read first.
+    "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?1";
+/// The memories of the owner `?1` an FTS5 query (`?2`) matches.
+const COUNT_OWNER_MATCHES: &str = concat!(
+    "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?2 AND rowid ",
+    owner_rows!(1)
+);
+/// The memories of the owner `?1`.
+pub(super) const COUNT_OWNER_ROWS: &str = concat!(
+    "SELECT CAST(COUNT(*) AS REAL) FROM memories WHERE fts_rowid ",
+    owner_rows!(1)
+);
+/// The total text length, in tokens, of the memories an FTS5 query (`?1`) matches. FTS5
+/// answers an auxiliary function only on its own query's rows, not inside an aggregate: the
+/// lengths are read first.
 const TOTAL_LENGTH: &str = "WITH lengths AS MATERIALIZED (SELECT text_length(memories_fts) \
-     AS tokens FROM memories_fts WHERE memories_fts MATCH ?) SELECT TOTAL(tokens) FROM lengths";
-
+     AS tokens FROM memories_fts WHERE memories_fts MATCH ?1) SELECT TOTAL(tokens) FROM lengths";
 /// Cached counts by what they count (see [`MemoryStore::scope_rank_arguments`]).
 #[derive(Debug, Default)]
 pub(super) struct TextStatistics {
@@ -85,18 +95,19 @@ impl MemoryStore {
         .await?)
     }
 
-    /// A count, from the cache while it is fresh, else by `sql` with `bound` (the FTS5 query),
-    /// kept under both. A count of 0 is not kept: a new scope's first memories count at once.
-    pub(super) async fn figure(&self, sql: &'static str, bound: Option<String>) -> Result<f64> {
-        let key = format!("{sql}\n{}", bound.as_deref().unwrap_or_default());
+    /// A count, from the cache while it is fresh, else by `sql` with `bound` (its numbered
+    /// parameters), kept under both. A count of 0 is not kept: a new scope's first memories
+    /// count at once.
+    pub(super) async fn figure(&self, sql: &'static str, bound: &[&str]) -> Result<f64> {
+        let key = format!("{sql}\n{}", bound.join("\n"));
         if let Some((value, at)) = self.text_statistics.figures().get(&key) {
             if at.elapsed() < FIGURES_TTL {
                 return Ok(*value);
             }
         }
         let mut query = sqlx::query_scalar::<_, f64>(sql);
-        if let Some(bound) = bound {
-            query = query.bind(bound);
+        for value in bound {
+            query = query.bind(*value);
         }
         let value = query.fetch_one(&self.pool).await?;
         if value == 0.0 {
@@ -110,6 +121,30 @@ impl MemoryStore {
         Ok(value)
     }
 
+    /// The memories of `scope` that FTS5 query `query` matches (all of them for none).
+    pub(super) async fn count_in_scope(
+        &self,
+        query: Option<&str>,
+        scope: &IndexScope,
+    ) -> Result<f64> {
+        match (scope, query) {
+            (IndexScope::Whole, None) => {
+                self.figure("SELECT CAST(COUNT(*) AS REAL) FROM memories_fts", &[])
+                    .await
+            }
+            (IndexScope::Whole, Some(query)) => self.figure(COUNT_MATCHES, &[query]).await,
+            (IndexScope::Tokens(condition), query) => {
+                let matching =
+                    query.map_or_else(|| condition.clone(), |query| within(Some(condition), query));
+                self.figure(COUNT_MATCHES, &[&matching]).await
+            }
+            (IndexScope::Owner(owner), None) => self.figure(COUNT_OWNER_ROWS, &[owner]).await,
+            (IndexScope::Owner(owner), Some(query)) => {
+                self.figure(COUNT_OWNER_MATCHES, &[owner, query]).await
+            }
+        }
+    }
+
     /// How to match and rank the text query `query` within `scope` (see [`ScopedText`]).
     ///
     /// # Errors
@@ -119,39 +154,50 @@ impl MemoryStore {
         query: &str,
         scope: TextScope<'_>,
     ) -> Result<ScopedText> {
-        let Some(condition) = scope_condition(scope) else {
-            return Ok(ScopedText {
-                condition: None,
-                rank: None,
-            });
-        };
+        let rows = index_scope(scope);
+        if rows == IndexScope::Whole {
+            return Ok(ScopedText { rows, rank: None });
+        }
         // A scope that holds every memory (a store of one user) matches without its condition,
-        // which would only make FTS5 walk the scope's whole list beside the query's, and ranks
-        // by FTS5's own live totals.
+        // which would only make FTS5 read the scope's bounds beside the query's, and ranks by
+        // FTS5's own live totals.
         let whole = match (scope.user_id, scope.chat_id) {
             (Some(user), None) => self.holds_only(user).await?,
             _ => false,
         };
-        let (documents, tokens) = if whole {
-            (0.0, -1.0)
-        } else {
-            (
-                self.figure(COUNT_MATCHES, Some(condition.clone())).await?,
-                self.figure(TOTAL_LENGTH, Some(condition.clone())).await?,
-            )
+        if whole {
+            let mut arguments = vec![0.0, -1.0];
+            for phrase in phrases(query) {
+                let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
+                arguments.push(self.figure(COUNT_MATCHES, &[&quoted]).await?);
+            }
+            return Ok(ScopedText {
+                rows: IndexScope::Whole,
+                rank: Some(arguments),
+            });
+        }
+        let documents = self.count_in_scope(None, &rows).await?;
+        let tokens = match &rows {
+            // An auxiliary function reads 0 on a scan of row ids: the owner's rows are matched
+            // by their scope token, whose list holds theirs alone.
+            IndexScope::Owner(owner) => {
+                self.figure(TOTAL_LENGTH, &[&owner_condition(owner)])
+                    .await?
+            }
+            IndexScope::Tokens(condition) => self.figure(TOTAL_LENGTH, &[condition]).await?,
+            IndexScope::Whole => 0.0,
         };
-        let kept = (!whole).then_some(condition);
         let mut arguments = vec![documents, tokens];
-        if let Some(condition) = &kept {
+        // The condition's tokens are phrases of the match too, in the other column: 0.
+        if let IndexScope::Tokens(condition) = &rows {
             arguments.extend(phrases(condition).iter().map(|_| 0.0));
         }
         for phrase in phrases(query) {
             let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
-            let matching = within(kept.as_deref(), &quoted);
-            arguments.push(self.figure(COUNT_MATCHES, Some(matching)).await?);
+            arguments.push(self.count_in_scope(Some(&quoted), &rows).await?);
         }
         Ok(ScopedText {
-            condition: kept,
+            rows,
             rank: Some(arguments),
         })
     }
@@ -160,26 +206,29 @@ impl MemoryStore {
 /// How a text query is matched and ranked within a scope.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ScopedText {
-    /// The scope's condition on `fts_scope` (`scope::scope_condition`), or `None` when the
-    /// scope is the whole index.
-    condition: Option<String>,
+    /// The index rows the scope keeps ([`IndexScope::Whole`] also for a scope that holds
+    /// every memory).
+    rows: IndexScope,
     /// The arguments `scope_bm25(memories_fts, …)` takes after the table: the scope's memories,
     /// their tokens (-1 when the scope holds every memory: FTS5's own row count and total are
-    /// theirs, and the count before is not read), and per
-    /// phrase of the match, in order, the scope's memories holding it (0 for the condition's
-    /// tokens, which are in the other column). `None` for a search of the whole store, ranked
-    /// by `bm25()`.
+    /// theirs, and the count before is not read), and per phrase of the match, in order, the
+    /// scope's memories holding it (0 for a chat condition's tokens, which are in the other
+    /// column). `None` for a search of the whole store, ranked by `bm25()`.
     pub(super) rank: Option<Vec<f64>>,
 }
 
 impl ScopedText {
-    /// The FTS5 query of `text` (a query over the memories' text) within the scope's rows.
-    /// Its words are not confined to the text column, since a column filter makes FTS5 read
-    /// every match's positions: a word that spells a scope token (`u…x` in hex) matches the
-    /// scope's own rows by that token, and `scope_bm25` gives them 0, so it finds nothing the
-    /// asker may not see.
-    pub(super) fn matching(&self, text: &str) -> String {
-        within(self.condition.as_deref(), text)
+    /// Appends `memories_fts MATCH <text>` within the scope's rows (see
+    /// [`IndexScope::push_match`]). The words are not confined to the text column, since a
+    /// column filter makes FTS5 read every match's positions: a word that spells a scope token
+    /// (`u…x` in hex) matches rows by that token, and `scope_bm25` gives them 0, and the
+    /// visibility rule drops what the asker may not see.
+    pub(super) fn push_match(
+        &self,
+        builder: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>,
+        text: &str,
+    ) {
+        self.rows.push_match(builder, text);
     }
 }
 

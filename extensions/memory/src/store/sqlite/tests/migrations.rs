@@ -295,3 +295,81 @@ async fn sentence_keys_move_to_rowid_pages_whole() {
     );
     pool.close().await;
 }
+
+/// The index row ids of every memory, in the order they were stored.
+async fn index_rows(pool: &sqlx::SqlitePool) -> Vec<(String, i64, i64)> {
+    sqlx::query_as(
+        "SELECT id, fts_rowid >> 32, fts_rowid & 4294967295 FROM memories ORDER BY rowid",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// A store from before the index kept owners together (schema 18): each owner's memories get
+/// a range of index row ids of their own, numbered in the order they were stored; the index
+/// still finds every memory, within its owner's scope only; a new memory takes its owner's
+/// next row id, and one that changes owner moves to the new owner's range.
+#[tokio::test]
+async fn each_owners_memories_become_one_range_of_the_text_index() {
+    use crate::store::TextScope;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 18).await;
+    episode(&pool, "ep_a1", "alice", None, "jazz on Sunday").await;
+    episode(&pool, "ep_b1", "bob", None, "jazz and tea").await;
+    episode(&pool, "ep_a2", "alice", Some("team"), "more jazz").await;
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    let ranges = |pairs: &[(&str, i64, i64)]| -> Vec<(String, i64, i64)> {
+        pairs
+            .iter()
+            .map(|(id, owner, row)| ((*id).to_owned(), *owner, *row))
+            .collect()
+    };
+    assert_eq!(
+        index_rows(&store.pool).await,
+        ranges(&[("ep_a1", 1, 1), ("ep_b1", 2, 1), ("ep_a2", 1, 2)])
+    );
+    let alice = TextScope {
+        user_id: Some("alice"),
+        chat_id: None,
+    };
+    let bob = TextScope {
+        user_id: Some("bob"),
+        chat_id: None,
+    };
+    assert_eq!(store.fts_match_count("\"jazz\"", alice).await.unwrap(), 2);
+    assert_eq!(store.fts_match_count("\"jazz\"", bob).await.unwrap(), 1);
+    assert_eq!(store.fts_document_count(bob).await.unwrap(), 1);
+    let nobody = TextScope {
+        user_id: Some("carol"),
+        chat_id: None,
+    };
+    assert_eq!(store.fts_match_count("\"jazz\"", nobody).await.unwrap(), 0);
+
+    episode(&store.pool, "ep_a3", "alice", None, "tea time").await;
+    sqlx::query("UPDATE memories SET user_id = 'bob' WHERE id = 'ep_a1'")
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        index_rows(&store.pool).await,
+        ranges(&[
+            ("ep_a1", 2, 2),
+            ("ep_b1", 2, 1),
+            ("ep_a2", 1, 2),
+            ("ep_a3", 1, 3)
+        ])
+    );
+    store.text_statistics.clear();
+    assert_eq!(store.fts_match_count("\"jazz\"", alice).await.unwrap(), 1);
+    assert_eq!(store.fts_match_count("\"jazz\"", bob).await.unwrap(), 2);
+    let check: Result<_, _> =
+        sqlx::query("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+            .execute(&store.pool)
+            .await;
+    assert!(check.is_ok(), "{check:?}");
+    store.close().await;
+}
