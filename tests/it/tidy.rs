@@ -350,3 +350,31 @@ fn only_memory_compiles_a_database_driver() {
         }
     }
 }
+
+/// The test files docs/RELIABILITY.md names as the proof of each guarantee exist: a path in
+/// backticks with a `tests/` folder in it, from the repository's root or, for `store/…`, from
+/// the memory crate's `src/`.
+#[test]
+fn every_test_path_in_reliability_exists() {
+    let text = std::fs::read_to_string(root().join("docs/RELIABILITY.md")).unwrap();
+    let mut named = 0;
+    for (index, quoted) in text.split('`').enumerate() {
+        // Odd pieces are inside backticks.
+        if index % 2 == 0 || !quoted.contains("tests/") || quoted.contains(' ') {
+            continue;
+        }
+        let path = match quoted.strip_prefix("store/") {
+            Some(_) => root().join("extensions/memory/src").join(quoted),
+            None => root().join(quoted),
+        };
+        assert!(
+            path.exists(),
+            "docs/RELIABILITY.md names `{quoted}`, which does not exist"
+        );
+        named += 1;
+    }
+    assert!(
+        named > 20,
+        "only {named} test paths found in docs/RELIABILITY.md"
+    );
+}
