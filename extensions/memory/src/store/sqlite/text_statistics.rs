@@ -21,7 +21,7 @@ const FIGURES_TTL: Duration = Duration::from_secs(120);
 /// Most figures kept; the cache starts over beyond this.
 const MOST_FIGURES: usize = 50_000;
 /// The memories an FTS5 query (`?1`) matches.
-pub(super) const COUNT_MATCHES: &str =
+const COUNT_MATCHES: &str =
     "SELECT CAST(COUNT(*) AS REAL) FROM memories_fts WHERE memories_fts MATCH ?1";
 /// The memories of the owner `?1` an FTS5 query (`?2`) matches.
 const COUNT_OWNER_MATCHES: &str = concat!(
@@ -165,33 +165,26 @@ impl MemoryStore {
             (Some(user), None) => self.holds_only(user).await?,
             _ => false,
         };
-        if whole {
-            let mut arguments = vec![0.0, -1.0];
-            for phrase in phrases(query) {
-                let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
-                arguments.push(self.figure(COUNT_MATCHES, &[&quoted]).await?);
-            }
-            return Ok(ScopedText {
-                rows: IndexScope::Whole,
-                rank: Some(arguments),
-            });
-        }
-        let documents = self.count_in_scope(None, &rows).await?;
-        let tokens = match &rows {
+        let rows = if whole { IndexScope::Whole } else { rows };
+        let mut arguments = match &rows {
+            IndexScope::Whole => vec![0.0, -1.0],
             // An auxiliary function reads 0 on a scan of row ids: the owner's rows are matched
             // by their scope token, whose list holds theirs alone.
-            IndexScope::Owner(owner) => {
+            IndexScope::Owner(owner) => vec![
+                self.count_in_scope(None, &rows).await?,
                 self.figure(TOTAL_LENGTH, &[&owner_condition(owner)])
-                    .await?
+                    .await?,
+            ],
+            IndexScope::Tokens(condition) => {
+                let mut arguments = vec![
+                    self.count_in_scope(None, &rows).await?,
+                    self.figure(TOTAL_LENGTH, &[condition]).await?,
+                ];
+                // The condition's tokens are phrases of the match too, in the other column: 0.
+                arguments.extend(phrases(condition).iter().map(|_| 0.0));
+                arguments
             }
-            IndexScope::Tokens(condition) => self.figure(TOTAL_LENGTH, &[condition]).await?,
-            IndexScope::Whole => 0.0,
         };
-        let mut arguments = vec![documents, tokens];
-        // The condition's tokens are phrases of the match too, in the other column: 0.
-        if let IndexScope::Tokens(condition) = &rows {
-            arguments.extend(phrases(condition).iter().map(|_| 0.0));
-        }
         for phrase in phrases(query) {
             let quoted = format!("\"{}\"", phrase.replace('"', "\"\""));
             arguments.push(self.count_in_scope(Some(&quoted), &rows).await?);
