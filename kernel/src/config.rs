@@ -13,11 +13,18 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
-
+mod deserialize;
+mod extension;
+mod kernel;
+mod llm;
 mod telemetry;
 
+pub use extension::{ExtensionSection, ValidateConfig};
+pub use kernel::KernelConfig;
+pub use llm::{LlmConfig, LlmProvider};
 pub use telemetry::{MetricsAccess, TelemetryConfig};
+
+use deserialize::section;
 
 /// A configuration problem; the message names the file, the key and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,202 +75,6 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[extensions.<name>]`, in file order.
     pub extensions: Vec<ExtensionSection>,
-}
-
-/// `[kernel]`: the router, the agent turn and where data lives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct KernelConfig {
-    /// Where extensions keep their files; empty means the platform's data directory + `mnemo`.
-    pub data_dir: Option<PathBuf>,
-    /// The first part of every system prompt; context blocks follow it.
-    pub system_prompt: String,
-    /// Capacity of each subscriber's event queue; a full queue makes the publisher wait.
-    pub queue_capacity: usize,
-    /// How long a whole shutdown may take, in milliseconds: a server's requests in flight, the
-    /// event queues and the extensions share it (an orchestrator's own grace is often 30 s).
-    pub shutdown_grace_ms: u64,
-    /// Most LLM round trips with tool calls in one agent turn.
-    pub max_tool_rounds: usize,
-    /// The user `mnemo chat` and `mnemo mcp` act for when no `--user` is given.
-    pub default_user: String,
-}
-
-impl Default for KernelConfig {
-    fn default() -> Self {
-        Self {
-            data_dir: None,
-            system_prompt: "You are a helpful assistant with long-term memory.".to_owned(),
-            queue_capacity: 256,
-            shutdown_grace_ms: 10_000,
-            max_tool_rounds: 8,
-            default_user: "me".to_owned(),
-        }
-    }
-}
-
-/// Which language model the kernel offers extensions and the agent turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmProvider {
-    /// No model: features that need one report that they are not configured.
-    #[default]
-    None,
-    /// Any server speaking OpenAI's chat-completions protocol (OpenAI, Ollama, llama.cpp, vLLM).
-    Openai,
-    /// Replies queued in advance (replay and demos).
-    Scripted,
-}
-
-/// `[llm]`: the model used by consolidation, reflection, LLM NER and `mnemo chat`.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LlmConfig {
-    /// `none`, `openai` or `scripted`.
-    pub provider: LlmProvider,
-    /// Base URL of the API, ending before `/chat/completions`; `MNEMO_LLM_BASE_URL` overrides.
-    pub base_url: String,
-    /// Model name; `MNEMO_LLM_MODEL` overrides.
-    pub model: String,
-    /// API key, if the server needs one; `MNEMO_LLM_API_KEY` overrides. Prefer the variable.
-    pub api_key: Option<String>,
-    /// Request timeout in seconds.
-    pub timeout_secs: u64,
-    /// Sampling temperature.
-    pub temperature: f32,
-    /// Most tokens in any reply, for requests that set no bound of their own: a runaway local
-    /// model otherwise generates long after the timeout, and the requests queued behind it fail.
-    pub max_tokens: u32,
-    /// Tries after a failed request when the server is overloaded, restarting or unreachable
-    /// (429, 5xx, connection errors); 0 turns retrying off. Timeouts are not retried.
-    pub max_retries: u32,
-    /// The wait before the first retry, in milliseconds; each later one waits twice as long.
-    pub retry_base_ms: u64,
-}
-
-impl fmt::Debug for LlmConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LlmConfig")
-            .field("provider", &self.provider)
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("timeout_secs", &self.timeout_secs)
-            .field("temperature", &self.temperature)
-            .field("max_tokens", &self.max_tokens)
-            .field("max_retries", &self.max_retries)
-            .field("retry_base_ms", &self.retry_base_ms)
-            .finish()
-    }
-}
-
-impl Default for LlmConfig {
-    fn default() -> Self {
-        Self {
-            provider: LlmProvider::None,
-            base_url: "https://api.openai.com/v1".to_owned(),
-            model: "gpt-4o-mini".to_owned(),
-            api_key: None,
-            timeout_secs: 60,
-            temperature: 0.2,
-            max_tokens: 1_024,
-            max_retries: 2,
-            retry_base_ms: 500,
-        }
-    }
-}
-
-/// The values of an extension's config that parse but are not usable (a limit of 0, two
-/// options that exclude each other). Every extension's config implements it and its factory
-/// reads the config with [`ExtensionSection::parse_checked`].
-pub trait ValidateConfig {
-    /// Every problem with the values, each naming its key: ``key `batch_size`: must be at least
-    /// 1``. The kernel adds the file and the section. Empty when the config is usable.
-    fn problems(&self) -> Vec<String>;
-}
-
-/// One `[extensions.<name>]` table, handed to the extension's factory.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExtensionSection {
-    /// The extension's name (the table key).
-    pub name: String,
-    /// The `enabled` key; `true` when absent.
-    pub enabled: bool,
-    /// The file, for error messages.
-    pub file: String,
-    table: toml::Table,
-}
-
-impl ExtensionSection {
-    /// A section built in code, for tests and hosts without a file.
-    pub fn new(name: impl Into<String>, table: toml::Table) -> Self {
-        Self {
-            name: name.into(),
-            enabled: true,
-            file: "<code>".to_owned(),
-            table,
-        }
-    }
-
-    /// Deserialises the section into the extension's config type.
-    ///
-    /// Use `#[serde(deny_unknown_fields)]` on `C`, so that a misspelt key stops start-up.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] listing every key of the section that is unknown or has a value of the
-    /// wrong type, each with the file, `[extensions.<name>]`, the key and the reason.
-    pub fn parse<C: DeserializeOwned>(&self) -> Result<C, ConfigError> {
-        let (parsed, problems) = deserialize_all::<C>(&self.table);
-        match parsed {
-            Some(config) if problems.is_empty() => Ok(config),
-            _ => Err(ConfigError {
-                file: self.file.clone(),
-                problems: problems
-                    .into_iter()
-                    .map(|problem| {
-                        let key = problem
-                            .path
-                            .map_or(String::new(), |path| format!(" key `{path}`"));
-                        format!("[extensions.{}]{key}: {}", self.name, problem.reason)
-                    })
-                    .collect(),
-            }),
-        }
-    }
-
-    /// Deserialises the section like [`ExtensionSection::parse`], then checks its values with
-    /// [`ValidateConfig::problems`]: the one way an extension's factory reads its config.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] listing every problem: the keys [`ExtensionSection::parse`] refuses, or
-    /// else every value [`ValidateConfig::problems`] refuses, each under `[extensions.<name>]`.
-    pub fn parse_checked<C: DeserializeOwned + ValidateConfig>(&self) -> Result<C, ConfigError> {
-        self.check(self.parse()?)
-    }
-
-    /// Checks `config`, parsed from this section and perhaps adjusted since (from the
-    /// environment, say), with [`ValidateConfig::problems`].
-    ///
-    /// # Errors
-    /// A [`ConfigError`] listing every problem, each under `[extensions.<name>]`.
-    pub fn check<C: ValidateConfig>(&self, config: C) -> Result<C, ConfigError> {
-        let problems = config.problems();
-        if problems.is_empty() {
-            return Ok(config);
-        }
-        Err(ConfigError {
-            file: self.file.clone(),
-            problems: problems
-                .into_iter()
-                .map(|problem| format!("[extensions.{}] {problem}", self.name))
-                .collect(),
-        })
-    }
-
-    /// The raw keys of the section (without `enabled`).
-    pub fn table(&self) -> &toml::Table {
-        &self.table
-    }
 }
 
 const TOP_LEVEL_KEYS: [&str; 4] = ["kernel", "llm", "telemetry", "extensions"];
@@ -441,159 +252,9 @@ impl Config {
     }
 }
 
-/// `[key]` of the file, with every problem of its keys added to `problems`. When some keys are
-/// bad, the section as the other keys give it, so that their values can be checked too.
-fn section<T: DeserializeOwned + Default>(
-    root: &toml::Table,
-    key: &str,
-    problems: &mut Vec<String>,
-) -> Option<T> {
-    let table = match root.get(key)? {
-        toml::Value::Table(table) => table,
-        other => {
-            problems.push(format!(
-                "key `{key}`: expected a table, found {}",
-                other.type_str()
-            ));
-            return None;
-        }
-    };
-    let (parsed, found) = deserialize_all::<T>(table);
-    for problem in found {
-        let full = problem
-            .path
-            .map_or_else(|| key.to_owned(), |path| format!("{key}.{path}"));
-        problems.push(format!("key `{full}`: {}", problem.reason));
-    }
-    parsed
-}
-
-/// One problem [`deserialize_all`] found.
-struct KeyProblem {
-    /// Where, as `key` or `key.inner.0`; `None` for the table as a whole.
-    path: Option<String>,
-    /// Why, in serde's words.
-    reason: String,
-}
-
-/// Deserialises `table` into `T`, collecting the problem of every key rather than stopping at
-/// the first: each key an error names is set aside and the others are tried again, so a section
-/// with two wrong-typed keys reports both. Returns what the keys without problems give (`None`
-/// when even they do not make a `T`, as when a required key is missing) and the problems.
-fn deserialize_all<T: DeserializeOwned>(table: &toml::Table) -> (Option<T>, Vec<KeyProblem>) {
-    let mut table = table.clone();
-    let mut problems = Vec::new();
-    let mut set_aside: Vec<String> = Vec::new();
-    // Each round sets one key aside, so this ends; the bound is a guard.
-    for _ in 0..=table.len() {
-        let err = match serde_path_to_error::deserialize::<_, T>(toml::Value::Table(table.clone()))
-        {
-            Ok(parsed) => return (Some(parsed), problems),
-            Err(err) => err,
-        };
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let reason = inner.message().trim().to_owned();
-        // The key at fault: the path's first segment, or the key an `unknown field` names.
-        let key = match err_first_key(&path) {
-            Some(key) if table.contains_key(key) => Some(key.to_owned()),
-            _ => named_in(&reason, "unknown field `").filter(|key| table.contains_key(key)),
-        };
-        let Some(key) = key else {
-            // A required key that was set aside is not missing: its problem is listed already.
-            if named_in(&reason, "missing field `").is_some_and(|key| set_aside.contains(&key)) {
-                return (None, problems);
-            }
-            problems.push(KeyProblem {
-                path: (path != ".").then_some(path),
-                reason,
-            });
-            return (None, problems);
-        };
-        table.remove(&key);
-        problems.push(KeyProblem {
-            path: Some(if path == "." { key.clone() } else { path }),
-            reason,
-        });
-        set_aside.push(key);
-    }
-    (None, problems)
-}
-
-/// The first key of a `serde_path_to_error` path (`a.b[0]` gives `a`), if it starts with one.
-fn err_first_key(path: &str) -> Option<&str> {
-    if path == "." {
-        return None;
-    }
-    let end = path.find(['.', '[']).unwrap_or(path.len());
-    Some(&path[..end]).filter(|key| !key.is_empty())
-}
-
-/// The key named in serde's `unknown field `name`, expected …` or `missing field `name``, when
-/// `reason` starts with `prefix` (up to the opening backtick).
-fn named_in(reason: &str, prefix: &str) -> Option<String> {
-    let rest = reason.strip_prefix(prefix)?;
-    rest.split_once('`').map(|(key, _)| key.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Sample {
-        low: u32,
-        high: u32,
-    }
-
-    impl ValidateConfig for Sample {
-        fn problems(&self) -> Vec<String> {
-            let mut problems = Vec::new();
-            if self.low == 0 {
-                problems.push("key `low`: must be at least 1".to_owned());
-            }
-            if self.high > 100 {
-                problems.push("key `high`: must be at most 100".to_owned());
-            }
-            problems
-        }
-    }
-
-    fn section(text: &str) -> ExtensionSection {
-        let mut section = ExtensionSection::new("sample", toml::from_str(text).unwrap());
-        section.file = "mnemo.toml".to_owned();
-        section
-    }
-
-    #[test]
-    fn parse_checked_lists_every_problem_under_the_section() {
-        let sample: Sample = section("low = 1\nhigh = 2").parse_checked().unwrap();
-        assert_eq!((sample.low, sample.high), (1, 2));
-        let error = section("low = 0\nhigh = 200")
-            .parse_checked::<Sample>()
-            .unwrap_err();
-        assert_eq!(error.file, "mnemo.toml");
-        assert_eq!(
-            error.problems,
-            [
-                "[extensions.sample] key `low`: must be at least 1",
-                "[extensions.sample] key `high`: must be at most 100",
-            ]
-        );
-        // Keys that do not parse are reported before any value is checked.
-        let error = section("low = \"x\"\nhigh = 0\nextra = 1")
-            .parse_checked::<Sample>()
-            .unwrap_err();
-        assert!(
-            error
-                .problems
-                .iter()
-                .all(|problem| !problem.contains("at least")),
-            "{error}"
-        );
-        assert!(error.to_string().contains("extra"), "{error}");
-    }
 
     #[test]
     fn defaults_round_trip() {
@@ -654,42 +315,6 @@ mod tests {
             );
         }
         assert!(err.problems.iter().all(|p| !p.contains('\n')), "{err}");
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // Only deserialised.
-    struct Shape {
-        name: String,
-        #[serde(default)]
-        sizes: Vec<u8>,
-        #[serde(default)]
-        ratio: f32,
-    }
-
-    #[test]
-    fn every_problem_of_an_extension_section_is_listed() {
-        let table: toml::Table =
-            toml::from_str("name = 1\nsizes = [1, 300]\nratio = \"half\"\ncolour = 2\n").unwrap();
-        let err = ExtensionSection::new("shapes", table)
-            .parse::<Shape>()
-            .unwrap_err();
-        assert_eq!(err.problems.len(), 4, "{err}");
-        for key in ["name", "sizes[1]", "ratio", "colour"] {
-            assert!(
-                err.problems
-                    .iter()
-                    .any(|p| p.starts_with(&format!("[extensions.shapes] key `{key}`: "))),
-                "{key}: {err}"
-            );
-        }
-        // With every key set aside, a required one is missing: that is said too, once.
-        let table: toml::Table = toml::from_str("colour = 2\n").unwrap();
-        let err = ExtensionSection::new("shapes", table)
-            .parse::<Shape>()
-            .unwrap_err();
-        assert_eq!(err.problems.len(), 2, "{err}");
-        assert!(err.problems[1].contains("missing field `name`"), "{err}");
     }
 
     #[test]
