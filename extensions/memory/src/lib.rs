@@ -1,10 +1,11 @@
-//! The `memory` extension: the SQLite store of episodes, facts, reflections and entities, hybrid
-//! search (FTS5 BM25, nearest neighbours from a quantised in-memory index of the stored vectors,
+//! The `memory` extension: the store of episodes, facts, reflections and entities, hybrid
+//! search (BM25 full text, nearest neighbours of the stored vectors, the user's own sentences
 //! and entity match, fused by weighted score fusion by default or by Reciprocal Rank Fusion),
 //! context injection before each turn, and the agent's memory tools.
 //!
 //! Layout: `store/` holds every SQL statement, behind the storage traits of `store/backend/`
-//! (`MemoryBackend`, implemented by the SQLite store); `search/` is search policy (candidate
+//! (`MemoryBackend`, implemented by the SQLite store, `store/sqlite/`, and the PostgreSQL store,
+//! `store/postgres/`, for several servers on one database); `search/` is search policy (candidate
 //! lists, query building, fusion, ranking) and asks the store through those traits; `service/`
 //! ties storage and search to the embedding and ner services, and `api_impl.rs` publishes the
 //! service as the [`MemoryApi`].
@@ -13,7 +14,7 @@
 //! episode on the hot path: no model call, no embedding), [`mnemo_kernel::ContextProvider`],
 //! [`mnemo_kernel::ToolProvider`]. It publishes [`MemoryApi`] for the maintenance and reflection
 //! extensions and `memory.session_completed` ([`SessionCompleted`]) on the bus. It uses the
-//! `embedding` and `ner` extensions' services when they are enabled, and degrades to FTS5 +
+//! `embedding` and `ner` extensions' services when they are enabled, and degrades to full text +
 //! entities when they are not. A background indexer embeds new memories in batches.
 
 mod api_impl;
@@ -26,6 +27,7 @@ mod search;
 mod sentence_keys;
 mod service;
 mod store;
+mod text;
 mod tools;
 mod vector_index;
 

@@ -7,7 +7,6 @@ use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
 use super::entities::{query_entities, search_entities};
-use super::fts_query::{is_stopword, terms};
 use super::full_text::search_fts;
 use super::fusion::{context_scores, SENTENCE_LIST};
 use super::speakers::{spoken_by, without_names};
@@ -15,6 +14,7 @@ use crate::error::{record_failure, Result};
 use crate::sentence_keys::in_first_person;
 use crate::service::MemoryService;
 use crate::store::RankKey;
+use crate::text::{is_stopword, terms};
 use crate::types::{CandidateList, SearchMode, SearchRequest};
 
 /// Most names tried against the entity table for one query.

@@ -5,46 +5,7 @@
 //! text), and the words are joined with `OR` so that BM25 ranks memories by how many rare words
 //! they share with the query.
 
-/// Most terms taken from one query; the rest are ignored (bounds the cost of a huge query).
-const MAX_TERMS: usize = 32;
-/// Longest term kept, in characters.
-const MAX_TERM_CHARS: usize = 64;
-
-/// Words too common to help ranking; dropped unless the query has nothing else.
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
-    "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "is", "it", "its", "me",
-    "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "they", "this",
-    "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
-    "you", "your",
-];
-
-/// The words of `text`, lowercased, in order, without duplicates.
-pub(crate) fn terms(text: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        let word: String = word
-            .chars()
-            .take(MAX_TERM_CHARS)
-            .collect::<String>()
-            .to_lowercase();
-        if !seen.contains(&word) {
-            seen.push(word);
-        }
-        if seen.len() >= MAX_TERMS * 4 {
-            break;
-        }
-    }
-    seen
-}
-
-/// True for words too common to help ranking.
-pub(crate) fn is_stopword(word: &str) -> bool {
-    STOPWORDS.contains(&word)
-}
+use crate::text::{is_stopword, terms, MAX_TERMS};
 
 /// The words of `text` worth searching: its non-stopwords, or all its words when it has nothing
 /// else; at most `MAX_TERMS`.
@@ -149,6 +110,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod properties {
     use super::*;
+    use crate::text::MAX_TERM_CHARS;
     use proptest::prelude::*;
 
     /// Text made of FTS5 syntax, quotes, control characters and any other character.

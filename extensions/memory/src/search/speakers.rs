@@ -14,7 +14,7 @@
 //! `entities::QueryEntities`), and who speaks in them: one of their newest memories is a turn
 //! they spoke. Someone only talked about, however often, keeps their name in the query.
 
-use super::fts_query::{is_stopword, terms};
+use crate::text::{is_stopword, terms};
 
 /// Longest speaker label read at the start of a turn, in characters.
 const MAX_LABEL_CHARS: usize = 64;

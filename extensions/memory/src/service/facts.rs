@@ -8,8 +8,8 @@ use serde_json::Map;
 
 use super::MemoryService;
 use crate::error::{MemoryError, Result};
-use crate::search::fts_query::{is_stopword, terms};
 use crate::store::{NewMemory, Person};
+use crate::text::{is_stopword, terms};
 use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
 
 /// A fact to save through [`MemoryService::save_fact`].

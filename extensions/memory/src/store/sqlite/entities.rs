@@ -375,13 +375,9 @@ pub(super) async fn link_earlier_mentions(
     owner: &str,
     name: &str,
 ) -> Result<()> {
-    let words = crate::search::fts_query::terms(name);
-    if words.is_empty()
-        || (words.len() == 1
-            && (words[0].chars().count() < 3 || crate::search::fts_query::is_stopword(&words[0])))
-    {
+    let Some(words) = crate::text::name_words(name) else {
         return Ok(());
-    }
+    };
     let phrase = format!("\"{}\"", words.join(" ").replace('"', "\"\""));
     // Matched within the owner's range of index rows ('' for memories without an owner, see
     // migration 0019) by the index itself.
@@ -418,9 +414,6 @@ pub(super) async fn link_earlier_mentions(
     Ok(())
 }
 
-/// Most word n-grams of one text tried against the owner's known entities.
-pub(super) const MAX_MENTIONS: usize = 256;
-
 /// Links entities the owner already has (people, organisations, places, projects) whose name or
 /// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
 /// vegetarian", at the start of a sentence).
@@ -430,23 +423,7 @@ pub(super) async fn link_known_entities(
     owner: &str,
     text: &str,
 ) -> Result<()> {
-    let words = crate::search::fts_query::terms(text);
-    let mut mentions: Vec<String> = Vec::new();
-    for size in 1..=3 {
-        for window in words.windows(size) {
-            if size == 1
-                && (window[0].chars().count() < 3
-                    || crate::search::fts_query::is_stopword(&window[0]))
-            {
-                continue;
-            }
-            let mention = window.join(" ");
-            if !mentions.contains(&mention) {
-                mentions.push(mention);
-            }
-        }
-    }
-    mentions.truncate(MAX_MENTIONS);
+    let mentions = crate::text::mentions(text);
     if mentions.is_empty() {
         return Ok(());
     }

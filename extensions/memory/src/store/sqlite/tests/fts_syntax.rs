@@ -6,7 +6,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use sqlx::SqlitePool;
 
 use crate::search::fts_query::properties::hostile_text;
-use crate::search::fts_query::{match_any, match_rare_or_all_common, query_terms, terms};
+use crate::search::fts_query::{match_any, match_rare_or_all_common, query_terms};
+use crate::text::terms;
 
 /// A runtime and an FTS5 table with the store's tokenizer, in memory.
 fn fixture() -> &'static (tokio::runtime::Runtime, SqlitePool) {
