@@ -343,7 +343,7 @@ impl SingleTextBert {
 
     /// The sentence vector of one tokenised text: mean over every token of the last hidden
     /// state, L2-normalised. `ids` and `type_ids` have the same length, at most the model's
-    /// position count (`local.rs` cuts texts into passages of at most `max_seq_len`).
+    /// position count (`local/passages.rs` cuts texts into passages of at most `max_seq_len`).
     pub(crate) fn embed(&self, ids: &[u32], type_ids: &[u32]) -> Result<Vec<f32>, String> {
         let hidden = self.hidden;
         let n_tokens = ids.len();
