@@ -45,7 +45,7 @@ pub(crate) struct SearchBody {
     since: Option<DateTime<Utc>>,
     /// Only memories said or learnt before then.
     until: Option<DateTime<Utc>>,
-    /// Only memories with one of these tags.
+    /// Only memories carrying every one of these tags.
     #[serde(default)]
     #[schema(max_items = 32)]
     tags: Vec<String>,

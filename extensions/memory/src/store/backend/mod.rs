@@ -1,8 +1,8 @@
 //! The storage boundary: what the service and the search layer need from a memory store, as
-//! traits. [`MemoryBackend`] gathers them; the SQLite [`MemoryStore`](super::MemoryStore) is its
-//! one implementation today, and another backend (PostgreSQL, issue #20) implements the same
-//! traits. Only SQLite's own upkeep stays outside them: opening (with its options), and the test
-//! helpers that reach the pool.
+//! traits. [`MemoryBackend`] gathers them; it has two implementations, the SQLite
+//! [`MemoryStore`](super::MemoryStore) (`store/sqlite/`) and the PostgreSQL store
+//! (`store/postgres/`). Only each database's own upkeep stays outside them: opening (with its
+//! options), and the test helpers that reach the pool.
 //!
 //! The traits follow the store's files, one concern each, so that a backend can be written and
 //! reviewed concern by concern; a caller holding `dyn MemoryBackend` calls every method without
