@@ -23,6 +23,7 @@ pub(crate) mod postgres;
 mod rows;
 #[cfg(test)]
 pub(crate) mod sentence_key_checks;
+mod sql;
 pub(crate) mod sqlite;
 mod types;
 

@@ -12,13 +12,13 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{Postgres, QueryBuilder, Row, Transaction};
 
-use super::open::WriteScope;
 use super::scope::push_scope;
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
+use crate::store::sql::WriteScope;
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -398,7 +398,7 @@ pub(super) const MAX_EARLIER_MENTIONS: i64 = 500;
 /// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
 /// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
 pub(super) async fn link_earlier_mentions(
-    tx: &mut Transaction<'_, Postgres>,
+    connection: &mut sqlx::PgConnection,
     entity_id: &str,
     owner: &str,
     name: &str,
@@ -415,7 +415,7 @@ pub(super) async fn link_earlier_mentions(
     // word, but a word it cannot parse is dropped), the words are also matched in the text.
     let nodes: i32 = sqlx::query_scalar(&format!("SELECT numnode(to_tsquery('{CONFIG}', $1))"))
         .bind(&query)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *connection)
         .await?;
     let every_word = 2 * words.len() as i32 - 1;
     let mut insert = QueryBuilder::<Postgres>::new(
@@ -448,14 +448,14 @@ pub(super) async fn link_earlier_mentions(
         .push_bind(MAX_EARLIER_MENTIONS)
         .push(" ON CONFLICT DO NOTHING")
         .build()
-        .execute(&mut **tx)
+        .execute(&mut *connection)
         .await?
         .rows_affected();
     if linked > 0 {
         sqlx::query("UPDATE entities SET mention_count = mention_count + $1 WHERE id = $2")
             .bind(i64::try_from(linked).unwrap_or(i64::MAX))
             .bind(entity_id)
-            .execute(&mut **tx)
+            .execute(&mut *connection)
             .await?;
         // Each memory's links as compact JSON sorted bytewise, as SQLite writes them.
         sqlx::query(
@@ -465,7 +465,7 @@ pub(super) async fn link_earlier_mentions(
              WHERE id IN (SELECT memory_id FROM memory_entities WHERE entity_id = $1)",
         )
         .bind(entity_id)
-        .execute(&mut **tx)
+        .execute(&mut *connection)
         .await?;
     }
     Ok(())

@@ -17,10 +17,10 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, QueryBuilder, Row};
 use tokio::sync::OnceCell;
 
-use super::open::WriteScope;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
+use crate::store::sql::WriteScope;
 
 /// Tables a full export holds, with the order of their rows: the SQLite store's, memories in
 /// the order they were stored (`seq`, SQLite's rowid), the rest by key, text compared byte by

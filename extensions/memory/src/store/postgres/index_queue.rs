@@ -13,13 +13,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Row};
 
-use super::open::WriteScope;
 use super::vectors::vector_text;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::index_order;
 use crate::store::rows::{blob_vector, ts, vector_blob};
+use crate::store::sql::WriteScope;
 use crate::store::IndexItem;
 
 /// How long a taken batch is reserved for the instance that took it, in seconds.

@@ -12,12 +12,12 @@ use serde_json::Value;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
 use super::ingest::insert_in_tx;
-use super::open::WriteScope;
 use super::vectors::drop_vectors;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
 use crate::store::rows::ts;
+use crate::store::sql::WriteScope;
 use crate::store::NewMemory;
 use crate::types::{DecayReport, Memory, MemoryKind};
 

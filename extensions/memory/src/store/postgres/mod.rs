@@ -13,11 +13,13 @@
 //! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
 //! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
 //! `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `sessions`, `people`, `export` and `admin`; `reachability` probes whether the
+//! `lifecycle`, `export` and `admin` (sessions and people are written once in `store/sql/`, over
+//! `dialect`); `reachability` probes whether the
 //! database answers, so that a server refuses at once while it does not.
 
 mod access;
 mod admin;
+mod dialect;
 mod entities;
 mod export;
 mod fulltext;
@@ -26,12 +28,10 @@ mod ingest;
 mod inspection;
 mod lifecycle;
 mod open;
-mod people;
 mod reachability;
 mod records;
 mod removal;
 mod scope;
-mod sessions;
 mod shared_runs;
 mod text_search;
 mod vectors;

@@ -10,6 +10,7 @@ use sqlx::{Postgres, Transaction};
 use super::reachability::{Reachability, CONNECT_TIMEOUT};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
+use crate::store::sql::WriteScope;
 use crate::store::VectorStatus;
 
 /// How the database is reached.
@@ -35,23 +36,6 @@ pub(crate) struct PostgresOptions {
 const STORE_LOCK: i32 = 0x6d6e_656d;
 /// The advisory-lock class of per-owner write locks.
 const OWNER_LOCKS: i32 = 0x6d6e_656e;
-
-/// What a write transaction changes, and so which lock it takes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum WriteScope<'a> {
-    /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
-    /// of the same owner take turns, writers of different owners run in parallel.
-    Owner(&'a str),
-    /// Several owners' memories at once (an admin's batch of turns): the owners' locks, taken
-    /// in one order by every such writer.
-    Owners(&'a [&'a str]),
-    /// Rows of several owners that no owner's writer changes (vectors, the indexer's queue): runs
-    /// beside owners' writers, and waits only for whole-store writers.
-    Beside,
-    /// Anything of anyone (decay, expiry, imports, rebuilding the vector index): every other
-    /// writer waits.
-    Store,
-}
 
 /// How long a writer waits for the advisory locks of its scope (and then for row locks) before
 /// it fails: far longer than `lock_timeout` of plain statements, since a whole-store writer

@@ -6,11 +6,11 @@
 use async_trait::async_trait;
 use sqlx::{Postgres, Row, Transaction};
 
-use super::open::WriteScope;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
 use crate::store::rows::cached_hashes;
+use crate::store::sql::WriteScope;
 use crate::types::{MemoryForgotten, MemoryKind, UserErased};
 
 /// Removes the memories `ids` with their entity links, queue entries, vectors and the cached

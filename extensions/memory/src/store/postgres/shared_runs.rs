@@ -5,13 +5,13 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::open::WriteScope;
-use super::sessions::chat_key;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::{JobRecords, SessionLeases, JOB_CLAIMS_KEPT_SECS};
 use crate::store::job_history;
 use crate::store::rows::job_run_from_row;
+use crate::store::sql::chat_key;
+use crate::store::sql::WriteScope;
 use crate::types::SessionKey;
 use mnemo_kernel::host::JobRun;
 use sqlx::Postgres;

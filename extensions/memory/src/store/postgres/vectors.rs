@@ -20,11 +20,11 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder, Transaction};
 
-use super::open::WriteScope;
 use super::scope::push_scope;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{vector_scope, within_request, VectorIndex};
+use crate::store::sql::WriteScope;
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 

@@ -370,7 +370,7 @@ pub(super) const MAX_EARLIER_MENTIONS: i64 = 500;
 /// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
 /// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
 pub(super) async fn link_earlier_mentions(
-    tx: &mut Transaction<'_, Sqlite>,
+    connection: &mut sqlx::SqliteConnection,
     entity_id: &str,
     owner: &str,
     name: &str,
@@ -393,14 +393,14 @@ pub(super) async fn link_earlier_mentions(
     .bind(owner)
     .bind(if owner.is_empty() { None } else { Some(owner) })
     .bind(MAX_EARLIER_MENTIONS)
-    .execute(&mut **tx)
+    .execute(&mut *connection)
     .await?
     .rows_affected();
     if linked > 0 {
         sqlx::query("UPDATE entities SET mention_count = mention_count + ? WHERE id = ?")
             .bind(linked as i64)
             .bind(entity_id)
-            .execute(&mut **tx)
+            .execute(&mut *connection)
             .await?;
         sqlx::query(
             "UPDATE memories SET entity_ids = (SELECT json_group_array(entity_id) FROM \
@@ -408,7 +408,7 @@ pub(super) async fn link_earlier_mentions(
              WHERE id IN (SELECT memory_id FROM memory_entities WHERE entity_id = ?)",
         )
         .bind(entity_id)
-        .execute(&mut **tx)
+        .execute(&mut *connection)
         .await?;
     }
     Ok(())

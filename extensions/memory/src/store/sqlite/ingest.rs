@@ -7,11 +7,11 @@ use serde_json::Value;
 use sqlx::{Sqlite, Transaction};
 
 use super::entities::link_entities;
-use super::sessions::{chat_key, close_other_sessions};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryIngest;
 use crate::store::rows::{new_id, ts};
+use crate::store::sql::{chat_key, close_other_sessions};
 use crate::store::{NewMemory, StoredTurn, TurnRow};
 use crate::types::SessionKey;
 
@@ -88,7 +88,7 @@ async fn store_turn_in_tx(
         .rows_affected()
             == 1;
         if new_session {
-            closed_sessions = close_other_sessions(tx, &session, memory.created_at)
+            closed_sessions = close_other_sessions::<Sqlite>(tx, &session, memory.created_at)
                 .await?
                 .into_iter()
                 .map(|session_id| SessionKey {

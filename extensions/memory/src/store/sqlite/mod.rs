@@ -5,12 +5,14 @@
 //!
 //! Files: `open` (connection options, pragmas, migrations and every call into C),
 //! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `sessions`, `people`, `export` and `admin`, one storage trait each; `packed`
+//! `lifecycle`, `export` and `admin`, one storage trait each (sessions and people are written once for
+//! both backends in `store/sql/`, over `dialect`); `packed`
 //! reads many small rows as one.
 
 mod access;
 mod admin;
 mod checkpoint;
+mod dialect;
 mod entities;
 mod export;
 mod fulltext;
@@ -20,12 +22,10 @@ mod inspection;
 mod lifecycle;
 mod open;
 mod packed;
-mod people;
 mod records;
 mod removal;
 mod scope;
 mod scope_rank;
-mod sessions;
 mod shared_runs;
 mod text_statistics;
 mod vectors;

@@ -1,0 +1,60 @@
+//! PostgreSQL's side of the SQL written once (`store/sql/`): its row order (`seq`),
+//! byte-order collation, and its writers' advisory locks by scope (`open.rs`).
+
+use async_trait::async_trait;
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+
+use super::PostgresStore;
+use crate::error::Result;
+use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
+
+impl Dialect for Postgres {
+    const STORED_ORDER: &'static str = "seq";
+    // `->>` is NULL both for a missing key and a JSON null, as SQLite's json_extract; the LIKE
+    // spares parsing the attributes of every memory.
+    const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =
+        "UPDATE memories SET attributes = (attributes::jsonb - 'enrichment_attempts')::text \
+         WHERE attributes LIKE '%enrichment\\_attempts%' \
+         AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL";
+
+    fn byte_order(column: &str) -> String {
+        format!("{column} COLLATE \"C\"")
+    }
+
+    /// As SQLite's `COLLATE NOCASE`: lowercase, then byte order.
+    fn name_order(column: &str) -> String {
+        format!("lower({column}) COLLATE \"C\"")
+    }
+
+    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str) {
+        builder.push(format!("lower({column}) = lower("));
+        Self::bind_text(builder, name.to_owned());
+        builder.push(")");
+    }
+
+    fn json_texts(column: &str) -> String {
+        format!("jsonb_array_elements_text({column}::jsonb) AS texts(value)")
+    }
+}
+
+#[async_trait]
+impl SqlStore for PostgresStore {
+    type Db = Postgres;
+
+    fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Postgres>> {
+        Ok(WriteTx::new(self.begin_write(scope).await?, None))
+    }
+
+    async fn link_earlier_mentions(
+        connection: &mut PgConnection,
+        entity_id: &str,
+        owner: &str,
+        name: &str,
+    ) -> Result<()> {
+        super::entities::link_earlier_mentions(connection, entity_id, owner, name).await
+    }
+}

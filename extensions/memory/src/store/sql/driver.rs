@@ -1,0 +1,133 @@
+//! What the shared SQL needs of a database driver: binding a value, reading a column, running a
+//! query. Binding and reading are written once, for any sqlx database whose driver binds and
+//! reads the types mnemo stores (texts, integers, booleans); sqlx's trait bounds are stated
+//! here, once, on that blanket implementation, and code generic over a [`super::Dialect`] needs
+//! none of them. Only running a query is instantiated per database ([`Run`]).
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Encode, QueryBuilder, Row, Type};
+
+use crate::error::Result;
+use crate::store::rows::memory_from_row;
+use crate::types::Memory;
+
+/// Binding and reading values on one database.
+pub(crate) trait Driver: Run + Sized {
+    /// Binds a text.
+    fn bind_text(builder: &mut QueryBuilder<'_, Self>, value: String);
+    /// Binds a text or NULL.
+    fn bind_opt_text(builder: &mut QueryBuilder<'_, Self>, value: Option<String>);
+    /// Binds an integer.
+    fn bind_int(builder: &mut QueryBuilder<'_, Self>, value: i64);
+    /// Binds an integer or NULL.
+    fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>);
+
+    /// A text column of `row`.
+    fn text(row: &Self::Row, column: &str) -> Result<String>;
+    /// A text column of `row` that may be NULL.
+    fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>>;
+    /// An integer column of `row`.
+    fn int(row: &Self::Row, column: &str) -> Result<i64>;
+    /// An integer column of `row` that may be NULL.
+    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>>;
+    /// A boolean column of `row` (SQLite's 0 or 1).
+    fn flag(row: &Self::Row, column: &str) -> Result<bool>;
+    /// A memory from a row holding [`crate::store::rows::MEMORY_COLUMNS`].
+    fn memory(row: &Self::Row) -> Result<Memory>;
+}
+
+impl<DB> Driver for DB
+where
+    DB: Run,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB>,
+    for<'r> Option<String>: Decode<'r, DB>,
+    for<'r> i64: Decode<'r, DB>,
+    for<'r> Option<i64>: Decode<'r, DB>,
+    for<'r> f64: Decode<'r, DB> + Type<DB>,
+    for<'r> bool: Decode<'r, DB> + Type<DB>,
+    for<'c> &'c str: ColumnIndex<DB::Row>,
+{
+    fn bind_text(builder: &mut QueryBuilder<'_, Self>, value: String) {
+        builder.push_bind(value);
+    }
+
+    fn bind_opt_text(builder: &mut QueryBuilder<'_, Self>, value: Option<String>) {
+        builder.push_bind(value);
+    }
+
+    fn bind_int(builder: &mut QueryBuilder<'_, Self>, value: i64) {
+        builder.push_bind(value);
+    }
+
+    fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>) {
+        builder.push_bind(value);
+    }
+
+    fn text(row: &DB::Row, column: &str) -> Result<String> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn opt_text(row: &DB::Row, column: &str) -> Result<Option<String>> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn int(row: &DB::Row, column: &str) -> Result<i64> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn opt_int(row: &DB::Row, column: &str) -> Result<Option<i64>> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn flag(row: &DB::Row, column: &str) -> Result<bool> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn memory(row: &DB::Row) -> Result<Memory> {
+        memory_from_row(row)
+    }
+}
+
+/// Running a query built in place. sqlx's generic types cannot say that a builder's arguments
+/// may live as briefly as the borrow that builds them (the driver's own types can), so each
+/// database runs queries with its own types: the same two bodies, instantiated below for both.
+#[async_trait]
+pub(crate) trait Run: sqlx::Database {
+    /// Runs a statement; the rows it changed.
+    async fn execute(
+        connection: &mut Self::Connection,
+        query: QueryBuilder<'_, Self>,
+    ) -> Result<u64>;
+    /// Runs a query; its rows.
+    async fn rows(
+        connection: &mut Self::Connection,
+        query: QueryBuilder<'_, Self>,
+    ) -> Result<Vec<Self::Row>>;
+}
+
+macro_rules! run_with_own_types {
+    ($($database:ty),*) => {$(
+        #[async_trait]
+        impl Run for $database {
+            async fn execute(
+                connection: &mut Self::Connection,
+                mut query: QueryBuilder<'_, Self>,
+            ) -> Result<u64> {
+                Ok(query.build().execute(connection).await?.rows_affected())
+            }
+
+            async fn rows(
+                connection: &mut Self::Connection,
+                mut query: QueryBuilder<'_, Self>,
+            ) -> Result<Vec<Self::Row>> {
+                Ok(query.build().fetch_all(connection).await?)
+            }
+        }
+    )*};
+}
+
+run_with_own_types!(sqlx::Sqlite, sqlx::Postgres);

@@ -1,0 +1,180 @@
+//! SQL written once for both backends. The storage traits whose SQL reads the same in SQLite and
+//! PostgreSQL are implemented here, once, for every [`SqlStore`]; each backend keeps a small
+//! [`Dialect`] for what truly differs (the column that orders rows as stored, byte-order
+//! collation, a few JSON statements) and its own way of taking the write lock.
+//!
+//! Queries are built with sqlx's `QueryBuilder`, which numbers the placeholders for each
+//! database; values are bound and read through [`Bind`] and [`Driver`], written once for any
+//! driver with the types mnemo stores, so that the shared code names no driver and carries none
+//! of sqlx's trait bounds.
+//! Both dialects read the same SQL: `IS NOT DISTINCT FROM` (SQLite 3.39 and later), `<>`,
+//! `RETURNING`, and `ON CONFLICT … DO UPDATE SET x = EXCLUDED.x`.
+
+mod driver;
+mod people;
+mod sessions;
+
+use std::ops::{Deref, DerefMut};
+
+use async_trait::async_trait;
+use sqlx::{Database, Pool, QueryBuilder, Transaction};
+
+use crate::error::Result;
+
+pub(crate) use driver::{Driver, Run};
+pub(crate) use sessions::{chat_key, close_other_sessions};
+
+/// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
+/// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
+/// different owners run in parallel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WriteScope<'a> {
+    /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
+    /// of the same owner take turns, writers of different owners run in parallel.
+    Owner(&'a str),
+    /// Several owners' memories at once (an admin's batch of turns): the owners' locks, taken
+    /// in one order by every such writer.
+    Owners(&'a [&'a str]),
+    /// Rows of several owners that no owner's writer changes (vectors, the indexer's queue): runs
+    /// beside owners' writers, and waits only for whole-store writers.
+    Beside,
+    /// Anything of anyone (decay, expiry, imports, rebuilding the vector index): every other
+    /// writer waits.
+    Store,
+}
+
+/// What truly differs between the two databases' SQL, for the shared code; the rest of what
+/// it needs of a driver ([`Driver`]) is the same for both.
+pub(crate) trait Dialect: Driver {
+    /// The column of `memories` that orders rows as they were stored: SQLite's `rowid`,
+    /// PostgreSQL's `seq`.
+    const STORED_ORDER: &'static str;
+    /// Removes `enrichment_attempts` from every memory's attributes that has it.
+    const CLEAR_ENRICHMENT_ATTEMPTS: &'static str;
+
+    /// `column` sorted by bytes, as SQLite sorts text.
+    fn byte_order(column: &str) -> String;
+    /// `column` sorted as names: ASCII letters without case, then by bytes.
+    fn name_order(column: &str) -> String;
+    /// Appends "`column` is `name`, ASCII letters without case", in the form the name indexes
+    /// serve.
+    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str);
+    /// A table of the texts of the JSON list in `column`, as a column `value`, for `FROM`.
+    fn json_texts(column: &str) -> String;
+}
+
+/// Binding values while a query is built: `builder.push(" AND user_id = ").text(user)`.
+pub(crate) trait Bind {
+    /// Binds a text.
+    fn text(&mut self, value: impl Into<String>) -> &mut Self;
+    /// Binds a text or NULL.
+    fn opt_text(&mut self, value: Option<impl Into<String>>) -> &mut Self;
+    /// Binds an integer.
+    fn int(&mut self, value: i64) -> &mut Self;
+    /// Binds an integer or NULL.
+    fn opt_int(&mut self, value: Option<i64>) -> &mut Self;
+    /// Appends `(?, ?, …)` binding each of `values`.
+    fn text_list(&mut self, values: &[String]) -> &mut Self;
+}
+
+impl<D: Dialect> Bind for QueryBuilder<'_, D> {
+    fn text(&mut self, value: impl Into<String>) -> &mut Self {
+        D::bind_text(self, value.into());
+        self
+    }
+
+    fn opt_text(&mut self, value: Option<impl Into<String>>) -> &mut Self {
+        D::bind_opt_text(self, value.map(Into::into));
+        self
+    }
+
+    fn int(&mut self, value: i64) -> &mut Self {
+        D::bind_int(self, value);
+        self
+    }
+
+    fn opt_int(&mut self, value: Option<i64>) -> &mut Self {
+        D::bind_opt_int(self, value);
+        self
+    }
+
+    fn text_list(&mut self, values: &[String]) -> &mut Self {
+        self.push("(");
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                self.push(", ");
+            }
+            D::bind_text(self, value.clone());
+        }
+        self.push(")");
+        self
+    }
+}
+
+/// A write transaction with the lock its store's writers take turns on, released after the
+/// transaction ends (fields drop in order).
+pub(crate) struct WriteTx<D: Database> {
+    tx: Transaction<'static, D>,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl<D: Database> WriteTx<D> {
+    /// A transaction holding `turn`, if the store has an in-process lock.
+    pub(crate) fn new(
+        tx: Transaction<'static, D>,
+        turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Self {
+        Self { tx, _turn: turn }
+    }
+
+    /// Commits, then releases the lock.
+    pub(crate) async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl<D: Database> Deref for WriteTx<D> {
+    type Target = D::Connection;
+
+    fn deref(&self) -> &D::Connection {
+        &self.tx
+    }
+}
+
+impl<D: Database> DerefMut for WriteTx<D> {
+    fn deref_mut(&mut self) -> &mut D::Connection {
+        &mut self.tx
+    }
+}
+
+/// A store whose shared storage traits are written once, here: its pool and its writers' turn.
+#[async_trait]
+pub(crate) trait SqlStore: Send + Sync {
+    /// The store's database.
+    type Db: Dialect;
+
+    /// The connection pool.
+    fn pool(&self) -> &Pool<Self::Db>;
+
+    /// Begins a write transaction for `scope`, after the writers before it.
+    async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Self::Db>>;
+
+    /// Links a new entity to the owner's earlier memories that mention `name`, through the
+    /// store's own full-text index.
+    async fn link_earlier_mentions(
+        connection: &mut <Self::Db as Database>::Connection,
+        entity_id: &str,
+        owner: &str,
+        name: &str,
+    ) -> Result<()>;
+
+    /// Runs a read query on a pooled connection; its rows.
+    async fn read(
+        &self,
+        query: QueryBuilder<'_, Self::Db>,
+    ) -> Result<Vec<<Self::Db as Database>::Row>> {
+        let mut connection = self.pool().acquire().await?;
+        Self::Db::rows(&mut connection, query).await
+    }
+}

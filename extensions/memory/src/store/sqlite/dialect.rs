@@ -1,0 +1,58 @@
+//! SQLite's side of the SQL written once (`store/sql/`): its row order, and its
+//! writers' turn (one at a time in the process, `BEGIN IMMEDIATE` across processes).
+
+use async_trait::async_trait;
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+
+use super::MemoryStore;
+use crate::error::Result;
+use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
+
+impl Dialect for Sqlite {
+    const STORED_ORDER: &'static str = "rowid";
+    const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =
+        "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
+         WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL";
+
+    fn byte_order(column: &str) -> String {
+        column.to_owned()
+    }
+
+    fn name_order(column: &str) -> String {
+        format!("{column} COLLATE NOCASE")
+    }
+
+    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str) {
+        builder.push(format!("{column} = "));
+        Self::bind_text(builder, name.to_owned());
+        builder.push(" COLLATE NOCASE");
+    }
+
+    fn json_texts(column: &str) -> String {
+        format!("json_each({column})")
+    }
+}
+
+#[async_trait]
+impl SqlStore for MemoryStore {
+    type Db = Sqlite;
+
+    fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// One writer at a time whatever the scope: the process's lock, then `BEGIN IMMEDIATE`.
+    async fn write(&self, _scope: WriteScope<'_>) -> Result<WriteTx<Sqlite>> {
+        let turn = self.write_lock.clone().lock_owned().await;
+        Ok(WriteTx::new(self.begin_write().await?, Some(turn)))
+    }
+
+    async fn link_earlier_mentions(
+        connection: &mut SqliteConnection,
+        entity_id: &str,
+        owner: &str,
+        name: &str,
+    ) -> Result<()> {
+        super::entities::link_earlier_mentions(connection, entity_id, owner, name).await
+    }
+}
