@@ -17,7 +17,6 @@ mod counts;
 mod index_order;
 #[cfg(test)]
 pub(crate) mod index_order_checks;
-mod job_history;
 mod listing;
 pub(crate) mod postgres;
 mod rows;

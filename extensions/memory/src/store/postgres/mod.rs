@@ -25,14 +25,12 @@ mod export;
 mod fulltext;
 mod index_queue;
 mod ingest;
-mod inspection;
 mod lifecycle;
 mod open;
 mod reachability;
 mod records;
 mod removal;
 mod scope;
-mod shared_runs;
 mod text_search;
 mod vectors;
 

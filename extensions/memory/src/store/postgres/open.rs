@@ -170,6 +170,8 @@ impl PostgresStore {
                     .execute(&mut *tx)
                     .await?;
             }
+            // The rows' primary key settles any race.
+            WriteScope::Keyed => {}
         }
         Ok(tx)
     }

@@ -8,7 +8,12 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, QueryBuilder, Row, Type};
 
 use crate::error::Result;
-use crate::store::rows::memory_from_row;
+use mnemo_kernel::host::JobRun;
+
+use crate::store::rows::{
+    entity_summary_from_row, job_run_from_row, memory_from_row, owner_summary_from_row,
+};
+use crate::store::{EntitySummary, OwnerSummary};
 use crate::types::Memory;
 
 /// Binding and reading values on one database.
@@ -34,6 +39,12 @@ pub(crate) trait Driver: Run + Sized {
     fn flag(row: &Self::Row, column: &str) -> Result<bool>;
     /// A memory from a row holding [`crate::store::rows::MEMORY_COLUMNS`].
     fn memory(row: &Self::Row) -> Result<Memory>;
+    /// A job run from a row holding [`crate::store::rows::JOB_RUN_COLUMNS`].
+    fn job_run(row: &Self::Row) -> Result<JobRun>;
+    /// An owner's summary from a row holding `user_id` and `memories`.
+    fn owner_summary(row: &Self::Row) -> Result<OwnerSummary>;
+    /// An entity's summary from a row holding [`crate::store::rows::ENTITY_SUMMARY_COLUMNS`].
+    fn entity_summary(row: &Self::Row) -> Result<EntitySummary>;
 }
 
 impl<DB> Driver for DB
@@ -89,6 +100,18 @@ where
 
     fn memory(row: &DB::Row) -> Result<Memory> {
         memory_from_row(row)
+    }
+
+    fn job_run(row: &DB::Row) -> Result<JobRun> {
+        job_run_from_row(row)
+    }
+
+    fn owner_summary(row: &DB::Row) -> Result<OwnerSummary> {
+        owner_summary_from_row(row)
+    }
+
+    fn entity_summary(row: &DB::Row) -> Result<EntitySummary> {
+        entity_summary_from_row(row)
     }
 }
 

@@ -11,8 +11,10 @@
 //! `RETURNING`, and `ON CONFLICT … DO UPDATE SET x = EXCLUDED.x`.
 
 mod driver;
+mod inspection;
 mod people;
 mod sessions;
+mod shared_runs;
 
 use std::ops::{Deref, DerefMut};
 
@@ -41,6 +43,9 @@ pub(crate) enum WriteScope<'a> {
     /// Anything of anyone (decay, expiry, imports, rebuilding the vector index): every other
     /// writer waits.
     Store,
+    /// Rows whose primary key settles a race by itself (job claims, the job history): no lock
+    /// beyond the database's own (SQLite still has one writer at a time).
+    Keyed,
 }
 
 /// What truly differs between the two databases' SQL, for the shared code; the rest of what
@@ -77,7 +82,7 @@ pub(crate) trait Bind {
     fn text_list(&mut self, values: &[String]) -> &mut Self;
 }
 
-impl<D: Dialect> Bind for QueryBuilder<'_, D> {
+impl<D: Driver> Bind for QueryBuilder<'_, D> {
     fn text(&mut self, value: impl Into<String>) -> &mut Self {
         D::bind_text(self, value.into());
         self

@@ -18,7 +18,6 @@ mod export;
 mod fulltext;
 mod index_queue;
 mod ingest;
-mod inspection;
 mod lifecycle;
 mod open;
 mod packed;
@@ -26,7 +25,6 @@ mod records;
 mod removal;
 mod scope;
 mod scope_rank;
-mod shared_runs;
 mod text_statistics;
 mod vectors;
 
