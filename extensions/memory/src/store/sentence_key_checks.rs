@@ -252,3 +252,29 @@ async fn store_one_key(
         .await
         .unwrap();
 }
+
+/// Both vector paths (the memories' vectors and the sentence keys) refuse a query vector that is
+/// not as long as the store's vectors, with an error naming both lengths, rather than finding
+/// nothing. Call on a store whose vector index is 4 long.
+pub(crate) async fn a_query_vector_of_the_wrong_length_is_refused(store: &dyn MemoryBackend) {
+    let short = [1.0_f32, 0.0, 0.0];
+    let refusals = [
+        store
+            .search_vector(&asked_by("ana"), &short, 10, 0.0)
+            .await
+            .err(),
+        store
+            .search_sentences(&asked_by("ana"), &short, 10, 0.0)
+            .await
+            .err(),
+    ];
+    for refusal in refusals {
+        let refusal = refusal
+            .expect("a 3-long query vector is refused")
+            .to_string();
+        assert!(
+            refusal.contains("3-dimension") && refusal.contains("4-dimension"),
+            "{refusal}"
+        );
+    }
+}

@@ -75,6 +75,27 @@ pub(crate) trait FullTextIndex: Send + Sync {
     async fn fts_match_count(&self, query: &str, scope: TextScope<'_>) -> Result<i64>;
 }
 
+/// Whether a vector search can run for the query `vector`, the same on every vector path of
+/// both backends: `false` when the store's vector search is off; an error naming both lengths
+/// when `vector` is not as long as the stored vectors (an embedding provider other than the
+/// index's, which no search should hide as "nothing found").
+///
+/// # Errors
+/// [`MemoryError::Invalid`](crate::error::MemoryError::Invalid) for a query vector of the wrong
+/// length.
+pub(crate) fn vector_search_ready(status: &VectorStatus, vector: &[f32]) -> Result<bool> {
+    match status {
+        VectorStatus::Disabled { .. } => Ok(false),
+        VectorStatus::Enabled { dimensions, .. } if *dimensions == vector.len() => Ok(true),
+        VectorStatus::Enabled { dimensions, .. } => {
+            Err(crate::error::MemoryError::Invalid(format!(
+                "a {}-dimension query vector for a {dimensions}-dimension vector index",
+                vector.len()
+            )))
+        }
+    }
+}
+
 /// The owner and the single kind a vector search can filter on inside its scan: the owner
 /// unless the search is in a chat (where other users' shared memories qualify too, checked
 /// after), the kind when the request asks for one.

@@ -22,8 +22,8 @@ use sqlx::{Postgres, QueryBuilder, Transaction};
 
 use super::scope::push_scope;
 use super::PostgresStore;
-use crate::error::{MemoryError, Result};
-use crate::store::backend::{vector_scope, within_request, VectorIndex};
+use crate::error::Result;
+use crate::store::backend::{vector_scope, vector_search_ready, within_request, VectorIndex};
 use crate::store::sql::WriteScope;
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
@@ -338,14 +338,8 @@ impl VectorIndex for PostgresStore {
         limit: usize,
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
+        if !vector_search_ready(&self.vector_status(), vector)? {
             return Ok(Vec::new());
-        };
-        if vector.len() != dimensions {
-            return Err(MemoryError::Invalid(format!(
-                "a {}-dimension query vector for a {dimensions}-dimension vector index",
-                vector.len()
-            )));
         }
         // Filter by owner (and a single kind) inside the search, the rest afterwards; ask for
         // extra neighbours so that post-filtering still leaves `limit`. In a chat, other users'
@@ -371,10 +365,7 @@ impl VectorIndex for PostgresStore {
         limit: usize,
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        let VectorStatus::Enabled { dimensions, .. } = self.vector_status() else {
-            return Ok(Vec::new());
-        };
-        if vector.len() != dimensions || limit == 0 {
+        if !vector_search_ready(&self.vector_status(), vector)? || limit == 0 {
             return Ok(Vec::new());
         }
         let k = (limit.saturating_mul(3)).clamp(limit, 4096);

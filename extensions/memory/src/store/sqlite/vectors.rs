@@ -10,7 +10,7 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::backend::{vector_scope, within_request, VectorIndex};
+use crate::store::backend::{vector_scope, vector_search_ready, within_request, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
@@ -335,7 +335,7 @@ impl VectorIndex for MemoryStore {
         limit: usize,
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) {
+        if !vector_search_ready(&self.vector_status(), vector)? {
             return Ok(Vec::new());
         }
         // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
@@ -358,7 +358,7 @@ impl VectorIndex for MemoryStore {
         limit: usize,
         min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        if !matches!(self.vector_status(), VectorStatus::Enabled { .. }) || limit == 0 {
+        if !vector_search_ready(&self.vector_status(), vector)? || limit == 0 {
             return Ok(Vec::new());
         }
         // Always the mirror (exact search has no table to scan here); a turn has several keys,

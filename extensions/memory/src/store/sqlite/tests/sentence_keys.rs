@@ -3,7 +3,9 @@
 
 use super::open;
 use crate::store::backend::*;
-use crate::store::sentence_key_checks::{found, sentence_keys_follow_their_turn};
+use crate::store::sentence_key_checks::{
+    a_query_vector_of_the_wrong_length_is_refused, found, sentence_keys_follow_their_turn,
+};
 
 async fn keyed_memories(path: &std::path::Path) -> Vec<String> {
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
@@ -23,6 +25,7 @@ async fn sentence_keys_live_and_go_with_their_turn() {
     let path = dir.path().join("memory.db");
     let store = open(&path).await;
     let left = sentence_keys_follow_their_turn(&store).await;
+    a_query_vector_of_the_wrong_length_is_refused(&store).await;
     assert_eq!(
         keyed_memories(&path).await,
         std::slice::from_ref(&left.ben_turn)

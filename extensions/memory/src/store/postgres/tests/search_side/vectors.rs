@@ -501,9 +501,12 @@ async fn stored_vectors_are_read_by_id() {
 
 #[tokio::test]
 async fn sentence_keys_live_and_go_with_their_turn() {
-    use crate::store::sentence_key_checks::{found, sentence_keys_follow_their_turn};
+    use crate::store::sentence_key_checks::{
+        a_query_vector_of_the_wrong_length_is_refused, found, sentence_keys_follow_their_turn,
+    };
     let store = open_fresh().await;
     let left = sentence_keys_follow_their_turn(&store).await;
+    a_query_vector_of_the_wrong_length_is_refused(&store).await;
     let keyed: Vec<String> =
         sqlx::query_scalar("SELECT DISTINCT memory_id FROM memory_sentence_vectors")
             .fetch_all(store.pool())
