@@ -96,6 +96,17 @@ async fn a_client_stores_searches_corrects_and_forgets_over_http() {
         hit["why"]["lists"][0]["score"].as_f64().unwrap() > 0.0,
         "{hit}"
     );
+    // Hybrid search records the fusion the service used: the configured score fusion.
+    let (status, found) = call(
+        &served,
+        key,
+        Method::POST,
+        "/v1/search",
+        Some(json!({"query": "peanuts allergy"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["hits"][0]["why"]["fusion"], "scores", "{found}");
 
     // Correct: the old fact is replaced, the new one is found.
     let (status, corrected) = call(

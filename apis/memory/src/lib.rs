@@ -14,7 +14,7 @@ pub use api::MemoryApi;
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, ListMatch, ListRequest, Memory,
-    MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, ScoreBreakdown, SearchHit,
-    SearchMode, SearchRequest, SessionKey, SkippedFact,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
+    Memory, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, ScoreBreakdown,
+    SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
 };

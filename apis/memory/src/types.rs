@@ -102,6 +102,28 @@ pub struct Memory {
     pub subject_ids: Vec<String>,
 }
 
+/// How a hybrid search fuses its candidate lists (`fusion` in `[extensions.memory]`). A search
+/// of one list (another [`SearchMode`]) ranks by RRF, which keeps the list's own order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusionMethod {
+    /// The lists' normalised scores, weighted and added.
+    #[default]
+    Scores,
+    /// Reciprocal Rank Fusion: each list adds 1 / (k + rank).
+    Rrf,
+}
+
+impl FusionMethod {
+    /// The name used in the configuration and in answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FusionMethod::Scores => "scores",
+            FusionMethod::Rrf => "rrf",
+        }
+    }
+}
+
 /// How a search ranks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -192,6 +214,9 @@ pub struct SearchHit {
 /// How a search hit's score came about.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ScoreBreakdown {
+    /// How the lists were fused for this search.
+    #[serde(default)]
+    pub fusion: FusionMethod,
     /// Each candidate list that returned the memory, in the order the lists were searched.
     pub lists: Vec<ListMatch>,
     /// The lists' fused relevance (weighted normalised scores, or RRF).

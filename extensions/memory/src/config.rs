@@ -1,6 +1,7 @@
 //! `[extensions.memory]`.
 
 use mnemo_kernel::ValidateConfig;
+use mnemo_memory_api::FusionMethod;
 use serde::{Deserialize, Serialize};
 
 /// The memory extension's options; every key is listed in `config.toml`.
@@ -30,7 +31,7 @@ pub struct MemoryConfig {
     pub candidates_per_list: usize,
     /// How hybrid search fuses its lists: `scores` (a weighted sum of BM25 and cosine scores,
     /// each normalised by the query's best match) or `rrf` (Reciprocal Rank Fusion, ranks only).
-    pub fusion: String,
+    pub fusion: FusionMethod,
     /// Score fusion: the vector list's share (0 to 1); the text (BM25) lists get the rest.
     pub vector_weight: f64,
     /// Score fusion over episodes: the share of the text weight (0 to 1) given to the
@@ -148,7 +149,7 @@ impl Default for MemoryConfig {
             search_limit: 10,
             max_search_limit: 50,
             candidates_per_list: 50,
-            fusion: "scores".to_owned(),
+            fusion: FusionMethod::Scores,
             vector_weight: 0.3,
             context_weight: 0.5,
             speaker_weight: 1.0,
@@ -250,11 +251,6 @@ impl ValidateConfig for MemoryConfig {
                 "must be between 0 and 10",
             );
         }
-        need(
-            ["scores", "rrf"].contains(&self.fusion.as_str()),
-            "fusion",
-            "must be scores or rrf",
-        );
         for (key, value) in [
             ("vector_weight", self.vector_weight),
             ("context_weight", self.context_weight),

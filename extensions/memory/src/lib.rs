@@ -44,10 +44,10 @@ pub use config::{MemoryConfig, ToolProfile, DATABASE_URL_ENV};
 pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, ListMatch, ListRequest, Memory, MemoryApi,
-    MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts,
-    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
-    SkippedFact, UserErased,
+    CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
+    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact,
+    PendingSession, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;
 pub use service::{content_event_id, FactInput, IngestedEvent, MemoryService};

@@ -121,11 +121,11 @@ pub(crate) struct ListView {
 }
 
 impl HitView {
-    fn new(hit: SearchHit, fusion: &str) -> Self {
+    fn new(hit: SearchHit) -> Self {
         Self {
             score: hit.score,
             why: WhyView {
-                fusion: fusion.to_owned(),
+                fusion: hit.why.fusion.as_str().to_owned(),
                 lists: hit
                     .why
                     .lists
@@ -215,18 +215,9 @@ pub(crate) async fn search(
         touch: true,
         ..SearchRequest::default()
     };
-    // What the memory service fuses by (see `search/ranking.rs`).
-    let fusion = if request.mode == mnemo_memory::SearchMode::Hybrid && config.fusion == "scores" {
-        "scores"
-    } else {
-        "rrf"
-    };
     let hits = state.memory.search(&request).await?;
     Ok(axum::Json(SearchResults {
-        hits: hits
-            .into_iter()
-            .map(|hit| HitView::new(hit, fusion))
-            .collect(),
+        hits: hits.into_iter().map(HitView::new).collect(),
     }))
 }
 

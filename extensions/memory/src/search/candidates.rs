@@ -15,7 +15,7 @@ use crate::sentence_keys::in_first_person;
 use crate::service::MemoryService;
 use crate::store::RankKey;
 use crate::text::{is_stopword, terms};
-use crate::types::{CandidateList, SearchMode, SearchRequest};
+use crate::types::{CandidateList, FusionMethod, SearchMode, SearchRequest};
 
 /// Most names tried against the entity table for one query.
 const MAX_QUERY_NAMES: usize = 96;
@@ -218,10 +218,10 @@ impl MemoryService {
         let state = self.state()?;
         let mode = request.mode;
         let with_context = mode == SearchMode::Hybrid
-            && self.config().fusion == "scores"
+            && self.config().fusion == FusionMethod::Scores
             && self.config().context_weight > 0.0;
         let with_sentences = mode == SearchMode::Hybrid
-            && self.config().fusion == "scores"
+            && self.config().fusion == FusionMethod::Scores
             && self.config().sentence_weight > 0.0;
         // The lists run at once: the query embedding (on a blocking thread) overlaps the FTS5
         // queries (on the pool's connections). The entity names are resolved first, because
@@ -351,7 +351,7 @@ impl MemoryService {
             });
         }
         let with_feedback = mode == SearchMode::Hybrid
-            && self.config().fusion == "scores"
+            && self.config().fusion == FusionMethod::Scores
             && self.config().feedback_weight > 0.0
             && lists.iter().any(|list| list.name == "vector");
         if with_feedback {

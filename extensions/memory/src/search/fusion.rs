@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use crate::types::{CandidateList, SessionKey};
+use crate::types::{CandidateList, FusionMethod, SessionKey};
 
 /// The name of the sentence-key list (see `crate::sentence_keys`): fused like the others, but
 /// its share is not spread to neighbours or sessions (see `ranking.rs`).
@@ -57,6 +57,16 @@ pub(crate) enum Fusion {
         /// The cosine similarity the sentence-key list counts as unrelated.
         sentence_floor: f64,
     },
+}
+
+impl Fusion {
+    /// Which method this is, as a hit records it.
+    pub(crate) fn method(self) -> FusionMethod {
+        match self {
+            Fusion::Rrf { .. } => FusionMethod::Rrf,
+            Fusion::Scores { .. } => FusionMethod::Scores,
+        }
+    }
 }
 
 /// `hits`' scores as shares of the best one's margin over `floor` (all 1 when the best is at

@@ -14,7 +14,7 @@ use super::when::period_in;
 use crate::error::{record_failure, Result};
 use crate::service::MemoryService;
 use crate::types::{
-    CandidateList, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    CandidateList, FusionMethod, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
 };
 
 /// Hybrid search re-ranks by speaker, neighbouring turns and sessions only the best
@@ -51,7 +51,7 @@ impl MemoryService {
     /// How the request's lists are fused: hybrid search with score fusion weighs them as
     /// configured; a single list keeps its own order (1 / (k + rank) is monotonic).
     pub(super) fn fusion(&self, request: &SearchRequest) -> Fusion {
-        if request.mode == SearchMode::Hybrid && self.config().fusion == "scores" {
+        if request.mode == SearchMode::Hybrid && self.config().fusion == FusionMethod::Scores {
             Fusion::Scores {
                 vector_weight: self.config().vector_weight,
                 context_weight: self.config().context_weight,
@@ -215,7 +215,8 @@ impl MemoryService {
                     period: period_factor(&id),
                     session: session_gain.get(&id).copied().unwrap_or(0.0),
                 };
-                let why = breakdown(&lists, &id, &ranks, relevance, score, weight(&id)?);
+                let mut why = breakdown(&lists, &id, &ranks, relevance, score, weight(&id)?);
+                why.fusion = fusion.method();
                 memories
                     .remove(&id)
                     .map(|memory| SearchHit { score, memory, why })
@@ -284,6 +285,7 @@ fn breakdown(
         0.0
     };
     ScoreBreakdown {
+        fusion: FusionMethod::default(),
         lists: matches,
         fused,
         speaker,
