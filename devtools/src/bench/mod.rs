@@ -21,7 +21,8 @@
 //! 5. The embedder's speed on fresh turns.
 //! 6. With `--users N` (memories spread over N owners, each search one owner's): the first
 //!    owner's search here beside the same owner's search in a store holding only their
-//!    memories, query by query (see `owner_alone.rs`).
+//!    memories, query by query (see `owner_alone.rs`); on SQLite only, since a second store
+//!    on PostgreSQL would be the same database.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -468,8 +469,10 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     // 5. How fast the embedder embeds: fresh turns of the bench's kind, in batches.
     let turns: Vec<String> = (0..256).map(|_| random.turn()).collect();
     let embedding = crate::embedding_speed::measure(&embedder, &turns).await?;
-    // 6. With several owners: the first owner's search here and in a store of their own.
-    let owner_alone = if users > 1 {
+    // 6. With several owners: the first owner's search here and in a store of their own. Not
+    //    on PostgreSQL: a second kernel reads the same `MNEMO_DATABASE_URL`, so "a store of
+    //    their own" would be this database, and the copy would add to the owner's memories.
+    let owner_alone = if users > 1 && !postgres {
         Some(
             owner_alone::compare(
                 base,
@@ -601,6 +604,12 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
             "  embedding         {:.0} sentences/s in batches of 64; {tokens}",
             get(&["embedding", "sentences_per_s"])
         );
+        if users > 1 && postgres {
+            println!(
+                "  one owner         not compared on PostgreSQL: bench a fresh database with the owner's share of memories (--memories {} --users 1)",
+                size / users
+            );
+        }
         if report["owner_alone"].is_object() {
             println!(
                 "  one owner         {} of {} memories: hybrid p50 {:.2} ms here, {:.2} ms in a store of their own ({:.2}x; {} searches, interleaved)",
