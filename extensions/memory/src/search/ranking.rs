@@ -215,8 +215,7 @@ impl MemoryService {
                     period: period_factor(&id),
                     session: session_gain.get(&id).copied().unwrap_or(0.0),
                 };
-                let mut why = breakdown(&lists, &id, &ranks, relevance, score, weight(&id)?);
-                why.fusion = fusion.method();
+                let why = breakdown(&lists, fusion, &id, &ranks, relevance, score, weight(&id)?);
                 memories
                     .remove(&id)
                     .map(|memory| SearchHit { score, memory, why })
@@ -249,11 +248,12 @@ struct Relevance {
     session: f64,
 }
 
-/// Why the memory `id` got `score`: each list's rank and own score, its `relevance`, what its
+/// Why the memory `id` got `score` under `fusion`: each list's rank and own score, its `relevance`, what its
 /// neighbours added, and its confidence's factor
 /// (`score = (fused × speaker × period + neighbours + session) × weight`).
 fn breakdown(
     lists: &[CandidateList],
+    fusion: Fusion,
     id: &str,
     ranks: &[(String, usize)],
     relevance: Relevance,
@@ -285,7 +285,7 @@ fn breakdown(
         0.0
     };
     ScoreBreakdown {
-        fusion: FusionMethod::default(),
+        fusion: fusion.method(),
         lists: matches,
         fused,
         speaker,

@@ -46,11 +46,7 @@ impl SqlStore for PostgresStore {
     }
 
     async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Postgres>> {
-        let tx = match scope {
-            WriteScope::Keyed => self.pool.begin().await?,
-            scope => self.begin_write(scope).await?,
-        };
-        Ok(WriteTx::new(tx, None))
+        Ok(WriteTx::new(self.begin_write(scope).await?, None))
     }
 
     async fn link_earlier_mentions(

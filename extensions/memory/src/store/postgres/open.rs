@@ -120,6 +120,10 @@ impl PostgresStore {
         scope: WriteScope<'_>,
     ) -> Result<Transaction<'static, Postgres>> {
         let mut tx = self.pool.begin().await?;
+        // Rows whose primary key settles a race take no lock and keep the plain lock timeout.
+        if matches!(scope, WriteScope::Keyed) {
+            return Ok(tx);
+        }
         sqlx::query(&format!("SET LOCAL lock_timeout = '{WRITER_WAIT}'"))
             .execute(&mut *tx)
             .await?;
@@ -170,8 +174,7 @@ impl PostgresStore {
                     .execute(&mut *tx)
                     .await?;
             }
-            // The rows' primary key settles any race.
-            WriteScope::Keyed => {}
+            WriteScope::Keyed => {} // returned above
         }
         Ok(tx)
     }

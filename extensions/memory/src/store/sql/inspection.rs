@@ -10,20 +10,15 @@ use crate::store::rows::{ENTITY_SUMMARY_COLUMNS, MEMORY_COLUMNS};
 use crate::store::{EntitySummary, OwnerSummary};
 use crate::types::Memory;
 
-/// `limit` as a bound integer, saturated.
-fn limit(value: usize) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
 #[async_trait]
 impl<S: SqlStore> InspectionQueries for S {
-    async fn owners(&self, limit_to: usize) -> Result<Vec<OwnerSummary>> {
+    async fn owners(&self, limit: usize) -> Result<Vec<OwnerSummary>> {
         let mut query = QueryBuilder::<S::Db>::new(format!(
             "SELECT user_id, COUNT(*) AS memories FROM memories WHERE user_id IS NOT NULL \
              GROUP BY user_id ORDER BY {} LIMIT ",
             S::Db::byte_order("user_id")
         ));
-        query.int(limit(limit_to));
+        query.count(limit);
         self.read(query)
             .await?
             .iter()
@@ -31,7 +26,7 @@ impl<S: SqlStore> InspectionQueries for S {
             .collect()
     }
 
-    async fn owner_entities(&self, owner: &str, limit_to: usize) -> Result<Vec<EntitySummary>> {
+    async fn owner_entities(&self, owner: &str, limit: usize) -> Result<Vec<EntitySummary>> {
         let mut query = QueryBuilder::<S::Db>::new(format!(
             "SELECT {ENTITY_SUMMARY_COLUMNS} FROM entities e WHERE e.owner_id = "
         ));
@@ -41,7 +36,7 @@ impl<S: SqlStore> InspectionQueries for S {
                 " ORDER BY memories DESC, {}, e.id LIMIT ",
                 S::Db::name_order("e.canonical_name")
             ))
-            .int(limit(limit_to));
+            .count(limit);
         self.read(query)
             .await?
             .iter()

@@ -78,6 +78,8 @@ pub(crate) trait Bind {
     fn int(&mut self, value: i64) -> &mut Self;
     /// Binds an integer or NULL.
     fn opt_int(&mut self, value: Option<i64>) -> &mut Self;
+    /// Binds a count, limit or offset, saturated at `i64::MAX`.
+    fn count(&mut self, value: usize) -> &mut Self;
     /// Appends `(?, ?, …)` binding each of `values`.
     fn text_list(&mut self, values: &[String]) -> &mut Self;
 }
@@ -101,6 +103,10 @@ impl<D: Driver> Bind for QueryBuilder<'_, D> {
     fn opt_int(&mut self, value: Option<i64>) -> &mut Self {
         D::bind_opt_int(self, value);
         self
+    }
+
+    fn count(&mut self, value: usize) -> &mut Self {
+        self.int(i64::try_from(value).unwrap_or(i64::MAX))
     }
 
     fn text_list(&mut self, values: &[String]) -> &mut Self {

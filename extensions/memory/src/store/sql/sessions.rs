@@ -61,9 +61,15 @@ fn session_episodes<D: Dialect>(session: &SessionKey, tail: &str) -> QueryBuilde
     query
 }
 
-/// Binds a count or offset, saturated at `i64::MAX`.
-fn count(value: usize) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
+/// Appends ` WHERE` with the key of `session`'s consolidation record.
+pub(super) fn push_session_key<D: Driver>(query: &mut QueryBuilder<'_, D>, session: &SessionKey) {
+    query
+        .push(" WHERE user_id = ")
+        .text(&session.user_id)
+        .push(" AND chat_id = ")
+        .text(chat_key(session.chat_id.as_deref()))
+        .push(" AND session_id = ")
+        .text(&session.session_id);
 }
 
 #[async_trait]
@@ -101,15 +107,9 @@ impl<S: SqlStore> SessionRecords for S {
     }
 
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool> {
-        let mut query = QueryBuilder::<S::Db>::new(
-            "SELECT consolidated_at FROM sessions_consolidations WHERE user_id = ",
-        );
-        query
-            .text(&session.user_id)
-            .push(" AND chat_id = ")
-            .text(chat_key(session.chat_id.as_deref()))
-            .push(" AND session_id = ")
-            .text(&session.session_id);
+        let mut query =
+            QueryBuilder::<S::Db>::new("SELECT consolidated_at FROM sessions_consolidations");
+        push_session_key(&mut query, session);
         Ok(match self.read(query).await?.first() {
             Some(row) => S::Db::opt_int(row, "consolidated_at")?.is_some(),
             None => false,
@@ -190,15 +190,9 @@ impl<S: SqlStore> SessionRecords for S {
         let mut query = QueryBuilder::<S::Db>::new(
             "UPDATE sessions_consolidations SET attempts = attempts + 1, last_error = ",
         );
-        query
-            .text(error)
-            .push(" WHERE user_id = ")
-            .text(&session.user_id)
-            .push(" AND chat_id = ")
-            .text(chat_key(session.chat_id.as_deref()))
-            .push(" AND session_id = ")
-            .text(&session.session_id)
-            .push(" RETURNING attempts");
+        query.text(error);
+        push_session_key(&mut query, session);
+        query.push(" RETURNING attempts");
         let attempts = match S::Db::rows(&mut tx, query).await?.first() {
             Some(row) => S::Db::int(row, "attempts")?,
             None => 0,
@@ -221,9 +215,9 @@ impl<S: SqlStore> SessionRecords for S {
             ),
         );
         query
-            .int(count(limit).saturating_add(1))
+            .count(limit.saturating_add(1))
             .push(" OFFSET ")
-            .int(count(offset));
+            .count(offset);
         let mut episodes = self
             .read(query)
             .await?
@@ -246,7 +240,7 @@ impl<S: SqlStore> SessionRecords for S {
                 S::Db::STORED_ORDER
             ),
         );
-        query.int(count(limit));
+        query.count(limit);
         let mut turns = self
             .read(query)
             .await?

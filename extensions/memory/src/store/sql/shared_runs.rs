@@ -8,22 +8,12 @@ use chrono::{DateTime, Utc};
 use mnemo_kernel::host::JobRun;
 use sqlx::QueryBuilder;
 
-use super::{chat_key, Bind, Driver, Run, SqlStore, WriteScope};
+use super::sessions::push_session_key;
+use super::{Bind, Driver, Run, SqlStore, WriteScope};
 use crate::error::Result;
 use crate::store::backend::{JobRecords, SessionLeases, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT};
 use crate::store::rows::JOB_RUN_COLUMNS;
 use crate::types::SessionKey;
-
-/// Appends `WHERE` with the key of `session`'s consolidation record.
-fn push_session_key<D: Driver>(query: &mut QueryBuilder<'_, D>, session: &SessionKey) {
-    query
-        .push(" WHERE user_id = ")
-        .text(&session.user_id)
-        .push(" AND chat_id = ")
-        .text(chat_key(session.chat_id.as_deref()))
-        .push(" AND session_id = ")
-        .text(&session.session_id);
-}
 
 #[async_trait]
 impl<S: SqlStore> JobRecords for S {
@@ -63,7 +53,7 @@ impl<S: SqlStore> JobRecords for S {
         let mut query = QueryBuilder::<S::Db>::new(format!(
             "SELECT {JOB_RUN_COLUMNS} FROM job_history ORDER BY id DESC LIMIT "
         ));
-        query.int(i64::try_from(limit).unwrap_or(i64::MAX));
+        query.count(limit);
         self.read(query).await?.iter().map(S::Db::job_run).collect()
     }
 
