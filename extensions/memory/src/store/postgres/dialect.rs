@@ -2,6 +2,7 @@
 //! byte-order collation, and its writers' advisory locks by scope (`open.rs`).
 
 use async_trait::async_trait;
+use mnemo_ner_api::ExtractedEntity;
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::PostgresStore;
@@ -47,6 +48,16 @@ impl SqlStore for PostgresStore {
 
     async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Postgres>> {
         Ok(WriteTx::new(self.begin_write(scope).await?, None))
+    }
+
+    async fn link_entities(
+        connection: &mut PgConnection,
+        memory_id: &str,
+        owner: &str,
+        entities: &[ExtractedEntity],
+        text: Option<&str>,
+    ) -> Result<usize> {
+        super::entities::link_entities(connection, memory_id, owner, entities, text).await
     }
 
     async fn link_earlier_mentions(

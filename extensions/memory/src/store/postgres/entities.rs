@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
-use sqlx::{Postgres, QueryBuilder, Row, Transaction};
+use sqlx::{PgConnection, Postgres, QueryBuilder, Row};
 
 use super::scope::push_scope;
 use super::text_search::{tsquery, CONFIG};
@@ -252,7 +252,7 @@ async fn memory_owner(
 /// The owner's entity of `entity_type` named `name` (canonical name or alias, case-insensitive)
 /// with its aliases; a canonical match first.
 async fn find_entity(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut PgConnection,
     owner: &str,
     entity_type: &str,
     name: &str,
@@ -267,14 +267,14 @@ async fn find_entity(
     .bind(owner)
     .bind(entity_type)
     .bind(name)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?)
 }
 
 /// Counts one more mention of a found entity: its surface form becomes an alias unless it is
 /// the name or an alias already, and it gets the relation if it had none.
 async fn mention_found(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut PgConnection,
     id: &str,
     aliases: &str,
     entity: &ExtractedEntity,
@@ -296,7 +296,7 @@ async fn mention_found(
     .bind(Value::from(aliases).to_string())
     .bind(&entity.relation)
     .bind(id)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -304,7 +304,7 @@ async fn mention_found(
 /// Creates or finds each entity for `owner` and links it to the memory, then links the owner's
 /// known entities named in `text`; returns the memory's link count (see `../sqlite/entities.rs`).
 pub(super) async fn link_entities(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut PgConnection,
     memory_id: &str,
     owner: &str,
     entities: &[ExtractedEntity],
@@ -339,7 +339,7 @@ pub(super) async fn link_entities(
                 .bind(entity_type)
                 .bind(Value::from(aliases).to_string())
                 .bind(&entity.relation)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?
                 .rows_affected()
                     == 1;
@@ -368,7 +368,7 @@ pub(super) async fn link_entities(
         )
         .bind(memory_id)
         .bind(&entity_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     if let Some(text) = text {
@@ -379,12 +379,12 @@ pub(super) async fn link_entities(
          ORDER BY entity_id COLLATE \"C\"",
     )
     .bind(memory_id)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?;
     sqlx::query("UPDATE memories SET entity_ids = $1 WHERE id = $2")
         .bind(Value::from(linked.clone()).to_string())
         .bind(memory_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(linked.len())
 }
@@ -485,7 +485,7 @@ fn phrase_pattern(words: &[String]) -> String {
 /// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
 /// vegetarian", at the start of a sentence).
 pub(super) async fn link_known_entities(
-    tx: &mut Transaction<'_, Postgres>,
+    tx: &mut PgConnection,
     memory_id: &str,
     owner: &str,
     text: &str,
@@ -503,7 +503,7 @@ pub(super) async fn link_known_entities(
     .bind(&LINKABLE_TYPES[..])
     .bind(owner)
     .bind(&mentions)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?;
     for entity_id in known {
         let added = sqlx::query(
@@ -512,13 +512,13 @@ pub(super) async fn link_known_entities(
         )
         .bind(memory_id)
         .bind(&entity_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
         if added == 1 {
             sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = $1")
                 .bind(&entity_id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
     }

@@ -11,12 +11,12 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
-use super::ingest::insert_in_tx;
 use super::vectors::drop_vectors;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
 use crate::store::rows::ts;
+use crate::store::sql::insert_memory;
 use crate::store::sql::WriteScope;
 use crate::store::NewMemory;
 use crate::types::{DecayReport, Memory, MemoryKind};
@@ -177,7 +177,7 @@ impl FactLifecycle for PostgresStore {
             return Err(MemoryError::NotFound(format!("no active fact `{old_id}`")));
         }
         drop_vectors(&mut tx, std::slice::from_ref(&old.id)).await?;
-        let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
+        let new_id = insert_memory::<Self>(&mut tx, &replacement, entities).await?;
         // Provenance both ways: the new fact names the old (`corrects`), the old its successor.
         sqlx::query("UPDATE memories SET superseded_by_id = $1 WHERE id = $2")
             .bind(&new_id)

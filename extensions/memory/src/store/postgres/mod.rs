@@ -12,10 +12,10 @@
 //!
 //! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
 //! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
-//! `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `export` and `admin` (sessions and people are written once in `store/sql/`, over
-//! `dialect`); `reachability` probes whether the
-//! database answers, so that a server refuses at once while it does not.
+//! `records`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `lifecycle`, `export`
+//! and `admin` (storing memories, sessions and people are written once in `store/sql/`, over
+//! `dialect`); `reachability` probes whether the database answers, so that a server refuses at
+//! once while it does not.
 
 mod access;
 mod admin;
@@ -24,7 +24,6 @@ mod entities;
 mod export;
 mod fulltext;
 mod index_queue;
-mod ingest;
 mod lifecycle;
 mod open;
 mod reachability;

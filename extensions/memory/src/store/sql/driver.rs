@@ -1,6 +1,6 @@
 //! What the shared SQL needs of a database driver: binding a value, reading a column, running a
 //! query. Binding and reading are written once, for any sqlx database whose driver binds and
-//! reads the types mnemo stores (texts, integers, booleans); sqlx's trait bounds are stated
+//! reads the types mnemo stores (texts, integers, reals, booleans); sqlx's trait bounds are stated
 //! here, once, on that blanket implementation, and code generic over a [`super::Dialect`] needs
 //! none of them. Only running a query is instantiated per database ([`Run`]).
 
@@ -26,6 +26,8 @@ pub(crate) trait Driver: Run + Sized {
     fn bind_int(builder: &mut QueryBuilder<'_, Self>, value: i64);
     /// Binds an integer or NULL.
     fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>);
+    /// Binds a real number.
+    fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64);
 
     /// A text column of `row`.
     fn text(row: &Self::Row, column: &str) -> Result<String>;
@@ -54,6 +56,7 @@ where
     for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'q> f64: Encode<'q, DB>,
     for<'r> String: Decode<'r, DB>,
     for<'r> Option<String>: Decode<'r, DB>,
     for<'r> i64: Decode<'r, DB>,
@@ -75,6 +78,10 @@ where
     }
 
     fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>) {
+        builder.push_bind(value);
+    }
+
+    fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64) {
         builder.push_bind(value);
     }
 

@@ -11,6 +11,7 @@
 //! `RETURNING`, and `ON CONFLICT … DO UPDATE SET x = EXCLUDED.x`.
 
 mod driver;
+mod ingest;
 mod inspection;
 mod people;
 mod sessions;
@@ -19,12 +20,13 @@ mod shared_runs;
 use std::ops::{Deref, DerefMut};
 
 use async_trait::async_trait;
+use mnemo_ner_api::ExtractedEntity;
 use sqlx::{Database, Pool, QueryBuilder, Transaction};
 
 use crate::error::Result;
 
 pub(crate) use driver::{Driver, Run};
-pub(crate) use sessions::{chat_key, close_other_sessions};
+pub(crate) use ingest::insert_memory;
 
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
@@ -78,6 +80,8 @@ pub(crate) trait Bind {
     fn int(&mut self, value: i64) -> &mut Self;
     /// Binds an integer or NULL.
     fn opt_int(&mut self, value: Option<i64>) -> &mut Self;
+    /// Binds a real number.
+    fn float(&mut self, value: f64) -> &mut Self;
     /// Binds a count, limit or offset, saturated at `i64::MAX`.
     fn count(&mut self, value: usize) -> &mut Self;
     /// Appends `(?, ?, …)` binding each of `values`.
@@ -102,6 +106,11 @@ impl<D: Driver> Bind for QueryBuilder<'_, D> {
 
     fn opt_int(&mut self, value: Option<i64>) -> &mut Self {
         D::bind_opt_int(self, value);
+        self
+    }
+
+    fn float(&mut self, value: f64) -> &mut Self {
+        D::bind_float(self, value);
         self
     }
 
@@ -170,6 +179,16 @@ pub(crate) trait SqlStore: Send + Sync {
 
     /// Begins a write transaction for `scope`, after the writers before it.
     async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Self::Db>>;
+
+    /// Finds or creates each of `entities` for `owner` and links it to the memory, then links
+    /// the owner's known entities named in `text`; the memory's link count.
+    async fn link_entities(
+        connection: &mut <Self::Db as Database>::Connection,
+        memory_id: &str,
+        owner: &str,
+        entities: &[ExtractedEntity],
+        text: Option<&str>,
+    ) -> Result<usize>;
 
     /// Links a new entity to the owner's earlier memories that mention `name`, through the
     /// store's own full-text index.

@@ -14,13 +14,13 @@ use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
 
 /// The stored form of a session's chat: '' for a personal conversation, so that the session
 /// table's key holds no NULL (chat ids are never empty).
-pub(crate) fn chat_key(chat_id: Option<&str>) -> &str {
+fn chat_key(chat_id: Option<&str>) -> &str {
     chat_id.unwrap_or("")
 }
 
 /// Closes the user's other open sessions in the same chat (or personal conversation) as
 /// `session`; returns the ids of those not consolidated yet, sorted.
-pub(crate) async fn close_other_sessions<D: Dialect>(
+pub(super) async fn close_other_sessions<D: Dialect>(
     connection: &mut D::Connection,
     session: &SessionKey,
     at: DateTime<Utc>,
@@ -69,6 +69,19 @@ pub(super) fn push_session_key<D: Driver>(query: &mut QueryBuilder<'_, D>, sessi
         .push(" AND chat_id = ")
         .text(chat_key(session.chat_id.as_deref()))
         .push(" AND session_id = ")
+        .text(&session.session_id);
+}
+
+/// Appends the values of `session`'s consolidation key: user, chat and session, in that order.
+pub(super) fn push_session_values<D: Driver>(
+    query: &mut QueryBuilder<'_, D>,
+    session: &SessionKey,
+) {
+    query
+        .text(&session.user_id)
+        .push(", ")
+        .text(chat_key(session.chat_id.as_deref()))
+        .push(", ")
         .text(&session.session_id);
 }
 
@@ -149,12 +162,8 @@ impl<S: SqlStore> SessionRecords for S {
             "INSERT INTO sessions_consolidations \
              (user_id, chat_id, session_id, first_seen_at, consolidated_at) VALUES (",
         );
+        push_session_values(&mut record, session);
         record
-            .text(&session.user_id)
-            .push(", ")
-            .text(chat_key(session.chat_id.as_deref()))
-            .push(", ")
-            .text(&session.session_id)
             .push(", ")
             .int(ts(at))
             .push(", ")

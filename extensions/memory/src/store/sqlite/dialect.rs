@@ -2,6 +2,7 @@
 //! writers' turn (one at a time in the process, `BEGIN IMMEDIATE` across processes).
 
 use async_trait::async_trait;
+use mnemo_ner_api::ExtractedEntity;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::MemoryStore;
@@ -45,6 +46,16 @@ impl SqlStore for MemoryStore {
     async fn write(&self, _scope: WriteScope<'_>) -> Result<WriteTx<Sqlite>> {
         let turn = self.write_lock.clone().lock_owned().await;
         Ok(WriteTx::new(self.begin_write().await?, Some(turn)))
+    }
+
+    async fn link_entities(
+        connection: &mut SqliteConnection,
+        memory_id: &str,
+        owner: &str,
+        entities: &[ExtractedEntity],
+        text: Option<&str>,
+    ) -> Result<usize> {
+        super::entities::link_entities(connection, memory_id, owner, entities, text).await
     }
 
     async fn link_earlier_mentions(

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
-use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::packed::{fetch_packed, packed_rows};
 use super::scope::{owner_rows, push_scope};
@@ -268,7 +268,7 @@ impl EntityLinks for MemoryStore {
 
 /// Creates or finds each entity for `owner` and links it to the memory; returns the memory's link count.
 pub(super) async fn link_entities(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut SqliteConnection,
     memory_id: &str,
     owner: &str,
     entities: &[ExtractedEntity],
@@ -288,7 +288,7 @@ pub(super) async fn link_entities(
         .bind(owner)
         .bind(entity_type)
         .bind(canonical)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let entity_id = match found {
             Some((id, aliases)) => {
@@ -308,7 +308,7 @@ pub(super) async fn link_entities(
                 .bind(Value::from(aliases).to_string())
                 .bind(&entity.relation)
                 .bind(&id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
                 id
             }
@@ -330,7 +330,7 @@ pub(super) async fn link_entities(
                 .bind(entity_type)
                 .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
                 .bind(&entity.relation)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
                 if LINKABLE_TYPES.contains(&entity_type) {
                     link_earlier_mentions(tx, &id, owner, canonical).await?;
@@ -341,7 +341,7 @@ pub(super) async fn link_entities(
         sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
             .bind(memory_id)
             .bind(&entity_id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
     }
     if let Some(text) = text {
@@ -351,12 +351,12 @@ pub(super) async fn link_entities(
         "SELECT entity_id FROM memory_entities WHERE memory_id = ? ORDER BY entity_id",
     )
     .bind(memory_id)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?;
     sqlx::query("UPDATE memories SET entity_ids = ? WHERE id = ?")
         .bind(Value::from(linked.clone()).to_string())
         .bind(memory_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(linked.len())
 }
@@ -418,7 +418,7 @@ pub(super) async fn link_earlier_mentions(
 /// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
 /// vegetarian", at the start of a sentence).
 pub(super) async fn link_known_entities(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut SqliteConnection,
     memory_id: &str,
     owner: &str,
     text: &str,
@@ -444,20 +444,20 @@ pub(super) async fn link_known_entities(
         separated.push_bind(mention.clone());
     }
     builder.push(")))");
-    let known: Vec<String> = builder.build_query_scalar().fetch_all(&mut **tx).await?;
+    let known: Vec<String> = builder.build_query_scalar().fetch_all(&mut *tx).await?;
     for entity_id in known {
         let added = sqlx::query(
             "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
         )
         .bind(memory_id)
         .bind(&entity_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
         if added == 1 {
             sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = ?")
                 .bind(&entity_id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
     }

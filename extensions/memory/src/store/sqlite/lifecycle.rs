@@ -7,11 +7,11 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::Row;
 
-use super::ingest::insert_in_tx;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
 use crate::store::rows::ts;
+use crate::store::sql::insert_memory;
 use crate::store::NewMemory;
 use crate::types::{DecayReport, Memory, MemoryKind};
 
@@ -61,7 +61,7 @@ impl FactLifecycle for MemoryStore {
             return Err(MemoryError::NotFound(format!("no active fact `{old_id}`")));
         }
         self.drop_vector(&mut tx, &old.id).await?;
-        let new_id = insert_in_tx(&mut tx, &replacement, entities).await?;
+        let new_id = insert_memory::<Self>(&mut tx, &replacement, entities).await?;
         // Provenance both ways: the new fact names the old (`corrects`), the old its successor.
         sqlx::query("UPDATE memories SET superseded_by_id = ? WHERE id = ?")
             .bind(&new_id)

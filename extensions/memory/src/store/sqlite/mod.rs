@@ -4,10 +4,10 @@
 //! SQLite's options) is SQLite's own.
 //!
 //! Files: `open` (connection options, pragmas, migrations and every call into C),
-//! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`, `ingest`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`,
-//! `lifecycle`, `export` and `admin`, one storage trait each (sessions and people are written once for
-//! both backends in `store/sql/`, over `dialect`); `packed`
-//! reads many small rows as one.
+//! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`,
+//! `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `lifecycle`, `export` and
+//! `admin`, one storage trait each (storing memories, sessions and people are written once for
+//! both backends in `store/sql/`, over `dialect`); `packed` reads many small rows as one.
 
 mod access;
 mod admin;
@@ -17,7 +17,6 @@ mod entities;
 mod export;
 mod fulltext;
 mod index_queue;
-mod ingest;
 mod lifecycle;
 mod open;
 mod packed;
