@@ -11,7 +11,6 @@
 //! (Unix seconds, JSON lists, little-endian vector blobs), so that a store moves between them
 //! row by row (`mnemo migrate-store`).
 
-mod access;
 mod backend;
 mod counts;
 mod index_order;

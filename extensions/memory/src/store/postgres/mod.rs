@@ -17,7 +17,6 @@
 //! `dialect`); `reachability` probes whether the database answers, so that a server refuses at
 //! once while it does not.
 
-mod access;
 mod admin;
 mod dialect;
 mod entities;

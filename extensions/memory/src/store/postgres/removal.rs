@@ -148,11 +148,11 @@ impl MemoryRemoval for PostgresStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::access::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
+        crate::store::sql::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
             .build()
             .execute(&mut *tx)
             .await?;
-        crate::store::access::remove_memberships::<Postgres>(user_id)
+        crate::store::sql::remove_memberships::<Postgres>(user_id)
             .build()
             .execute(&mut *tx)
             .await?;

@@ -10,6 +10,7 @@
 //! Both dialects read the same SQL: `IS NOT DISTINCT FROM` (SQLite 3.39 and later), `<>`,
 //! `RETURNING`, and `ON CONFLICT … DO UPDATE SET x = EXCLUDED.x`.
 
+mod access;
 mod driver;
 mod ingest;
 mod inspection;
@@ -25,6 +26,7 @@ use sqlx::{Database, Pool, QueryBuilder, Transaction};
 
 use crate::error::Result;
 
+pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use driver::{Driver, Run};
 pub(crate) use ingest::insert_memory;
 

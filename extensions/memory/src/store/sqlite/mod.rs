@@ -9,7 +9,6 @@
 //! `admin`, one storage trait each (storing memories, sessions and people are written once for
 //! both backends in `store/sql/`, over `dialect`); `packed` reads many small rows as one.
 
-mod access;
 mod admin;
 mod checkpoint;
 mod dialect;

@@ -259,11 +259,11 @@ impl MemoryRemoval for MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::access::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
+        crate::store::sql::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
             .build()
             .execute(&mut *tx)
             .await?;
-        crate::store::access::remove_memberships::<Sqlite>(user_id)
+        crate::store::sql::remove_memberships::<Sqlite>(user_id)
             .build()
             .execute(&mut *tx)
             .await?;
