@@ -1,13 +1,15 @@
 //! Administration: closing the store, and the integrity check behind `mnemo check`. The SQLite
 //! store's (`../sqlite/admin.rs`) in PostgreSQL's words: there is no log to checkpoint and no
-//! full-text index to check (the tsvector is a generated column), so the check counts what
-//! SQLite counts, in one snapshot and without stopping the writers.
+//! full-text index to check (the tsvector is a generated column), so the check makes the counts
+//! both backends make (`store/sql/admin.rs`), in one snapshot and without stopping the writers.
 
 use async_trait::async_trait;
+use sqlx::Postgres;
 
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::StoreAdmin;
+use crate::store::sql::integrity_counts;
 use crate::store::IntegrityReport;
 
 #[async_trait]
@@ -35,19 +37,6 @@ impl StoreAdmin for PostgresStore {
         )
         .fetch_all(&mut *tx)
         .await?;
-        let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
-        let memories = count("SELECT COUNT(*) FROM memories")
-            .fetch_one(&mut *tx)
-            .await?;
-        let active = count("SELECT COUNT(*) FROM memories WHERE valid_until IS NULL")
-            .fetch_one(&mut *tx)
-            .await?;
-        let queued = count(
-            "SELECT COUNT(*) FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
-             WHERE m.valid_until IS NULL",
-        )
-        .fetch_one(&mut *tx)
-        .await?;
         // SQLite has a vector index once an embedding provider made it; `memory_vectors` always
         // exists, so the index counts as made once a provider is recorded or a vector stored.
         let has_vectors: bool = sqlx::query_scalar(
@@ -56,47 +45,9 @@ impl StoreAdmin for PostgresStore {
         )
         .fetch_one(&mut *tx)
         .await?;
-        let (vectors, orphan_vectors, unindexed) = if has_vectors {
-            let vectors = count("SELECT COUNT(*) FROM memory_vectors")
-                .fetch_one(&mut *tx)
-                .await?;
-            let orphans = count(
-                "SELECT (SELECT COUNT(*) FROM memory_vectors v WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)) \
-                 + (SELECT COUNT(*) FROM memory_sentence_vectors s WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = s.memory_id AND m.valid_until IS NULL))",
-            )
-            .fetch_one(&mut *tx)
-            .await?;
-            let unindexed = count(
-                "SELECT COUNT(*) FROM memories m WHERE m.valid_until IS NULL \
-                 AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) \
-                 AND NOT EXISTS (SELECT 1 FROM embedding_queue q WHERE q.memory_id = m.id)",
-            )
-            .fetch_one(&mut *tx)
-            .await?;
-            (Some(vectors), orphans, unindexed)
-        } else {
-            (None, 0, 0)
-        };
-        let forgotten_events = count(
-            "SELECT COUNT(*) FROM ingested_events e WHERE NOT EXISTS \
-             (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
-        )
-        .fetch_one(&mut *tx)
-        .await?;
+        let counts = integrity_counts::<Postgres>(&mut tx, has_vectors).await?;
         tx.commit().await?;
-        Ok(IntegrityReport {
-            database,
-            full_text: None,
-            memories,
-            active,
-            vectors,
-            orphan_vectors,
-            unindexed,
-            queued,
-            forgotten_events,
-        })
+        Ok(IntegrityReport { database, ..counts })
     }
 
     fn backend_name(&self) -> &'static str {

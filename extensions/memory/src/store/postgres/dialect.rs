@@ -11,6 +11,7 @@ use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
 
 impl Dialect for Postgres {
     const STORED_ORDER: &'static str = "seq";
+    const VECTORS: &'static str = "memory_vectors";
     // `->>` is NULL both for a missing key and a JSON null, as SQLite's json_extract; the LIKE
     // spares parsing the attributes of every memory.
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =

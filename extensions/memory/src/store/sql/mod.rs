@@ -11,6 +11,7 @@
 //! `RETURNING`, and `ON CONFLICT … DO UPDATE SET x = EXCLUDED.x`.
 
 mod access;
+mod admin;
 mod driver;
 mod ingest;
 mod inspection;
@@ -27,6 +28,7 @@ use sqlx::{Database, Pool, QueryBuilder, Transaction};
 use crate::error::Result;
 
 pub(crate) use access::{remove_memberships, revoke_user_keys};
+pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
 pub(crate) use ingest::insert_memory;
 
@@ -58,6 +60,9 @@ pub(crate) trait Dialect: Driver {
     /// The column of `memories` that orders rows as they were stored: SQLite's `rowid`,
     /// PostgreSQL's `seq`.
     const STORED_ORDER: &'static str;
+    /// The table of the memories' vectors: SQLite's `vec_memories`, PostgreSQL's
+    /// `memory_vectors`.
+    const VECTORS: &'static str;
     /// Removes `enrichment_attempts` from every memory's attributes that has it.
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str;
 

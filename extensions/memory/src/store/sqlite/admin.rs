@@ -1,11 +1,15 @@
-//! Administration: closing the store cleanly, and the integrity check behind `mnemo check`.
+//! Administration: closing the store cleanly, and the integrity check behind `mnemo check`:
+//! SQLite's own checks of its pages and full-text index, then the counts both backends make
+//! (`store/sql/admin.rs`), under the write lock.
 
 use async_trait::async_trait;
+use sqlx::Sqlite;
 
 use super::checkpoint::checkpoint;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::StoreAdmin;
+use crate::store::sql::integrity_counts;
 use crate::store::IntegrityReport;
 
 #[async_trait]
@@ -48,59 +52,12 @@ impl StoreAdmin for MemoryStore {
             .into_iter()
             .filter(|finding: &String| finding != "ok")
             .collect();
-        let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
-        let memories = count("SELECT COUNT(*) FROM memories")
-            .fetch_one(&mut *connection)
-            .await?;
-        let active = count("SELECT COUNT(*) FROM memories WHERE valid_until IS NULL")
-            .fetch_one(&mut *connection)
-            .await?;
         let has_vectors = self.vector_table_exists(&mut connection).await?;
-        let queued = count(
-            "SELECT COUNT(*) FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
-             WHERE m.valid_until IS NULL",
-        )
-        .fetch_one(&mut *connection)
-        .await?;
-        let (vectors, orphan_vectors, unindexed) = if has_vectors {
-            let vectors = count("SELECT COUNT(*) FROM vec_memories")
-                .fetch_one(&mut *connection)
-                .await?;
-            let orphans = count(
-                "SELECT (SELECT COUNT(*) FROM vec_memories v WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.valid_until IS NULL)) \
-                 + (SELECT COUNT(*) FROM memory_sentence_vectors s WHERE NOT EXISTS \
-                 (SELECT 1 FROM memories m WHERE m.id = s.memory_id AND m.valid_until IS NULL))",
-            )
-            .fetch_one(&mut *connection)
-            .await?;
-            let unindexed = count(
-                "SELECT COUNT(*) FROM memories m WHERE m.valid_until IS NULL \
-                 AND NOT EXISTS (SELECT 1 FROM vec_memories v WHERE v.memory_id = m.id) \
-                 AND NOT EXISTS (SELECT 1 FROM embedding_queue q WHERE q.memory_id = m.id)",
-            )
-            .fetch_one(&mut *connection)
-            .await?;
-            (Some(vectors), orphans, unindexed)
-        } else {
-            (None, 0, 0)
-        };
-        let forgotten_events = count(
-            "SELECT COUNT(*) FROM ingested_events e WHERE NOT EXISTS \
-             (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
-        )
-        .fetch_one(&mut *connection)
-        .await?;
+        let counts = integrity_counts::<Sqlite>(&mut connection, has_vectors).await?;
         Ok(IntegrityReport {
             database,
             full_text,
-            memories,
-            active,
-            vectors,
-            orphan_vectors,
-            unindexed,
-            queued,
-            forgotten_events,
+            ..counts
         })
     }
 

@@ -11,6 +11,7 @@ use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
 
 impl Dialect for Sqlite {
     const STORED_ORDER: &'static str = "rowid";
+    const VECTORS: &'static str = "vec_memories";
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =
         "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
          WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL";
