@@ -1,5 +1,6 @@
 //! PostgreSQL's side of the SQL written once (`store/sql/`): its row order (`seq`),
-//! byte-order collation, and its writers' advisory locks by scope (`open.rs`).
+//! byte-order collation, its writers' advisory locks by scope (`open.rs`), and the hooks that
+//! reach its own entity linking, vector tables and lifecycle writes (`lifecycle.rs`).
 
 use async_trait::async_trait;
 use mnemo_ner_api::ExtractedEntity;
@@ -7,7 +8,7 @@ use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::PostgresStore;
 use crate::error::Result;
-use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
+use crate::store::sql::{Decayed, Dialect, Driver, SqlStore, WriteScope, WriteTx};
 
 impl Dialect for Postgres {
     const STORED_ORDER: &'static str = "seq";
@@ -59,6 +60,22 @@ impl SqlStore for PostgresStore {
         text: Option<&str>,
     ) -> Result<usize> {
         super::entities::link_entities(connection, memory_id, owner, entities, text).await
+    }
+
+    async fn drop_vectors(&self, connection: &mut PgConnection, ids: &[String]) -> Result<()> {
+        super::vectors::drop_vectors(connection, ids).await
+    }
+
+    async fn set_supersedes(connection: &mut PgConnection, id: &str, old_id: &str) -> Result<()> {
+        super::lifecycle::set_supersedes(connection, id, old_id).await
+    }
+
+    async fn write_decay(
+        connection: &mut PgConnection,
+        decayed: &[Decayed],
+        now: i64,
+    ) -> Result<()> {
+        super::lifecycle::write_decay(connection, decayed, now).await
     }
 
     async fn link_earlier_mentions(

@@ -12,10 +12,11 @@
 //!
 //! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
 //! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
-//! `records`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `lifecycle`, `export`
-//! and `admin` (storing memories, sessions and people are written once in `store/sql/`, over
-//! `dialect`); `reachability` probes whether the database answers, so that a server refuses at
-//! once while it does not.
+//! `records`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `export` and `admin`
+//! (storing memories, a fact's lifecycle, access records, sessions and people are written once in
+//! `store/sql/`, over `dialect`, with `lifecycle` holding PostgreSQL's own writes for it);
+//! `reachability` probes whether the database answers, so that a server refuses at once while
+//! it does not.
 
 mod admin;
 mod dialect;

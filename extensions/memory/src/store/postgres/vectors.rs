@@ -499,13 +499,10 @@ impl VectorIndex for PostgresStore {
 }
 
 /// Takes memories off the indexer's queue and out of the vector index, inside `tx`.
-pub(super) async fn drop_vectors(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    memory_ids: &[String],
-) -> Result<()> {
+pub(super) async fn drop_vectors(tx: &mut sqlx::PgConnection, memory_ids: &[String]) -> Result<()> {
     sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ANY($1)")
         .bind(memory_ids)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     for statement in [
         "DELETE FROM memory_vectors WHERE memory_id = ANY($1)",
@@ -513,7 +510,7 @@ pub(super) async fn drop_vectors(
     ] {
         sqlx::query(statement)
             .bind(memory_ids)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
     }
     Ok(())

@@ -37,6 +37,8 @@ pub(crate) trait Driver: Run + Sized {
     fn int(row: &Self::Row, column: &str) -> Result<i64>;
     /// An integer column of `row` that may be NULL.
     fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>>;
+    /// A real column of `row`.
+    fn float(row: &Self::Row, column: &str) -> Result<f64>;
     /// A boolean column of `row` (SQLite's 0 or 1).
     fn flag(row: &Self::Row, column: &str) -> Result<bool>;
     /// A memory from a row holding [`crate::store::rows::MEMORY_COLUMNS`].
@@ -98,6 +100,10 @@ where
     }
 
     fn opt_int(row: &DB::Row, column: &str) -> Result<Option<i64>> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn float(row: &DB::Row, column: &str) -> Result<f64> {
         Ok(row.try_get(column)?)
     }
 

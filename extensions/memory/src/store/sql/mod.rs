@@ -15,6 +15,7 @@ mod admin;
 mod driver;
 mod ingest;
 mod inspection;
+mod lifecycle;
 mod people;
 mod sessions;
 mod shared_runs;
@@ -31,6 +32,7 @@ pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
 pub(crate) use ingest::insert_memory;
+pub(crate) use lifecycle::Decayed;
 
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
@@ -205,6 +207,37 @@ pub(crate) trait SqlStore: Send + Sync {
         owner: &str,
         name: &str,
     ) -> Result<()>;
+
+    /// Removes the vectors, sentence vectors and queue entries of the memories `ids`, on
+    /// `connection` inside the caller's transaction.
+    async fn drop_vectors(
+        &self,
+        connection: &mut <Self::Db as Database>::Connection,
+        ids: &[String],
+    ) -> Result<()>;
+
+    /// Forgets the vectors of `ids` wherever the store keeps them besides the database, once
+    /// their removal is committed: SQLite's in-memory mirror; nothing for PostgreSQL.
+    fn vectors_dropped(&self, _ids: &[String]) {}
+
+    /// Records `supersedes: old_id` in the attributes of memory `id`, as SQLite's `json_set`
+    /// does: the key's value replaced where it stands, or the key appended; a memory that does
+    /// not exist, or whose attributes are not a JSON object, is left alone.
+    async fn set_supersedes(
+        connection: &mut <Self::Db as Database>::Connection,
+        id: &str,
+        old_id: &str,
+    ) -> Result<()>;
+
+    /// Writes a decay run at `now` on `connection`, inside the caller's transaction: each
+    /// fact's new confidence and `decayed_at`, and `faded_at` for those that faded.
+    async fn write_decay(
+        connection: &mut <Self::Db as Database>::Connection,
+        decayed: &[Decayed],
+        now: i64,
+    ) -> Result<()> {
+        lifecycle::write_decay_each::<Self::Db>(connection, decayed, now).await
+    }
 
     /// Runs a read query on a pooled connection; its rows.
     async fn read(

@@ -1,5 +1,6 @@
-//! SQLite's side of the SQL written once (`store/sql/`): its row order, and its
-//! writers' turn (one at a time in the process, `BEGIN IMMEDIATE` across processes).
+//! SQLite's side of the SQL written once (`store/sql/`): its row order, its writers' turn (one
+//! at a time in the process, `BEGIN IMMEDIATE` across processes), and the hooks that reach its
+//! own entity linking, vector tables and in-memory mirror.
 
 use async_trait::async_trait;
 use mnemo_ner_api::ExtractedEntity;
@@ -57,6 +58,32 @@ impl SqlStore for MemoryStore {
         text: Option<&str>,
     ) -> Result<usize> {
         super::entities::link_entities(connection, memory_id, owner, entities, text).await
+    }
+
+    async fn drop_vectors(&self, connection: &mut SqliteConnection, ids: &[String]) -> Result<()> {
+        for id in ids {
+            self.drop_vector(connection, id).await?;
+        }
+        Ok(())
+    }
+
+    fn vectors_dropped(&self, ids: &[String]) {
+        self.forget_vectors(ids);
+    }
+
+    async fn set_supersedes(
+        connection: &mut SqliteConnection,
+        id: &str,
+        old_id: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE memories SET attributes = json_set(attributes, '$.supersedes', ?) WHERE id = ?",
+        )
+        .bind(old_id)
+        .bind(id)
+        .execute(connection)
+        .await?;
+        Ok(())
     }
 
     async fn link_earlier_mentions(

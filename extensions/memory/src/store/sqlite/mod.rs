@@ -5,9 +5,10 @@
 //!
 //! Files: `open` (connection options, pragmas, migrations and every call into C),
 //! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`,
-//! `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `lifecycle`, `export` and
-//! `admin`, one storage trait each (storing memories, sessions and people are written once for
-//! both backends in `store/sql/`, over `dialect`); `packed` reads many small rows as one.
+//! `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `export` and `admin`, one
+//! storage trait each (storing memories, a fact's lifecycle, access records, sessions and
+//! people are written once for both backends in `store/sql/`, over `dialect`); `packed` reads
+//! many small rows as one.
 
 mod admin;
 mod checkpoint;
@@ -16,7 +17,6 @@ mod entities;
 mod export;
 mod fulltext;
 mod index_queue;
-mod lifecycle;
 mod open;
 mod packed;
 mod records;

@@ -187,24 +187,20 @@ impl MemoryStore {
         Ok(())
     }
 
-    pub(super) async fn drop_vector(
-        &self,
-        tx: &mut Transaction<'_, Sqlite>,
-        id: &str,
-    ) -> Result<()> {
+    pub(super) async fn drop_vector(&self, tx: &mut SqliteConnection, id: &str) -> Result<()> {
         sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if self.vector_table_exists(tx).await? {
             sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
                 .bind(id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ?")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         Ok(())
     }
