@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use mnemo_memory::MemoryKind;
 
 /// Long-term memory for LLM agents.
 #[derive(Debug, Parser)]
@@ -186,8 +187,8 @@ pub(crate) enum Command {
         #[arg(long, value_parser = chat_id)]
         chat: Option<String>,
         /// Only this kind: episode, fact or reflection.
-        #[arg(long)]
-        kind: Option<String>,
+        #[arg(long, value_parser = memory_kind)]
+        kind: Option<MemoryKind>,
         /// Most results.
         #[arg(long)]
         limit: Option<usize>,
@@ -263,6 +264,12 @@ pub(crate) enum Command {
 /// `--user`: a user id by the kernel's one id rule (the same as on the wire and in tool calls).
 pub(crate) fn user_id(value: &str) -> Result<String, mnemo_kernel::EventError> {
     mnemo_kernel::check_id("user", value).map(|()| value.to_owned())
+}
+
+/// `--kind`: a kind of memory.
+pub(crate) fn memory_kind(value: &str) -> Result<MemoryKind, String> {
+    MemoryKind::parse(value)
+        .ok_or_else(|| format!("`{value}` is not a kind of memory: episode, fact or reflection"))
 }
 
 /// `--chat`: a chat id by the kernel's one id rule.

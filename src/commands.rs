@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _};
 use mnemo_devtools::progress::Progress;
 use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::ToolScope;
-use mnemo_memory::MemoryService;
+use mnemo_memory::{MemoryKind, MemoryService, SearchHit, SearchRequest};
 use mnemo_server::SamplingLlm;
 use serde_json::{json, Value};
 
@@ -113,56 +113,69 @@ pub(crate) async fn remember(
     Ok(true)
 }
 
-/// `mnemo search`: hybrid search as the user would get it.
-#[allow(clippy::too_many_arguments)]
+/// `mnemo search`: hybrid search as the user would get it, the request the tools and
+/// `/v1/search` build ([`SearchRequest::for_caller`]).
 pub(crate) async fn search(
     config: Config,
     query: &str,
     user: &str,
     chat: Option<&str>,
-    kind: Option<&str>,
+    kind: Option<MemoryKind>,
     limit: Option<usize>,
     json_output: bool,
 ) -> anyhow::Result<bool> {
-    let kernel = start_with_every_memory_tool(config).await?;
-    let mut arguments = json!({"query": query});
-    if let Some(kind) = kind {
-        arguments["kind"] = json!(kind);
-    }
-    if let Some(limit) = limit {
-        arguments["limit"] = json!(limit);
-    }
-    let result = kernel
-        .call_tool(
-            &scope(&kernel, user, chat, None),
-            "search_memory",
-            arguments,
-        )
-        .await;
+    let kernel = start(config).await?;
+    let result = search_in(&kernel, query, user, chat, kind, limit).await;
     kernel.shutdown().await;
     let hits = result?;
     let mut stdout = std::io::stdout().lock();
     let written = if json_output {
+        let hits = Value::Array(hits.iter().map(SearchHit::summary).collect());
         writeln!(stdout, "{hits}")
     } else {
-        let hits = hits.as_array().cloned().unwrap_or_default();
         let mut lines = Vec::with_capacity(hits.len().max(1));
         if hits.is_empty() {
             lines.push("no results".to_owned());
         }
-        for hit in hits {
+        for hit in &hits {
             lines.push(format!(
                 "{:.4}  {:<22} {:<10} {}",
-                hit["score"].as_f64().unwrap_or_default(),
-                visible(hit["id"].as_str().unwrap_or_default()),
-                visible(hit["kind"].as_str().unwrap_or_default()),
-                visible(hit["content"].as_str().unwrap_or_default())
+                hit.score,
+                visible(&hit.memory.id),
+                hit.memory.kind.as_str(),
+                visible(&hit.memory.content)
             ));
         }
         lines.iter().try_for_each(|line| writeln!(stdout, "{line}"))
     };
     unless_reader_left(written.and_then(|()| stdout.flush()))?;
     Ok(true)
+}
+
+/// The search of `mnemo search` on a started kernel; `limit` is checked against the store's
+/// `max_search_limit`.
+async fn search_in(
+    kernel: &Kernel,
+    query: &str,
+    user: &str,
+    chat: Option<&str>,
+    kind: Option<MemoryKind>,
+    limit: Option<usize>,
+) -> anyhow::Result<Vec<SearchHit>> {
+    let service = memory_service(kernel)?;
+    let config = service.config();
+    let limit = limit.unwrap_or(config.search_limit);
+    if !(1..=config.max_search_limit).contains(&limit) {
+        bail!(
+            "`--limit` must be 1 to {} (`max_search_limit`), not {limit}",
+            config.max_search_limit
+        );
+    }
+    let request = SearchRequest {
+        kinds: kind.into_iter().collect(),
+        ..SearchRequest::for_caller(query, user, chat, limit)
+    };
+    Ok(service.search(&request).await?)
 }
 
 /// A write to standard output, where a reader that stopped reading (`mnemo export | head`)

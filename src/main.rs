@@ -133,7 +133,7 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
                 query,
                 user,
                 chat.as_deref(),
-                kind.as_deref(),
+                *kind,
                 *limit,
                 *json,
             )

@@ -15,6 +15,6 @@ pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use types::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
-    Memory, MemoryKind, MemoryStats, NewFact, PendingSession, SavedFacts, ScoreBreakdown,
-    SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
+    Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, SavedFacts,
+    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
 };

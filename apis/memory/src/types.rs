@@ -1,11 +1,13 @@
 //! The data the memory API speaks in: memories, search requests and hits, facts, sessions.
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The three kinds of memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryKind {
     /// A raw dialogue turn.
@@ -104,7 +106,8 @@ pub struct Memory {
 
 /// How a hybrid search fuses its candidate lists (`fusion` in `[extensions.memory]`). A search
 /// of one list (another [`SearchMode`]) ranks by RRF, which keeps the list's own order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum FusionMethod {
     /// The lists' normalised scores, weighted and added.
@@ -125,7 +128,8 @@ impl FusionMethod {
 }
 
 /// How a search ranks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
     /// FTS5, vector and entity lists fused by their normalised scores (or by Reciprocal Rank
@@ -153,6 +157,31 @@ impl SearchMode {
     }
 }
 
+/// Seed 001's memory types, each with its own lifetime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryType {
+    /// A durable fact (the default); a new one about the same thing supersedes the old.
+    #[default]
+    Fact,
+    /// A value for today: kept until the end of the day.
+    Context,
+    /// A conversation note, kept 30 days.
+    Conversation,
+}
+
+impl MemoryType {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryType::Fact => "fact",
+            MemoryType::Context => "context",
+            MemoryType::Conversation => "conversation",
+        }
+    }
+}
+
 /// A search and its filters.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchRequest {
@@ -175,7 +204,7 @@ pub struct SearchRequest {
     pub min_similarity: Option<f32>,
     /// Only memories of this seed-001 type (`conversation` = episodes and conversation
     /// memories, `fact`, `context`).
-    pub memory_type: Option<String>,
+    pub memory_type: Option<MemoryType>,
     /// Only these kinds; empty = every kind.
     pub kinds: Vec<MemoryKind>,
     /// Leave out this session's memories (context injection excludes the current session).
@@ -199,6 +228,28 @@ pub struct SearchRequest {
     pub touch: bool,
 }
 
+impl SearchRequest {
+    /// A search as every door starts it (the tools, `/v1/search`, `mnemo search`): `user`'s
+    /// memories as they see them in `chat` (their personal ones, theirs of that chat and its
+    /// shared ones; without a chat, their personal ones), hybrid, at most `limit` hits, counted
+    /// as recalled. Each door then adds its own filters.
+    pub fn for_caller(
+        query: impl Into<String>,
+        user_id: &str,
+        chat_id: Option<&str>,
+        limit: usize,
+    ) -> Self {
+        SearchRequest {
+            query: query.into(),
+            user_id: Some(user_id.to_owned()),
+            chat_id: chat_id.map(str::to_owned),
+            limit,
+            touch: true,
+            ..SearchRequest::default()
+        }
+    }
+}
+
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
@@ -209,6 +260,27 @@ pub struct SearchHit {
     /// Why it ranked where it did: [`SearchHit::score`] is `(fused × speaker × period +
     /// neighbours + session) × confidence_weight`.
     pub why: ScoreBreakdown,
+}
+
+impl SearchHit {
+    /// The hit as a model (the search tools) and `mnemo search --json` see it: `id`, `kind`,
+    /// `content`, `score` (to six decimals), `event_time`, `session_id`, `tags`, `confidence`,
+    /// `matched_by` (the lists that found it) and `supersedes`.
+    pub fn summary(&self) -> Value {
+        let memory = &self.memory;
+        serde_json::json!({
+            "id": memory.id,
+            "kind": memory.kind.as_str(),
+            "content": memory.content,
+            "score": (self.score * 1e6).round() / 1e6,
+            "event_time": memory.event_time.to_rfc3339(),
+            "session_id": memory.session_id,
+            "tags": memory.tags,
+            "confidence": memory.confidence,
+            "matched_by": self.why.lists.iter().map(|list| list.list.clone()).collect::<Vec<_>>(),
+            "supersedes": memory.attributes.get("supersedes"),
+        })
+    }
 }
 
 /// How a search hit's score came about.

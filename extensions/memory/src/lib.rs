@@ -45,8 +45,8 @@ pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
-    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, NewFact,
-    PendingSession, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, MemoryType,
+    NewFact, PendingSession, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
     SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;

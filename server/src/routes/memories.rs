@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::ToolScope;
-use mnemo_memory::{ListRequest, Memory, MemoryApi as _};
+use mnemo_memory::{ListRequest, Memory, MemoryApi as _, MemoryKind, MemoryType};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{id_text, IdText, KindName, MemoryTypeName, MemoryView, NameText};
+use super::views::{id_text, IdText, MemoryView, NameText};
 use super::{ApiJson, ApiPath, ApiQuery};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -38,7 +38,7 @@ pub(crate) struct RememberBody {
     /// `fact` (default, permanent until it decays), `context` (until the end of the day) or
     /// `conversation` (30 days).
     #[serde(default, rename = "type")]
-    memory_type: MemoryTypeName,
+    memory_type: MemoryType,
     /// When it expires (facts only); must be in the future.
     expires_at: Option<DateTime<Utc>>,
     /// The chat it is said in: it belongs to that chat.
@@ -89,7 +89,7 @@ pub(crate) async fn remember(
             "`subjects`: `{name}` is not a name"
         )));
     }
-    let remembered = if body.memory_type == MemoryTypeName::Fact {
+    let remembered = if body.memory_type == MemoryType::Fact {
         let (id, subjects) = state
             .memory
             .remember(
@@ -112,7 +112,7 @@ pub(crate) async fn remember(
             .memory
             .store_typed(
                 &scope,
-                body.memory_type.as_str(),
+                body.memory_type,
                 &body.content,
                 serde_json::Map::new(),
             )
@@ -133,7 +133,7 @@ pub(crate) struct ListQuery {
     /// Only the caller's memories kept in this chat; without it, every scope of theirs.
     chat_id: Option<IdText>,
     /// Only this kind.
-    kind: Option<KindName>,
+    kind: Option<MemoryKind>,
     /// Also forgotten, corrected and expired memories.
     #[serde(default)]
     include_inactive: bool,
@@ -200,7 +200,7 @@ pub(crate) async fn list(
     let request = ListRequest {
         user_id: principal.user()?.to_owned(),
         chat_id: chat,
-        kinds: query.kind.map(Into::into).into_iter().collect(),
+        kinds: query.kind.into_iter().collect(),
         include_inactive: query.include_inactive,
         since: query.since,
         until: query.until,
@@ -301,12 +301,12 @@ async fn own_fact(
     change: &str,
 ) -> Result<Memory, ApiError> {
     let memory = own_memory(state, principal, id).await?;
-    if memory.kind == mnemo_memory::MemoryKind::Fact {
+    if memory.kind == MemoryKind::Fact {
         Ok(memory)
     } else {
         Err(ApiError::invalid(format!(
             "`{id}` is {} {}; only facts can be {change}",
-            if memory.kind == mnemo_memory::MemoryKind::Episode {
+            if memory.kind == MemoryKind::Episode {
                 "an"
             } else {
                 "a"

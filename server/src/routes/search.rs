@@ -5,13 +5,11 @@ use std::sync::Arc;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::TurnInput;
-use mnemo_memory::{SearchHit, SearchRequest};
+use mnemo_memory::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::views::{
-    id_text, whole_number, IdText, KindName, MemoryTypeName, MemoryView, ModeName, NameText,
-};
+use super::views::{id_text, whole_number, IdText, MemoryView, NameText};
 use super::ApiJson;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -31,11 +29,11 @@ pub(crate) struct SearchBody {
     query: String,
     /// `hybrid` (default) fuses the others.
     #[serde(default)]
-    mode: ModeName,
+    mode: SearchMode,
     /// Only these kinds; empty for all.
     #[serde(default)]
     #[schema(max_items = 3)]
-    kinds: Vec<KindName>,
+    kinds: Vec<MemoryKind>,
     /// Most hits, 1 to the server's `max_search_limit` (50 by default; the maximum here is this
     /// server's).
     #[serde(default, deserialize_with = "whole_number")]
@@ -54,7 +52,7 @@ pub(crate) struct SearchBody {
     #[schema(max_items = 16)]
     about: Vec<NameText>,
     /// Only this seed-001 type.
-    memory_type: Option<MemoryTypeName>,
+    memory_type: Option<MemoryType>,
     /// Also memories a newer one replaced.
     #[serde(default)]
     include_superseded: bool,
@@ -199,21 +197,16 @@ pub(crate) async fn search(
         }
     }
     let request = SearchRequest {
-        query: body.query,
-        user_id: Some(user.to_owned()),
-        chat_id: chat,
         about,
         include_superseded: body.include_superseded,
         min_similarity: body.min_similarity,
-        memory_type: body.memory_type.map(|kind| kind.as_str().to_owned()),
-        kinds: body.kinds.into_iter().map(Into::into).collect(),
+        memory_type: body.memory_type,
+        kinds: body.kinds,
         since: body.since,
         until: body.until,
         tags: body.tags,
-        limit,
-        mode: body.mode.into(),
-        touch: true,
-        ..SearchRequest::default()
+        mode: body.mode,
+        ..SearchRequest::for_caller(body.query, user, chat.as_deref(), limit)
     };
     let hits = state.memory.search(&request).await?;
     Ok(axum::Json(SearchResults {

@@ -2,7 +2,7 @@
 //! OpenAPI schemas.
 
 use chrono::{DateTime, Utc};
-use mnemo_memory::{Memory, MemoryKind, SearchMode};
+use mnemo_memory::{Memory, MemoryKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 pub(crate) struct MemoryView {
     /// `mem_…`.
     pub(crate) id: String,
-    pub(crate) kind: KindName,
+    pub(crate) kind: MemoryKind,
     pub(crate) content: String,
     pub(crate) user_id: Option<String>,
     pub(crate) chat_id: Option<String>,
@@ -52,7 +52,7 @@ impl From<Memory> for MemoryView {
         Self {
             active: memory.valid_until.is_none(),
             id: memory.id,
-            kind: memory.kind.into(),
+            kind: memory.kind,
             content: memory.content,
             user_id: memory.user_id,
             chat_id: memory.chat_id,
@@ -73,87 +73,6 @@ impl From<Memory> for MemoryView {
             superseded_by_id: memory.superseded_by_id,
             faded_at: memory.faded_at,
             attributes: memory.attributes,
-        }
-    }
-}
-
-/// A kind of memory.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum KindName {
-    /// A conversation turn.
-    Episode,
-    /// A durable fact.
-    Fact,
-    /// A reflection over facts.
-    Reflection,
-}
-
-impl From<MemoryKind> for KindName {
-    fn from(kind: MemoryKind) -> Self {
-        match kind {
-            MemoryKind::Episode => Self::Episode,
-            MemoryKind::Fact => Self::Fact,
-            MemoryKind::Reflection => Self::Reflection,
-        }
-    }
-}
-
-impl From<KindName> for MemoryKind {
-    fn from(kind: KindName) -> Self {
-        match kind {
-            KindName::Episode => Self::Episode,
-            KindName::Fact => Self::Fact,
-            KindName::Reflection => Self::Reflection,
-        }
-    }
-}
-
-/// How a search ranks.
-#[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ModeName {
-    /// Full text, vectors and entities fused.
-    #[default]
-    Hybrid,
-    /// BM25 full text alone.
-    Fts,
-    /// Vector similarity alone.
-    Vector,
-    /// Linked entities alone.
-    Entity,
-}
-
-impl From<ModeName> for SearchMode {
-    fn from(mode: ModeName) -> Self {
-        match mode {
-            ModeName::Hybrid => Self::Hybrid,
-            ModeName::Fts => Self::Fts,
-            ModeName::Vector => Self::Vector,
-            ModeName::Entity => Self::Entity,
-        }
-    }
-}
-
-/// Seed 001's memory types.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum MemoryTypeName {
-    /// A durable fact (the default).
-    #[default]
-    Fact,
-    /// A value for today: kept until the end of the day.
-    Context,
-    /// A conversation note, kept 30 days.
-    Conversation,
-}
-
-impl MemoryTypeName {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Fact => "fact",
-            Self::Context => "context",
-            Self::Conversation => "conversation",
         }
     }
 }

@@ -10,7 +10,7 @@ use super::MemoryService;
 use crate::error::{MemoryError, Result};
 use crate::store::{NewMemory, Person};
 use crate::text::{is_stopword, terms};
-use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
+use crate::types::{Memory, MemoryKind, MemoryType, SearchRequest, SessionKey};
 
 /// A fact to save through [`MemoryService::save_fact`].
 #[derive(Debug, Clone, Default)]
@@ -279,11 +279,11 @@ impl MemoryService {
     /// `key` in the metadata replaces that key's earlier value) or `conversation` (30 days).
     ///
     /// # Errors
-    /// An unknown type or invalid content, or the store fails.
+    /// Invalid content, or the store fails.
     pub async fn store_typed(
         &self,
         scope: &ToolScope,
-        memory_type: &str,
+        memory_type: MemoryType,
         content: &str,
         metadata: Map<String, serde_json::Value>,
     ) -> Result<String> {
@@ -295,13 +295,10 @@ impl MemoryService {
             .map(|time| time.and_utc())
             .unwrap_or(now);
         let (kind, expires_at) = match memory_type {
-            "fact" => (MemoryKind::Fact, None),
-            "context" => (MemoryKind::Fact, Some(end_of_day)),
-            "conversation" => (MemoryKind::Episode, Some(now + chrono::Duration::days(30))),
-            other => {
-                return Err(MemoryError::Invalid(format!(
-                    "`memory_type` must be conversation, fact or context, not `{other}`"
-                )))
+            MemoryType::Fact => (MemoryKind::Fact, None),
+            MemoryType::Context => (MemoryKind::Fact, Some(end_of_day)),
+            MemoryType::Conversation => {
+                (MemoryKind::Episode, Some(now + chrono::Duration::days(30)))
             }
         };
         let previous = match (
@@ -309,7 +306,7 @@ impl MemoryService {
             metadata.get("key").and_then(|key| key.as_str()),
         ) {
             // The value this one replaces: the one set in the same chat (or outside any).
-            ("context", Some(key)) => self
+            (MemoryType::Context, Some(key)) => self
                 .context_value(&scope.user_id, scope.chat_id.as_deref(), key)
                 .await?
                 .filter(|previous| previous.chat_id == scope.chat_id),
@@ -323,9 +320,9 @@ impl MemoryService {
                 content: content.to_owned(),
                 confidence: 1.0,
                 expires_at,
-                memory_type: Some(memory_type.to_owned()),
+                memory_type: Some(memory_type.as_str().to_owned()),
                 attributes: metadata,
-                supersede: memory_type == "fact",
+                supersede: memory_type == MemoryType::Fact,
                 ..FactInput::default()
             })
             .await?
@@ -349,7 +346,7 @@ impl MemoryService {
                         attributes: metadata,
                         decay_rate: 0.0,
                         confidence: 1.0,
-                        memory_type: Some(memory_type.to_owned()),
+                        memory_type: Some(memory_type.as_str().to_owned()),
                         expires_at,
                         shared: false,
                         subject_ids: Vec::new(),

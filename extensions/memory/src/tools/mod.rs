@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use crate::config::ToolProfile;
 use crate::error::MemoryError;
 use crate::service::{FactInput, MemoryService};
-use crate::types::{MemoryKind, SearchHit, SearchMode, SearchRequest};
+use crate::types::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
 
 mod people;
 mod reference;
@@ -117,65 +117,6 @@ const MAX_SUBJECTS: usize = 10;
 /// Longest expiry, in days (100 years).
 const MAX_EXPIRY_DAYS: i64 = 36_500;
 
-/// A kind of memory, as `search_memory` filters by it.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum KindArg {
-    Episode,
-    Fact,
-    Reflection,
-}
-
-impl From<KindArg> for MemoryKind {
-    fn from(kind: KindArg) -> Self {
-        match kind {
-            KindArg::Episode => MemoryKind::Episode,
-            KindArg::Fact => MemoryKind::Fact,
-            KindArg::Reflection => MemoryKind::Reflection,
-        }
-    }
-}
-
-/// How `search_memory` ranks.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum ModeArg {
-    Hybrid,
-    Fts,
-    Vector,
-    Entity,
-}
-
-impl From<ModeArg> for SearchMode {
-    fn from(mode: ModeArg) -> Self {
-        match mode {
-            ModeArg::Hybrid => SearchMode::Hybrid,
-            ModeArg::Fts => SearchMode::Fts,
-            ModeArg::Vector => SearchMode::Vector,
-            ModeArg::Entity => SearchMode::Entity,
-        }
-    }
-}
-
-/// Seed 001's memory types.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum MemoryTypeArg {
-    Conversation,
-    Fact,
-    Context,
-}
-
-impl MemoryTypeArg {
-    fn as_str(self) -> &'static str {
-        match self {
-            MemoryTypeArg::Conversation => "conversation",
-            MemoryTypeArg::Fact => "fact",
-            MemoryTypeArg::Context => "context",
-        }
-    }
-}
-
 /// Refuses to change, by id, a memory the caller keeps in another chat than the one they act
 /// in: the tools change what the caller's conversation sees (their personal memories and what
 /// they keep in this chat), as over HTTP a key changes a chat's memories only while its user
@@ -238,23 +179,6 @@ fn parse_time(
     ))
 }
 
-/// One search hit as the model sees it.
-pub(crate) fn hit_json(hit: &SearchHit) -> Value {
-    let memory = &hit.memory;
-    json!({
-        "id": memory.id,
-        "kind": memory.kind.as_str(),
-        "content": memory.content,
-        "score": (hit.score * 1e6).round() / 1e6,
-        "event_time": memory.event_time.to_rfc3339(),
-        "session_id": memory.session_id,
-        "tags": memory.tags,
-        "confidence": memory.confidence,
-        "matched_by": hit.why.lists.iter().map(|list| list.list.clone()).collect::<Vec<_>>(),
-        "supersedes": memory.attributes.get("supersedes"),
-    })
-}
-
 /// Searches for the caller with the tool's own filters; the hits as the model sees them.
 async fn search(
     service: &MemoryService,
@@ -262,23 +186,19 @@ async fn search(
     request: SearchRequest,
 ) -> Result<Vec<SearchHit>, ToolError> {
     service
-        .search(&SearchRequest {
-            touch: true,
-            ..request
-        })
+        .search(&request)
         .await
         .map_err(|error| tool_error(tool, error))
 }
 
 /// The caller's own scope of a search: their memories, in this chat.
 fn caller_request(service: &MemoryService, scope: &ToolScope, query: String) -> SearchRequest {
-    SearchRequest {
+    SearchRequest::for_caller(
         query,
-        user_id: Some(scope.user_id.clone()),
-        chat_id: scope.chat_id.clone(),
-        limit: service.config().search_limit,
-        ..SearchRequest::default()
-    }
+        &scope.user_id,
+        scope.chat_id.as_deref(),
+        service.config().search_limit,
+    )
 }
 
 #[cfg(test)]

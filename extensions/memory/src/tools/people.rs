@@ -188,7 +188,7 @@ async fn attributed(
     Ok(Value::Array(
         hits.iter()
             .map(|hit| {
-                let mut item = hit_json(hit);
+                let mut item = hit.summary();
                 let about: Vec<&String> = hit
                     .memory
                     .subject_ids

@@ -12,11 +12,11 @@ pub(super) struct SearchMemory(pub(super) Arc<MemoryService>);
 pub(super) struct SearchMemoryArgs {
     /// what to look for
     query: String,
-    kind: Option<KindArg>,
+    kind: Option<MemoryKind>,
     #[schemars(range(min = 1))]
     limit: Option<usize>,
     /// ranking; hybrid fuses the others
-    mode: Option<ModeArg>,
+    mode: Option<SearchMode>,
     /// only memories from this time on (RFC 3339 or YYYY-MM-DD)
     since: Option<String>,
     /// only memories before this time (RFC 3339 or YYYY-MM-DD)
@@ -51,17 +51,17 @@ impl Tool for SearchMemory {
     ) -> Result<Value, ToolError> {
         let name = self.name();
         let request = SearchRequest {
-            kinds: args.kind.map(MemoryKind::from).into_iter().collect(),
+            kinds: args.kind.into_iter().collect(),
             since: parse_time(name, "since", args.since.as_deref())?,
             until: parse_time(name, "until", args.until.as_deref())?,
             tags: args.tags.unwrap_or_default(),
             limit: args.limit.unwrap_or(self.0.config().search_limit),
-            mode: args.mode.map_or(SearchMode::Hybrid, SearchMode::from),
+            mode: args.mode.unwrap_or_default(),
             include_superseded: args.include_superseded.unwrap_or(false),
             ..caller_request(&self.0, scope, args.query)
         };
         let hits = search(&self.0, name, request).await?;
-        Ok(Value::Array(hits.iter().map(hit_json).collect()))
+        Ok(Value::Array(hits.iter().map(SearchHit::summary).collect()))
     }
 }
 

@@ -11,7 +11,7 @@ pub(super) struct SearchMemories(pub(super) Arc<MemoryService>);
 #[serde(deny_unknown_fields)]
 pub(super) struct SearchMemoriesArgs {
     query: String,
-    memory_type: Option<MemoryTypeArg>,
+    memory_type: Option<MemoryType>,
     #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
@@ -39,12 +39,12 @@ impl Tool for SearchMemories {
         args: SearchMemoriesArgs,
     ) -> Result<Value, ToolError> {
         let request = SearchRequest {
-            memory_type: args.memory_type.map(|kind| kind.as_str().to_owned()),
+            memory_type: args.memory_type,
             limit: args.limit.unwrap_or(self.0.config().search_limit),
             ..caller_request(&self.0, scope, args.query)
         };
         let hits = search(&self.0, self.name(), request).await?;
-        Ok(Value::Array(hits.iter().map(hit_json).collect()))
+        Ok(Value::Array(hits.iter().map(SearchHit::summary).collect()))
     }
 }
 
@@ -57,7 +57,7 @@ pub(super) struct StoreMemory(pub(super) Arc<MemoryService>);
 pub(super) struct StoreMemoryArgs {
     #[schemars(length(min = 1))]
     content: String,
-    memory_type: Option<MemoryTypeArg>,
+    memory_type: Option<MemoryType>,
     /// free-form JSON kept with the memory: at most 16384 bytes as JSON, nested at most 32 deep
     metadata: Option<Map<String, Value>>,
 }
@@ -84,7 +84,7 @@ impl Tool for StoreMemory {
         scope: &ToolScope,
         args: StoreMemoryArgs,
     ) -> Result<Value, ToolError> {
-        let memory_type = args.memory_type.unwrap_or(MemoryTypeArg::Fact).as_str();
+        let memory_type = args.memory_type.unwrap_or_default();
         let metadata = args.metadata.unwrap_or_default();
         check_metadata(self.name(), &metadata)?;
         let id = self
@@ -92,7 +92,7 @@ impl Tool for StoreMemory {
             .store_typed(scope, memory_type, &args.content, metadata)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
-        Ok(json!({"id": id, "memory_type": memory_type}))
+        Ok(json!({"id": id, "memory_type": memory_type.as_str()}))
     }
 }
 
@@ -203,7 +203,7 @@ impl Tool for SetContext {
         metadata.insert("value".to_owned(), json!(args.value));
         let id = self
             .0
-            .store_typed(scope, "context", &content, metadata)
+            .store_typed(scope, MemoryType::Context, &content, metadata)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
         Ok(json!({"id": id, "key": args.key}))

@@ -175,7 +175,7 @@ pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &Sea
             .push(
                 " AND COALESCE(m.memory_type, CASE m.kind WHEN 'episode' THEN 'conversation' ELSE m.kind END) = ",
             )
-            .push_bind(memory_type.clone());
+            .push_bind(memory_type.as_str());
     }
     if !request.about.is_empty() {
         builder.push(

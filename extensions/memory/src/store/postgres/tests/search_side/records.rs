@@ -5,7 +5,7 @@ use super::super::open_fresh;
 use super::{ana, at, insert, row, sql, Row};
 use crate::store::backend::MemoryRecords;
 use crate::store::postgres::PostgresStore;
-use crate::types::{ListRequest, MemoryKind, SearchRequest, SessionKey};
+use crate::types::{ListRequest, MemoryKind, MemoryType, SearchRequest, SessionKey};
 
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
@@ -205,7 +205,7 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
     };
     assert_eq!(visible(&store, &all, &episodes).await, ["episode"]);
     let conversation = SearchRequest {
-        memory_type: Some("conversation".into()),
+        memory_type: Some(MemoryType::Conversation),
         ..ana()
     };
     assert_eq!(visible(&store, &all, &conversation).await, ["episode"]);
