@@ -4,14 +4,16 @@
 //! no index to merge, no mirror to move along.
 
 use async_trait::async_trait;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
-use crate::store::rows::cached_hashes;
-use crate::store::sql::WriteScope;
-use crate::types::{MemoryForgotten, MemoryKind, UserErased};
+use crate::store::sql::{
+    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, WriteScope,
+    FORGOTTEN_COLUMNS,
+};
+use crate::types::{MemoryForgotten, UserErased};
 
 /// Removes the memories `ids` with their entity links, queue entries, vectors and the cached
 /// vectors of their texts, inside `tx`; returns what was removed, in the order of `ids`, each
@@ -20,35 +22,19 @@ async fn purge_in_tx(
     tx: &mut Transaction<'_, Postgres>,
     ids: &[String],
 ) -> Result<Vec<MemoryForgotten>> {
-    let rows = sqlx::query(
-        "SELECT id, kind, content, user_id, chat_id, session_id FROM memories WHERE id = ANY($1) \
-         FOR UPDATE",
-    )
+    let rows = sqlx::query(&format!(
+        "SELECT {FORGOTTEN_COLUMNS} FROM memories WHERE id = ANY($1) FOR UPDATE"
+    ))
     .bind(ids)
     .fetch_all(&mut **tx)
     .await?;
     let mut found = std::collections::HashMap::with_capacity(rows.len());
-    for row in rows {
-        let id: String = row.try_get("id")?;
-        found.insert(id, row);
+    for row in &rows {
+        let memory = forgotten::<Postgres>(row)?;
+        found.insert(memory.memory_id.clone(), memory);
     }
-    let mut removed = Vec::with_capacity(found.len());
-    for id in ids {
-        // `remove`: an id named twice is announced once.
-        let Some(row) = found.remove(id) else {
-            continue;
-        };
-        let kind: String = row.try_get("kind")?;
-        removed.push(MemoryForgotten {
-            memory_id: id.clone(),
-            // A row of an unknown kind is removed all the same; it is announced as an episode.
-            kind: MemoryKind::parse(&kind).unwrap_or(MemoryKind::Episode),
-            content: row.try_get("content")?,
-            user_id: row.try_get("user_id")?,
-            chat_id: row.try_get("chat_id")?,
-            session_id: row.try_get("session_id")?,
-        });
-    }
+    // In the order of `ids`; `remove`: an id named twice is announced once.
+    let removed: Vec<MemoryForgotten> = ids.iter().filter_map(|id| found.remove(id)).collect();
     if removed.is_empty() {
         return Ok(removed);
     }
@@ -69,16 +55,11 @@ async fn purge_in_tx(
             .execute(&mut **tx)
             .await?;
     }
-    // Another memory with the same text only loses a cached vector: it is re-embedded if it is
-    // ever indexed again.
-    let hashes: Vec<String> = removed
+    let texts: Vec<String> = removed
         .iter()
-        .flat_map(|memory| cached_hashes(&memory.content))
+        .map(|memory| memory.content.clone())
         .collect();
-    sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
-        .bind(&hashes)
-        .execute(&mut **tx)
-        .await?;
+    forget_cached_vectors::<Postgres>(tx, &texts).await?;
     Ok(removed)
 }
 
@@ -102,30 +83,8 @@ impl MemoryRemoval for PostgresStore {
                 .bind(user_id)
                 .fetch_one(&mut *tx)
                 .await?;
-        // Sorted byte by byte, as SQLite sorts text.
-        let session_ids: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM (SELECT session_id FROM memories \
-             WHERE user_id = $1 AND session_id IS NOT NULL \
-             UNION SELECT session_id FROM sessions_consolidations WHERE user_id = $1) AS s \
-             ORDER BY session_id COLLATE \"C\"",
-        )
-        .bind(user_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        // The cached vectors of the user's texts, by content hash.
-        let contents: Vec<String> =
-            sqlx::query_scalar("SELECT DISTINCT content FROM memories WHERE user_id = $1")
-                .bind(user_id)
-                .fetch_all(&mut *tx)
-                .await?;
-        let hashes: Vec<String> = contents
-            .iter()
-            .flat_map(|text| cached_hashes(text))
-            .collect();
-        sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ANY($1)")
-            .bind(&hashes)
-            .execute(&mut *tx)
-            .await?;
+        let session_ids = user_sessions::<Postgres>(&mut tx, user_id).await?;
+        forget_user_cached_vectors::<Postgres>(&mut tx, user_id).await?;
         // Set-based, as in SQLite; what references a row goes before it (foreign keys).
         for statement in [
             // Each condition its own statement, so that each can use its index.

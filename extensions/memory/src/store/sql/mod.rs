@@ -17,6 +17,7 @@ mod ingest;
 mod inspection;
 mod lifecycle;
 mod people;
+mod removal;
 mod sessions;
 mod shared_runs;
 
@@ -33,6 +34,9 @@ pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
 pub(crate) use ingest::insert_memory;
 pub(crate) use lifecycle::Decayed;
+pub(crate) use removal::{
+    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, FORGOTTEN_COLUMNS,
+};
 
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of

@@ -1,14 +1,16 @@
 //! Removing memories: soft deletion, purging for good, and erasing everything about a user.
 
 use async_trait::async_trait;
-use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+use sqlx::{Sqlite, Transaction};
 
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
-use crate::store::rows::cached_hashes;
-use crate::types::{MemoryForgotten, MemoryKind, UserErased};
+use crate::store::sql::{
+    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, FORGOTTEN_COLUMNS,
+};
+use crate::types::{MemoryForgotten, UserErased};
 
 /// What every removal of memories ends with, inside its transaction: the full-text index is
 /// merged, and the vector generation moved on if there are vectors (returned).
@@ -69,15 +71,14 @@ impl MemoryStore {
         let vectors = self.vector_table_exists(tx).await?;
         let mut removed = Vec::new();
         for id in ids {
-            let row = sqlx::query(
-                "SELECT kind, content, user_id, chat_id, session_id FROM memories WHERE id = ?",
-            )
+            let row = sqlx::query(&format!(
+                "SELECT {FORGOTTEN_COLUMNS} FROM memories WHERE id = ?"
+            ))
             .bind(id)
             .fetch_optional(&mut **tx)
             .await?;
             let Some(row) = row else { continue };
-            let kind: String = row.try_get("kind")?;
-            let content: String = row.try_get("content")?;
+            let memory = forgotten::<Sqlite>(&row)?;
             for statement in [
                 "DELETE FROM memory_entities WHERE memory_id = ?",
                 "DELETE FROM embedding_queue WHERE memory_id = ?",
@@ -90,27 +91,12 @@ impl MemoryStore {
                     .execute(&mut **tx)
                     .await?;
             }
-            // Another memory with the same text only loses a cached vector: it is re-embedded
-            // if it is ever indexed again.
-            for hash in cached_hashes(&content) {
-                sqlx::query("DELETE FROM embedding_cache WHERE content_hash = ?")
-                    .bind(hash)
-                    .execute(&mut **tx)
-                    .await?;
-            }
+            forget_cached_vectors::<Sqlite>(tx, std::slice::from_ref(&memory.content)).await?;
             sqlx::query("DELETE FROM memories WHERE id = ?")
                 .bind(id)
                 .execute(&mut **tx)
                 .await?;
-            removed.push(MemoryForgotten {
-                memory_id: id.clone(),
-                // A row of an unknown kind is removed all the same; it is announced as an episode.
-                kind: MemoryKind::parse(&kind).unwrap_or(MemoryKind::Episode),
-                content,
-                user_id: row.try_get("user_id")?,
-                chat_id: row.try_get("chat_id")?,
-                session_id: row.try_get("session_id")?,
-            });
+            removed.push(memory);
         }
         let generation = if removed.is_empty() {
             None
@@ -203,35 +189,8 @@ impl MemoryRemoval for MemoryStore {
             .bind(user_id)
             .fetch_all(&mut *tx)
             .await?;
-        let session_ids: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM memories WHERE user_id = ? AND session_id IS NOT NULL \
-             UNION SELECT session_id FROM sessions_consolidations WHERE user_id = ? \
-             ORDER BY 1",
-        )
-        .bind(user_id)
-        .bind(user_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        // The cached vectors of the user's texts, by content hash.
-        let contents: Vec<String> =
-            sqlx::query_scalar("SELECT DISTINCT content FROM memories WHERE user_id = ?")
-                .bind(user_id)
-                .fetch_all(&mut *tx)
-                .await?;
-        let hashes: Vec<String> = contents
-            .iter()
-            .flat_map(|text| cached_hashes(text))
-            .collect();
-        for chunk in hashes.chunks(500) {
-            let mut builder =
-                QueryBuilder::new("DELETE FROM embedding_cache WHERE content_hash IN (");
-            let mut separated = builder.separated(", ");
-            for hash in chunk {
-                separated.push_bind(hash);
-            }
-            separated.push_unseparated(")");
-            builder.build().execute(&mut *tx).await?;
-        }
+        let session_ids = user_sessions::<Sqlite>(&mut tx, user_id).await?;
+        forget_user_cached_vectors::<Sqlite>(&mut tx, user_id).await?;
         // Set-based, not a few statements per memory: a user with 100k memories is erased in
         // seconds rather than a minute of held writers.
         let mut statements = vec![
