@@ -19,6 +19,7 @@ impl Dialect for Postgres {
         "UPDATE memories SET attributes = (attributes::jsonb - 'enrichment_attempts')::text \
          WHERE attributes LIKE '%enrichment\\_attempts%' \
          AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL";
+    const OFF_INDEX: &'static str = "";
 
     fn byte_order(column: &str) -> String {
         format!("{column} COLLATE \"C\"")
@@ -37,6 +38,20 @@ impl Dialect for Postgres {
 
     fn json_texts(column: &str) -> String {
         format!("jsonb_array_elements_text({column}::jsonb) AS texts(value)")
+    }
+
+    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {
+        builder
+            .push(format!("{column} = ANY("))
+            .push_bind(values.to_vec())
+            .push(")");
+    }
+
+    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str) {
+        builder
+            .push("m.tags::jsonb @> jsonb_build_array(")
+            .push_bind(tag.to_owned())
+            .push("::text)");
     }
 }
 

@@ -12,12 +12,12 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{PgConnection, Postgres, QueryBuilder, Row};
 
-use super::scope::push_scope;
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
+use crate::store::sql::push_scope;
 use crate::store::sql::WriteScope;
 use crate::types::EntityInfo;
 

@@ -14,11 +14,12 @@
 use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
-use super::scope::{push_filters, push_text_scope};
+use super::scope::push_text_scope;
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
+use crate::store::sql::push_filters;
 use crate::store::TextScope;
 use crate::types::SearchRequest;
 

@@ -10,12 +10,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, QueryBuilder, Row};
 
-use super::scope::push_filters;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRecords;
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::sql::push_filters;
 use crate::store::types::{RankKey, RankRow};
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 

@@ -20,10 +20,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{Postgres, QueryBuilder, Transaction};
 
-use super::scope::push_scope;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::{vector_scope, vector_search_ready, within_request, VectorIndex};
+use crate::store::sql::push_scope;
 use crate::store::sql::WriteScope;
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;

@@ -18,6 +18,7 @@ mod inspection;
 mod lifecycle;
 mod people;
 mod removal;
+mod scope;
 mod sessions;
 mod shared_runs;
 
@@ -37,6 +38,7 @@ pub(crate) use lifecycle::Decayed;
 pub(crate) use removal::{
     forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, FORGOTTEN_COLUMNS,
 };
+pub(crate) use scope::{push_filters, push_scope};
 
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
@@ -71,6 +73,9 @@ pub(crate) trait Dialect: Driver {
     const VECTORS: &'static str;
     /// Removes `enrichment_attempts` from every memory's attributes that has it.
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str;
+    /// What a column of `memories` is prefixed with in a search's filters so that the planner
+    /// never drives the query by its index: SQLite's unary `+`; nothing for PostgreSQL.
+    const OFF_INDEX: &'static str;
 
     /// `column` sorted by bytes, as SQLite sorts text.
     fn byte_order(column: &str) -> String;
@@ -81,6 +86,11 @@ pub(crate) trait Dialect: Driver {
     fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str);
     /// A table of the texts of the JSON list in `column`, as a column `value`, for `FROM`.
     fn json_texts(column: &str) -> String;
+    /// Appends "`column` is one of `values`": SQLite's `IN (?, …)`, PostgreSQL's `= ANY($n)`
+    /// binding one array.
+    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]);
+    /// Appends "the tags of memory `m` hold `tag`".
+    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str);
 }
 
 /// Binding values while a query is built: `builder.push(" AND user_id = ").text(user)`.

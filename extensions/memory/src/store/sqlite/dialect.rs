@@ -8,7 +8,7 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::sql::{Dialect, Driver, SqlStore, WriteScope, WriteTx};
+use crate::store::sql::{Bind, Dialect, Driver, SqlStore, WriteScope, WriteTx};
 
 impl Dialect for Sqlite {
     const STORED_ORDER: &'static str = "rowid";
@@ -16,6 +16,7 @@ impl Dialect for Sqlite {
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =
         "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
          WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL";
+    const OFF_INDEX: &'static str = "+";
 
     fn byte_order(column: &str) -> String {
         column.to_owned()
@@ -33,6 +34,17 @@ impl Dialect for Sqlite {
 
     fn json_texts(column: &str) -> String {
         format!("json_each({column})")
+    }
+
+    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {
+        builder.push(format!("{column} IN ")).text_list(values);
+    }
+
+    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str) {
+        builder
+            .push("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
+            .text(tag)
+            .push(")");
     }
 }
 

@@ -10,11 +10,12 @@ use serde_json::Value;
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::packed::{fetch_packed, packed_rows};
-use super::scope::{owner_rows, push_scope};
+use super::scope::owner_rows;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
+use crate::store::sql::push_scope;
 use crate::types::EntityInfo;
 
 #[async_trait]

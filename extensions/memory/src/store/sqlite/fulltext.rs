@@ -11,10 +11,11 @@ use async_trait::async_trait;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::packed::{exact_real, fetch_packed, packed_rows, Real};
-use super::scope::{index_scope, push_filters};
+use super::scope::index_scope;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::FullTextIndex;
+use crate::store::sql::push_filters;
 use crate::store::{FirstPass, TextScope};
 use crate::types::SearchRequest;
 

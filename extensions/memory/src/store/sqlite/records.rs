@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 use super::packed::{exact_real, fetch_packed, packed_rows, Real};
-use super::scope::push_filters;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRecords;
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::sql::push_filters;
 use crate::store::types::{RankColumns, RankKey};
 use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 

@@ -1,13 +1,12 @@
-//! The visibility rule and a search request's filters, as SQL conditions on alias `m`, and the
-//! same scope as the full-text index matches it.
+//! A search's scope as SQLite's full-text index matches it: the scope tokens of
+//! `memories.fts_scope` and the owners' ranges of index row ids. The visibility rule and a
+//! request's filters are written once, in `store/sql/scope.rs`.
 
 use std::fmt::Write as _;
 
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::store::rows::ts;
 use crate::store::TextScope;
-use crate::types::SearchRequest;
 
 /// The token `memories.fts_scope` holds for an id (migration 0014): `kind` (`u` owner, `c`
 /// chat, `s` shared with the chat), the id's UTF-8 bytes in hex as SQLite's `hex()` spells
@@ -107,111 +106,6 @@ pub(super) fn within(condition: Option<&str>, query: &str) -> String {
     match condition {
         Some(condition) => format!("{condition} AND ({query})"),
         None => query.to_owned(),
-    }
-}
-
-/// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
-/// a chat, also their own memories of that chat and the chat's shared memories; never another
-/// user's personal memories or another chat's.
-///
-/// The columns carry a unary `+` so that SQLite never drives a query by the owner or chat index:
-/// every caller has a far narrower starting point (an id list, FTS matches, entity links), and
-/// scanning all of a user's memories instead made searches grow with the store.
-pub(super) fn push_scope(
-    builder: &mut QueryBuilder<'_, Sqlite>,
-    user_id: Option<&str>,
-    chat_id: Option<&str>,
-) {
-    match (user_id, chat_id) {
-        (Some(user), Some(chat)) => {
-            builder
-                .push(" AND ((+m.user_id = ")
-                .push_bind(user.to_owned())
-                .push(" AND (+m.chat_id IS NULL OR +m.chat_id = ")
-                .push_bind(chat.to_owned())
-                .push(")) OR (m.shared = 1 AND +m.chat_id = ")
-                .push_bind(chat.to_owned())
-                .push("))");
-        }
-        (Some(user), None) => {
-            builder
-                .push(" AND +m.user_id = ")
-                .push_bind(user.to_owned())
-                .push(" AND +m.chat_id IS NULL");
-        }
-        (None, Some(chat)) => {
-            builder
-                .push(" AND +m.chat_id = ")
-                .push_bind(chat.to_owned());
-        }
-        (None, None) => {}
-    }
-}
-
-/// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
-pub(super) fn push_filters(builder: &mut QueryBuilder<'_, Sqlite>, request: &SearchRequest) {
-    if !request.include_deleted {
-        builder.push(" AND m.valid_until IS NULL");
-    }
-    if !request.include_superseded {
-        builder.push(" AND m.superseded_at IS NULL");
-    }
-    if request.exclude_faded {
-        builder.push(" AND m.faded_at IS NULL");
-    }
-    if let Some(at) = request.at {
-        builder
-            .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
-            .push_bind(ts(at))
-            .push(")");
-    }
-    push_scope(
-        builder,
-        request.user_id.as_deref(),
-        request.chat_id.as_deref(),
-    );
-    if let Some(memory_type) = &request.memory_type {
-        builder
-            .push(
-                " AND COALESCE(m.memory_type, CASE m.kind WHEN 'episode' THEN 'conversation' ELSE m.kind END) = ",
-            )
-            .push_bind(memory_type.as_str());
-    }
-    if !request.about.is_empty() {
-        builder.push(
-            " AND EXISTS (SELECT 1 FROM memory_entities about WHERE about.memory_id = m.id AND about.entity_id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for entity_id in &request.about {
-            separated.push_bind(entity_id.clone());
-        }
-        builder.push("))");
-    }
-    if !request.kinds.is_empty() {
-        builder.push(" AND +m.kind IN (");
-        let mut separated = builder.separated(", ");
-        for kind in &request.kinds {
-            separated.push_bind(kind.as_str());
-        }
-        builder.push(")");
-    }
-    if let Some(session) = &request.exclude_session {
-        builder
-            .push(" AND (m.session_id IS NULL OR m.session_id != ")
-            .push_bind(session.clone())
-            .push(")");
-    }
-    if let Some(since) = request.since {
-        builder.push(" AND m.event_time >= ").push_bind(ts(since));
-    }
-    if let Some(until) = request.until {
-        builder.push(" AND m.event_time < ").push_bind(ts(until));
-    }
-    for tag in &request.tags {
-        builder
-            .push(" AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
-            .push_bind(tag.clone())
-            .push(")");
     }
 }
 

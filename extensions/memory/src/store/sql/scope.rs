@@ -1,0 +1,111 @@
+//! The visibility rule and a search request's filters, as SQL conditions on alias `m`, written
+//! once for both backends. What differs is the dialect's: SQLite keeps the owner, chat and kind
+//! indexes out of these conditions with a unary `+` ([`Dialect::OFF_INDEX`]), a list is bound as
+//! `IN (…)` in SQLite and as one array in PostgreSQL ([`Dialect::push_one_of`]), and a tag is
+//! found through each database's JSON functions ([`Dialect::push_tagged`]).
+
+use sqlx::QueryBuilder;
+
+use super::{Bind, Dialect};
+use crate::store::rows::ts;
+use crate::types::SearchRequest;
+
+/// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
+/// a chat, also their own memories of that chat and the chat's shared memories; never another
+/// user's personal memories or another chat's.
+///
+/// In SQLite the columns carry a unary `+` so that it never drives a query by the owner or chat
+/// index: every caller has a far narrower starting point (an id list, full-text matches, entity
+/// links), and scanning all of a user's memories instead made searches grow with the store.
+pub(crate) fn push_scope<D: Dialect>(
+    builder: &mut QueryBuilder<'_, D>,
+    user_id: Option<&str>,
+    chat_id: Option<&str>,
+) {
+    let off = D::OFF_INDEX;
+    match (user_id, chat_id) {
+        (Some(user), Some(chat)) => {
+            builder
+                .push(format!(" AND (({off}m.user_id = "))
+                .text(user)
+                .push(format!(" AND ({off}m.chat_id IS NULL OR {off}m.chat_id = "))
+                .text(chat)
+                .push(format!(")) OR (m.shared = 1 AND {off}m.chat_id = "))
+                .text(chat)
+                .push("))");
+        }
+        (Some(user), None) => {
+            builder
+                .push(format!(" AND {off}m.user_id = "))
+                .text(user)
+                .push(format!(" AND {off}m.chat_id IS NULL"));
+        }
+        (None, Some(chat)) => {
+            builder.push(format!(" AND {off}m.chat_id = ")).text(chat);
+        }
+        (None, None) => {}
+    }
+}
+
+/// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
+pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest) {
+    if !request.include_deleted {
+        builder.push(" AND m.valid_until IS NULL");
+    }
+    if !request.include_superseded {
+        builder.push(" AND m.superseded_at IS NULL");
+    }
+    if request.exclude_faded {
+        builder.push(" AND m.faded_at IS NULL");
+    }
+    if let Some(at) = request.at {
+        builder
+            .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
+            .int(ts(at))
+            .push(")");
+    }
+    push_scope(
+        builder,
+        request.user_id.as_deref(),
+        request.chat_id.as_deref(),
+    );
+    if let Some(memory_type) = &request.memory_type {
+        builder
+            .push(
+                " AND COALESCE(m.memory_type, CASE m.kind WHEN 'episode' THEN 'conversation' ELSE m.kind END) = ",
+            )
+            .text(memory_type.as_str());
+    }
+    if !request.about.is_empty() {
+        builder.push(
+            " AND EXISTS (SELECT 1 FROM memory_entities about WHERE about.memory_id = m.id AND ",
+        );
+        D::push_one_of(builder, "about.entity_id", &request.about);
+        builder.push(")");
+    }
+    if !request.kinds.is_empty() {
+        let kinds: Vec<String> = request
+            .kinds
+            .iter()
+            .map(|kind| kind.as_str().to_owned())
+            .collect();
+        builder.push(" AND ");
+        D::push_one_of(builder, &format!("{}m.kind", D::OFF_INDEX), &kinds);
+    }
+    if let Some(session) = &request.exclude_session {
+        builder
+            .push(" AND (m.session_id IS NULL OR m.session_id <> ")
+            .text(session.as_str())
+            .push(")");
+    }
+    if let Some(since) = request.since {
+        builder.push(" AND m.event_time >= ").int(ts(since));
+    }
+    if let Some(until) = request.until {
+        builder.push(" AND m.event_time < ").int(ts(until));
+    }
+    for tag in &request.tags {
+        builder.push(" AND ");
+        D::push_tagged(builder, tag);
+    }
+}
