@@ -82,7 +82,7 @@ impl Principal {
     /// As [`Principal::chat`]; 403 for a chat the user is not a member of; the store fails.
     pub(crate) async fn chat_as_member(
         &self,
-        memory: &mnemo_memory::MemoryService,
+        memory: &dyn mnemo_memory_api::MemoryHost,
         requested: Option<&str>,
     ) -> Result<Option<String>, ApiError> {
         let chat = self.chat(requested)?;
@@ -257,7 +257,10 @@ pub(crate) async fn require_key(
         Err(error) => return error.into_response(),
     };
     if let Some(chat) = &caller.chat {
-        if let Err(error) = principal.chat_as_member(&state.memory, Some(chat)).await {
+        if let Err(error) = principal
+            .chat_as_member(state.memory.as_ref(), Some(chat))
+            .await
+        {
             return error.into_response();
         }
     }
@@ -266,7 +269,7 @@ pub(crate) async fn require_key(
     let session = crate::mcp_sessions::session_of(request.headers());
     if let Some(session) = &session {
         if let Err(error) =
-            crate::mcp_sessions::check_binding(&state.memory, session, &key_id).await
+            crate::mcp_sessions::check_binding(state.memory.as_ref(), session, &key_id).await
         {
             return error.into_response();
         }
@@ -275,7 +278,7 @@ pub(crate) async fn require_key(
     let response = next.run(request).await;
     if session.is_none() {
         if let Err(error) =
-            crate::mcp_sessions::bind(&state.memory, response.headers(), &key_id).await
+            crate::mcp_sessions::bind(state.memory.as_ref(), response.headers(), &key_id).await
         {
             return error.into_response();
         }

@@ -4,7 +4,7 @@
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mnemo_memory::MemoryError;
+use mnemo_memory_api::MemoryApiError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -54,15 +54,11 @@ impl ApiError {
     }
 
     /// The answer to a store failure: 503 when the database cannot be reached, else 500.
-    fn from_store(error: &MemoryError) -> Self {
-        if error.is_unavailable() {
-            tracing::warn!(%error, "the memory store's database does not answer");
-            Self::unavailable(format!(
-                "the memory store's database does not answer ({error}); retry shortly"
-            ))
-        } else {
-            Self::internal(error)
-        }
+    fn store_unavailable(error: &dyn std::fmt::Display) -> Self {
+        tracing::warn!(%error, "the memory store's database does not answer");
+        Self::unavailable(format!(
+            "the memory store's database does not answer ({error}); retry shortly"
+        ))
     }
 
     /// 404 `not_found`.
@@ -135,17 +131,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<MemoryError> for ApiError {
-    fn from(error: MemoryError) -> Self {
-        match error {
-            MemoryError::Invalid(message) => Self::invalid(message),
-            MemoryError::NotFound(message) => Self::not_found(message),
-            MemoryError::NotOpen => Self::unavailable("the memory store is not open"),
-            other => Self::from_store(&other),
-        }
-    }
-}
-
 impl From<crate::keys::KeyError> for ApiError {
     fn from(error: crate::keys::KeyError) -> Self {
         use crate::keys::KeyError as E;
@@ -159,17 +144,14 @@ impl From<crate::keys::KeyError> for ApiError {
     }
 }
 
-impl From<mnemo_memory::MemoryApiError> for ApiError {
-    fn from(error: mnemo_memory::MemoryApiError) -> Self {
-        use mnemo_memory::MemoryApiError as E;
+impl From<MemoryApiError> for ApiError {
+    fn from(error: MemoryApiError) -> Self {
+        use MemoryApiError as E;
         match error {
             E::Invalid(message) => Self::invalid(message),
             E::NotFound(message) => Self::not_found(message),
             E::NotOpen => Self::unavailable("the memory store is not open"),
-            E::Storage(source) => match source.downcast_ref::<MemoryError>() {
-                Some(error) => Self::from_store(error),
-                None => Self::internal(&source),
-            },
+            E::Unavailable(source) => Self::store_unavailable(&source),
             other => Self::internal(&other),
         }
     }

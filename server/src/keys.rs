@@ -15,11 +15,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
-use mnemo_memory::{MemoryError, MemoryService};
+use mnemo_memory_api::{MemoryApiError, MemoryHost};
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-pub use mnemo_memory::KeyRecord;
+pub use mnemo_memory_api::KeyRecord;
 
 /// Why a key operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +27,7 @@ pub use mnemo_memory::KeyRecord;
 pub enum KeyError {
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] MemoryError),
+    Store(#[from] MemoryApiError),
     /// The old key file could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -92,7 +92,7 @@ pub enum KeyFileImport {
 
 /// The API keys of one memory store.
 pub struct KeyStore {
-    memory: Arc<MemoryService>,
+    memory: Arc<dyn MemoryHost>,
 }
 
 impl std::fmt::Debug for KeyStore {
@@ -103,7 +103,7 @@ impl std::fmt::Debug for KeyStore {
 
 impl KeyStore {
     /// The keys kept in `memory`'s store. Reads nothing yet.
-    pub fn new(memory: Arc<MemoryService>) -> Self {
+    pub fn new(memory: Arc<dyn MemoryHost>) -> Self {
         Self { memory }
     }
 

@@ -33,7 +33,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use mnemo_kernel::host::{Kernel, MetricsAccess};
-use mnemo_memory::MemoryService;
+use mnemo_memory_api::MemoryHost;
 use mnemo_telemetry::Metrics;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -78,7 +78,7 @@ impl Default for ServeOptions {
 /// What every handler shares.
 pub(crate) struct AppState {
     pub(crate) kernel: Kernel,
-    pub(crate) memory: Arc<MemoryService>,
+    pub(crate) memory: Arc<dyn MemoryHost>,
     pub(crate) keys: KeyStore,
     pub(crate) timeout: Duration,
     /// `None` when `/metrics` is off.
@@ -111,7 +111,7 @@ impl Server {
         let memory = kernel
             .context()
             .services()
-            .get::<MemoryService>()
+            .get::<dyn MemoryHost>()
             .context("`mnemo serve` needs the memory extension; enable [extensions.memory]")?;
         let keys = KeyStore::new(memory.clone());
         keys::import_announced(&keys, kernel.context().data_dir()).await?;

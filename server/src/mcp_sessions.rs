@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
-use mnemo_memory::MemoryService;
+use mnemo_memory_api::MemoryHost;
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
@@ -18,7 +18,7 @@ use crate::error::ApiError;
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Sessions in the memory store.
-pub(crate) struct StoredSessions(pub(crate) Arc<MemoryService>);
+pub(crate) struct StoredSessions(pub(crate) Arc<dyn MemoryHost>);
 
 #[async_trait::async_trait]
 impl SessionStore for StoredSessions {
@@ -56,7 +56,7 @@ pub(crate) fn session_of(headers: &HeaderMap) -> Option<String> {
 /// # Errors
 /// 404 `not_found` for a session of another key or none; the store's failure.
 pub(crate) async fn check_binding(
-    memory: &MemoryService,
+    memory: &dyn MemoryHost,
     session: &str,
     key_id: &str,
 ) -> Result<(), ApiError> {
@@ -74,7 +74,7 @@ pub(crate) async fn check_binding(
 /// # Errors
 /// The store fails: the session must not be handed out unbound.
 pub(crate) async fn bind(
-    memory: &MemoryService,
+    memory: &dyn MemoryHost,
     response_headers: &HeaderMap,
     key_id: &str,
 ) -> Result<(), ApiError> {

@@ -206,13 +206,19 @@ fn compiled_dependencies(package: &str) -> std::collections::BTreeSet<String> {
     seen
 }
 
+/// The extensions that call memory and the server reach it through `mnemo-memory-api`
+/// (`MemoryApi`, `MemoryHost`), so that none of them compiles a database driver or a model.
 #[test]
-fn maintenance_and_reflection_compile_no_database_or_model() {
-    for package in ["mnemo-memory-maintenance", "mnemo-memory-reflection"] {
+fn memory_callers_compile_no_database_or_model() {
+    for package in [
+        "mnemo-memory-maintenance",
+        "mnemo-memory-reflection",
+        "mnemo-server",
+    ] {
         let compiled = compiled_dependencies(package);
         assert!(
-            compiled.contains("mnemo-memory-api"),
-            "{package} should reach memory through mnemo-memory-api: {compiled:?}"
+            compiled.contains("mnemo-memory-api") && !compiled.contains("mnemo-memory"),
+            "{package} should reach memory through mnemo-memory-api alone: {compiled:?}"
         );
         for heavy in HEAVY {
             assert!(

@@ -18,6 +18,10 @@ pub enum MemoryApiError {
     /// The store is not open yet (the extension has not started).
     #[error("the memory store is not open")]
     NotOpen,
+    /// The store's database could not be reached (no connection, or it is restarting): a
+    /// server answers 503 and the client retries. The backend's error is the source.
+    #[error("{0}")]
+    Unavailable(#[source] StorageError),
     /// The storage backend failed; its message says what happened.
     #[error("{0}")]
     Storage(#[source] StorageError),

@@ -1,18 +1,29 @@
-//! The memory service's API: the [`MemoryApi`] trait, the data it speaks in, the events the
-//! memory extension publishes, and one opaque error. The memory extension implements it; the
-//! maintenance and reflection extensions and hosts call it, and depend on this crate alone, so
-//! that they compile neither the database drivers nor the model runtime.
+//! The memory service's API: the [`MemoryApi`] trait for extensions and the [`MemoryHost`]
+//! trait for hosts, the data they speak in, the events the memory extension publishes, and one
+//! opaque error. The memory extension implements them; the maintenance and reflection
+//! extensions and the server call them, and depend on this crate alone, so that they compile
+//! neither the database drivers nor the model runtime.
 #![warn(missing_docs)]
 
 mod api;
 mod error;
 mod events;
+mod host;
+mod records;
 pub mod spans;
 mod types;
+
+/// The memory extension's name in `config.toml` (`[extensions.memory]`) and on the bus.
+pub const EXTENSION_NAME: &str = "memory";
 
 pub use api::MemoryApi;
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
+pub use host::{HostLimits, MemoryHost};
+pub use records::{
+    content_event_id, EntitySummary, IngestedEvent, KeyRecord, McpSessionRecord, OwnerSummary,
+    Person,
+};
 pub use types::{
     CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
     Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, SavedFacts,

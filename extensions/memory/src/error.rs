@@ -135,6 +135,7 @@ impl From<MemoryError> for mnemo_memory_api::MemoryApiError {
             MemoryError::Invalid(message) => Self::Invalid(message),
             MemoryError::NotFound(message) => Self::NotFound(message),
             MemoryError::NotOpen => Self::NotOpen,
+            other if other.is_unavailable() => Self::Unavailable(Box::new(other)),
             other => Self::Storage(Box::new(other)),
         }
     }

@@ -21,6 +21,7 @@ mod api_impl;
 mod config;
 mod context;
 mod error;
+mod host_impl;
 mod migrate;
 mod people;
 mod search;
@@ -44,17 +45,15 @@ pub use config::{MemoryConfig, ToolProfile, DATABASE_URL_ENV};
 pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
-    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryKind, MemoryStats, MemoryType,
-    NewFact, PendingSession, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
-    SessionCompleted, SessionKey, SkippedFact, UserErased,
+    content_event_id, CandidateList, DecayReport, EntityInfo, EntitySummary, EpisodePage,
+    FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch, ListRequest, McpSessionRecord,
+    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost, MemoryKind, MemoryStats,
+    MemoryType, NewFact, OwnerSummary, PendingSession, Person, SavedFacts, ScoreBreakdown,
+    SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;
-pub use service::{content_event_id, FactInput, IngestedEvent, MemoryService};
-pub use store::{
-    EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
-    OwnerSummary, Person, StoredTurn, VectorStatus,
-};
+pub use service::{FactInput, MemoryService};
+pub use store::{IndexItem, IntegrityReport, MirrorSize, StoredTurn, VectorStatus};
 
 /// The API crate's data types, under the path this crate's modules name them by.
 mod types {
@@ -62,7 +61,7 @@ mod types {
 }
 
 /// The config key, folder and extension name.
-pub const NAME: &str = "memory";
+pub const NAME: &str = mnemo_memory_api::EXTENSION_NAME;
 /// The job that soft-deletes expired memories.
 pub const JOB_EXPIRE: &str = "expire_memories";
 
@@ -114,6 +113,7 @@ impl Extension for MemoryExtension {
 
     fn register(&self, registrar: &mut Registrar<'_>) -> Result<(), BoxError> {
         registrar.provide::<dyn MemoryApi>(self.service.clone());
+        registrar.provide::<dyn MemoryHost>(self.service.clone());
         // The concrete service too, for hosts that drive it directly (commands, bench, eval).
         registrar.provide::<MemoryService>(self.service.clone());
         // Scheduled runs are claimed in the store, so that instances sharing it run each once,

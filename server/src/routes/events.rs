@@ -185,7 +185,7 @@ pub(crate) async fn post_events(
             bodies.len()
         )));
     }
-    let limit = state.memory.config().max_content_chars;
+    let limit = state.memory.limits().max_content_chars;
     let mut events = Vec::with_capacity(bodies.len());
     for (index, body) in bodies.into_iter().enumerate() {
         let chars = body.text.chars().count();
@@ -218,7 +218,11 @@ pub(crate) async fn post_events(
     for (event, ingested) in events.into_iter().zip(stored) {
         let id = event.id.clone();
         if ingested.stored {
-            if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await {
+            if let Err(error) = state
+                .kernel
+                .publish_except(event, mnemo_memory_api::EXTENSION_NAME)
+                .await
+            {
                 tracing::warn!(%error, "a stored event was not passed on to the other extensions");
             }
         }
@@ -241,7 +245,9 @@ async fn check_memberships<'a>(
 ) -> Result<(), ApiError> {
     let chats: std::collections::BTreeSet<&str> = chats.collect();
     for chat in chats {
-        principal.chat_as_member(&state.memory, Some(chat)).await?;
+        principal
+            .chat_as_member(state.memory.as_ref(), Some(chat))
+            .await?;
     }
     Ok(())
 }
@@ -304,7 +310,7 @@ pub(crate) async fn import(
                 let mut event =
                     ConversationEvent::from_value(value).map_err(|error| at(error.to_string()))?;
                 if event.id.is_none() {
-                    event.id = Some(mnemo_memory::content_event_id(&event));
+                    event.id = Some(mnemo_memory_api::content_event_id(&event));
                 }
                 let named = event.user_id.clone();
                 let event = principal
@@ -338,7 +344,10 @@ pub(crate) async fn import(
             } {
                 Some(_) => {
                     report.events += 1;
-                    if let Err(error) = state.kernel.publish_except(event, mnemo_memory::NAME).await
+                    if let Err(error) = state
+                        .kernel
+                        .publish_except(event, mnemo_memory_api::EXTENSION_NAME)
+                        .await
                     {
                         tracing::warn!(%error, "an imported event was not passed on to the other extensions");
                     }

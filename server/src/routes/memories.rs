@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::ToolScope;
-use mnemo_memory::{ListRequest, Memory, MemoryApi as _, MemoryKind, MemoryType};
+use mnemo_memory_api::{ListRequest, Memory, MemoryKind, MemoryType};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -71,7 +71,7 @@ pub(crate) async fn remember(
     ApiJson(body): ApiJson<RememberBody>,
 ) -> Result<(StatusCode, axum::Json<Remembered>), ApiError> {
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&body.chat_id))
         .await?;
     let scope = state.scope(principal.user()?, chat);
     if body.subjects.len() > MAX_SUBJECTS {
@@ -176,7 +176,7 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<MemoryPage>, ApiError> {
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&query.chat_id))
         .await?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {
@@ -255,7 +255,7 @@ pub(crate) async fn get(
     ApiQuery(query): ApiQuery<ChatQuery>,
 ) -> Result<axum::Json<MemoryView>, ApiError> {
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&query.chat_id))
         .await?;
     let memory = visible_memory(&state, &principal, &id, chat.as_deref()).await?;
     Ok(axum::Json(memory.into()))
@@ -326,7 +326,7 @@ async fn own_memory(state: &AppState, principal: &Principal, id: &str) -> Result
     {
         if memory.chat_id.is_some() {
             principal
-                .chat_as_member(&state.memory, memory.chat_id.as_deref())
+                .chat_as_member(state.memory.as_ref(), memory.chat_id.as_deref())
                 .await?;
         }
         Ok(memory)

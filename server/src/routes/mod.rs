@@ -139,7 +139,7 @@ impl Modify for BearerKeys {
 /// defaults: the longest memory text (`max_content_chars`) and the most hits of a search
 /// (`max_search_limit`); and the pattern of memory text (not blank, no NUL), which derive
 /// attributes cannot spell.
-fn fit_to_config(document: &mut utoipa::openapi::OpenApi, config: &mnemo_memory::MemoryConfig) {
+fn fit_to_config(document: &mut utoipa::openapi::OpenApi, config: &mnemo_memory_api::HostLimits) {
     use utoipa::openapi::{RefOr, Schema};
     let Some(components) = document.components.as_mut() else {
         return;
@@ -167,7 +167,7 @@ fn fit_to_config(document: &mut utoipa::openapi::OpenApi, config: &mnemo_memory:
 /// The API's routes, the probes and `/openapi.json`.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
     let mut document = ApiDoc::openapi();
-    fit_to_config(&mut document, state.memory.config());
+    fit_to_config(&mut document, &state.memory.limits());
     Router::new()
         .route("/v1/events", post(events::post_events))
         .route("/v1/import", post(events::import))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use mnemo_memory::{Memory, MemoryApi as _, MemoryKind};
+use mnemo_memory_api::{Memory, MemoryKind};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -92,7 +92,7 @@ pub(crate) async fn provenance(
     ApiQuery(query): ApiQuery<ChatQuery>,
 ) -> Result<axum::Json<ProvenanceView>, ApiError> {
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&query.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&query.chat_id))
         .await?;
     let chat = chat.as_deref();
     let memory = visible_memory(&state, &principal, &id, chat).await?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::TurnInput;
-use mnemo_memory::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
+use mnemo_memory_api::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -165,10 +165,10 @@ pub(crate) async fn search(
     check_count("tags", body.tags.len(), 32)?;
     check_count("about", body.about.len(), 16)?;
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&body.chat_id))
         .await?;
     let user = principal.user()?;
-    let config = state.memory.config();
+    let config = state.memory.limits();
     let limit = body.limit.unwrap_or(config.search_limit);
     if !(1..=config.max_search_limit).contains(&limit) {
         return Err(ApiError::invalid(format!(
@@ -208,7 +208,7 @@ pub(crate) async fn search(
         mode: body.mode,
         ..SearchRequest::for_caller(body.query, user, chat.as_deref(), limit)
     };
-    let hits = state.memory.search(&request).await?;
+    let hits = state.memory.search(request).await?;
     Ok(axum::Json(SearchResults {
         hits: hits.into_iter().map(HitView::new).collect(),
     }))
@@ -259,7 +259,7 @@ pub(crate) async fn context(
 ) -> Result<axum::Json<ContextView>, ApiError> {
     check_length("query", &body.query, MAX_CONTEXT_QUERY_CHARS)?;
     let chat = principal
-        .chat_as_member(&state.memory, id_text(&body.chat_id))
+        .chat_as_member(state.memory.as_ref(), id_text(&body.chat_id))
         .await?;
     let input = TurnInput {
         user_id: principal.user()?.to_owned(),

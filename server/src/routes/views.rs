@@ -2,7 +2,7 @@
 //! OpenAPI schemas.
 
 use chrono::{DateTime, Utc};
-use mnemo_memory::{Memory, MemoryKind};
+use mnemo_memory_api::{Memory, MemoryKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};

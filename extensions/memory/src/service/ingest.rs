@@ -12,7 +12,7 @@ use super::group_commit::OwnedTurn;
 use super::MemoryService;
 use crate::error::{record_failure, MemoryError, Result};
 use crate::store::NewMemory;
-use crate::types::{MemoryKind, SessionCompleted};
+use crate::types::{IngestedEvent, MemoryKind, SessionCompleted};
 
 /// User messages that are commands to the host, not conversation.
 const SESSION_COMMANDS: [&str; 1] = ["/new"];
@@ -311,40 +311,6 @@ impl MemoryService {
         self.index_wakeup.notify_one();
         Some(id)
     }
-}
-
-/// The id of an event that came without one: `imp_` and the SHA-256 of what it says (type,
-/// time, user, chat, session, text), so that importing the same file again finds it stored,
-/// and the memory extension's own handler skips it when it is published. `mnemo import` and
-/// the server's `/v1/import` give it to events without an id.
-pub fn content_event_id(event: &mnemo_kernel::ConversationEvent) -> String {
-    use sha2::Digest as _;
-    // A JSON array: each part is delimited, so no two different events give the same bytes.
-    let parts = serde_json::json!([
-        event.kind,
-        event.at.to_rfc3339(),
-        event.user_id,
-        event.chat_id,
-        event.session_id,
-        event.text
-    ]);
-    let digest = sha2::Sha256::digest(parts.to_string().as_bytes());
-    let mut id = String::with_capacity(4 + 2 * digest.len());
-    id.push_str("imp_");
-    for byte in digest {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    id
-}
-
-/// What became of one event of [`MemoryService::ingest_batch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IngestedEvent {
-    /// The memory it became, now or when it was first stored (a resend whose acknowledgement
-    /// was lost); `None` for a session command, or a memory forgotten since.
-    pub memory_id: Option<String>,
-    /// Whether this call stored it.
-    pub stored: bool,
 }
 
 /// A turn ready to store: its event, and its episode and entities.

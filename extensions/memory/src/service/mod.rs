@@ -23,7 +23,6 @@ use mnemo_ner_api::NerApi;
 
 pub use facts::FactInput;
 pub(crate) use facts::{jaccard, word_set};
-pub use ingest::{content_event_id, IngestedEvent};
 
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};

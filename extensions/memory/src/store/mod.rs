@@ -25,11 +25,9 @@ mod sql;
 pub(crate) mod sqlite;
 mod types;
 
+pub(crate) use crate::types::{EntitySummary, KeyRecord, McpSessionRecord, OwnerSummary, Person};
 pub(crate) use backend::MemoryBackend;
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
-pub use types::{
-    EntitySummary, IndexItem, IntegrityReport, KeyRecord, McpSessionRecord, MirrorSize,
-    OwnerSummary, Person, StoredTurn, VectorStatus,
-};
 pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope, TurnRow};
+pub use types::{IndexItem, IntegrityReport, MirrorSize, StoredTurn, VectorStatus};

@@ -179,53 +179,6 @@ pub struct IndexItem {
     pub spoken_by_user: bool,
 }
 
-/// A person the owner told us about: an entity of type `person`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Person {
-    /// `ent_*`.
-    pub id: String,
-    /// The user who told us.
-    pub owner: String,
-    /// Name (the entity's canonical name).
-    pub name: String,
-    /// How the owner relates to them ("wife", "boss").
-    pub relation: Option<String>,
-    /// Other names.
-    pub aliases: Vec<String>,
-    /// Extensible metadata.
-    pub metadata: Map<String, Value>,
-    /// Stable identity from an outside provider.
-    pub external_id: Option<String>,
-    /// The provider of `external_id`.
-    pub provider: Option<String>,
-}
-
-/// An owner of memories, for the admin's list of users.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct OwnerSummary {
-    /// The user id.
-    pub user_id: String,
-    /// Their memories of every kind, active or not.
-    pub memories: i64,
-}
-
-/// One of an owner's entities, for inspection.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct EntitySummary {
-    /// `ent_*`.
-    pub id: String,
-    /// Its canonical name.
-    pub name: String,
-    /// `person`, `project`, `organization`, `location`, `email`, `url`, `date` or `other`.
-    pub entity_type: String,
-    /// How the owner relates to a person ("wife"), if told.
-    pub relation: Option<String>,
-    /// Other names it was mentioned by.
-    pub aliases: Vec<String>,
-    /// The memories linked to it: those that name it, and facts about a person.
-    pub memories: i64,
-}
-
 /// Whether vector search can be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VectorStatus {
@@ -306,38 +259,6 @@ impl IntegrityReport {
         }
         problems
     }
-}
-
-/// An API key as stored: its hash, never the key. Kept in the store so that every server on it
-/// accepts the same keys, and a revocation reaches them all.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyRecord {
-    /// Names the key: `k` and 12 hex digits.
-    pub id: String,
-    /// SHA-256 of the whole key, in hex.
-    pub hash: String,
-    /// The user it acts for; `None` for an admin key.
-    pub user_id: Option<String>,
-    /// An admin key may act for any user (the `X-Mnemo-User` header) and run jobs.
-    pub admin: bool,
-    /// The chats it may act in; empty for any chat and the user's own memory outside chats.
-    pub chats: Vec<String>,
-    /// A note for people (who holds it).
-    pub label: Option<String>,
-    /// When it was made.
-    pub created_at: DateTime<Utc>,
-    /// When it was revoked; it grants nothing from then on.
-    pub revoked_at: Option<DateTime<Utc>>,
-}
-
-/// An MCP session over HTTP as stored: who opened it, and what a server needs to restore it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpSessionRecord {
-    /// The API key that opened it; `None` until its first answer was sent.
-    pub key_id: Option<String>,
-    /// The client's `initialize` parameters, as JSON.
-    pub initialize: Option<String>,
 }
 
 /// A turn to store with others in one transaction (`MemoryIngest::insert_turns`).
