@@ -1,38 +1,36 @@
 //! The filters of an owner's listing (`list_memories`) that read the same in both backends'
-//! SQL: written once over sqlx's `QueryBuilder`, which numbers the placeholders for each.
+//! SQL: written once over sqlx's `QueryBuilder`, which numbers the placeholders for each, with
+//! values bound through [`Bind`].
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, QueryBuilder, Type};
+use sqlx::QueryBuilder;
 
 use crate::store::rows::ts;
+use crate::store::sql::{Bind, Driver};
 use crate::types::ListRequest;
 
 /// Appends `request`'s chat, activity, time and entity conditions (each ` AND …`) for memories
 /// aliased `m`, active as of `now`.
-pub(crate) fn push_listing_filters<'args, DB>(
-    builder: &mut QueryBuilder<'args, DB>,
+pub(crate) fn push_listing_filters<D: Driver>(
+    builder: &mut QueryBuilder<'_, D>,
     request: &ListRequest,
     now: DateTime<Utc>,
-) where
-    DB: Database,
-    i64: Encode<'args, DB> + Type<DB> + 'args,
-    String: Encode<'args, DB> + Type<DB> + 'args,
-{
+) {
     if let Some(chat_id) = &request.chat_id {
-        builder.push(" AND m.chat_id = ").push_bind(chat_id.clone());
+        builder.push(" AND m.chat_id = ").text(chat_id.as_str());
     }
     if !request.include_inactive {
         builder
             .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL")
             .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
-            .push_bind(ts(now))
+            .int(ts(now))
             .push(")");
     }
     if let Some(since) = request.since {
-        builder.push(" AND m.event_time >= ").push_bind(ts(since));
+        builder.push(" AND m.event_time >= ").int(ts(since));
     }
     if let Some(until) = request.until {
-        builder.push(" AND m.event_time < ").push_bind(ts(until));
+        builder.push(" AND m.event_time < ").int(ts(until));
     }
     if let Some(entity_id) = &request.entity_id {
         builder
@@ -40,7 +38,7 @@ pub(crate) fn push_listing_filters<'args, DB>(
                 " AND EXISTS (SELECT 1 FROM memory_entities me \
                  WHERE me.memory_id = m.id AND me.entity_id = ",
             )
-            .push_bind(entity_id.clone())
+            .text(entity_id.as_str())
             .push(")");
     }
 }

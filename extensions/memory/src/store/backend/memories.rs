@@ -15,16 +15,11 @@ use crate::types::{
     UserErased,
 };
 
-/// Reading memories: by id, through a request's filters, the keys ranking needs, and the
-/// listings the service, tools and jobs ask for; counting accesses.
+/// What a search reads and writes of memories: memories by id through a request's filters, the
+/// keys ranking needs, and counting accesses. Each backend writes these for its own database;
+/// the rest of [`MemoryRecords`] is written once (`store/sql/records.rs`).
 #[async_trait]
-pub(crate) trait MemoryRecords: Send + Sync {
-    /// One memory by id, active or not.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn get(&self, id: &str) -> Result<Option<Memory>>;
-
+pub(crate) trait SearchRecords: Send + Sync {
     /// Memories by id that pass the request's filters, keyed by id.
     ///
     /// # Errors
@@ -54,6 +49,18 @@ pub(crate) trait MemoryRecords: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()>;
+}
+
+/// Reading memories: by id, through a request's filters, the keys ranking needs
+/// ([`SearchRecords`]), and the listings the service, tools and jobs ask for; counting
+/// accesses.
+#[async_trait]
+pub(crate) trait MemoryRecords: SearchRecords {
+    /// One memory by id, active or not.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn get(&self, id: &str) -> Result<Option<Memory>>;
 
     /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
     ///

@@ -22,7 +22,9 @@ pub(crate) use indexes::{
     VectorIndex,
 };
 pub(crate) use inspection::InspectionQueries;
-pub(crate) use memories::{FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval};
+pub(crate) use memories::{
+    FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval, SearchRecords,
+};
 pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};
 
 /// Everything a memory store provides: the storage traits together.

@@ -20,6 +20,11 @@ impl Dialect for Postgres {
          WHERE attributes LIKE '%enrichment\\_attempts%' \
          AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL";
     const OFF_INDEX: &'static str = "";
+    // An attempt count that is not a number counts as none.
+    const ENRICHMENT_ATTEMPTS: &'static str =
+        "COALESCE(CASE WHEN jsonb_typeof(m.attributes::jsonb -> 'enrichment_attempts') \
+         = 'number' THEN (m.attributes::jsonb ->> 'enrichment_attempts')::double precision \
+         END, 0)";
 
     fn byte_order(column: &str) -> String {
         format!("{column} COLLATE \"C\"")
@@ -38,6 +43,12 @@ impl Dialect for Postgres {
 
     fn json_texts(column: &str) -> String {
         format!("jsonb_array_elements_text({column}::jsonb) AS texts(value)")
+    }
+
+    /// `->>` gives SQL NULL for a missing key and for JSON null alike, as SQLite's
+    /// `json_extract` does.
+    fn json_field(column: &str, key: &str) -> String {
+        format!("({column}::jsonb ->> '{key}')")
     }
 
     fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {

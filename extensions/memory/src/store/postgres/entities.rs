@@ -17,8 +17,7 @@ use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
-use crate::store::sql::push_scope;
-use crate::store::sql::WriteScope;
+use crate::store::sql::{push_scope, SqlStore, WriteScope};
 use crate::types::EntityInfo;
 
 #[async_trait]

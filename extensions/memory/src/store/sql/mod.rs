@@ -17,6 +17,7 @@ mod ingest;
 mod inspection;
 mod lifecycle;
 mod people;
+mod records;
 mod removal;
 mod scope;
 mod sessions;
@@ -29,6 +30,7 @@ use mnemo_ner_api::ExtractedEntity;
 use sqlx::{Database, Pool, QueryBuilder, Transaction};
 
 use crate::error::Result;
+use crate::types::Memory;
 
 pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
@@ -76,6 +78,8 @@ pub(crate) trait Dialect: Driver {
     /// What a column of `memories` is prefixed with in a search's filters so that the planner
     /// never drives the query by its index: SQLite's unary `+`; nothing for PostgreSQL.
     const OFF_INDEX: &'static str;
+    /// A memory's count of enrichment attempts (alias `m`), 0 if it has none.
+    const ENRICHMENT_ATTEMPTS: &'static str;
 
     /// `column` sorted by bytes, as SQLite sorts text.
     fn byte_order(column: &str) -> String;
@@ -86,6 +90,8 @@ pub(crate) trait Dialect: Driver {
     fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str);
     /// A table of the texts of the JSON list in `column`, as a column `value`, for `FROM`.
     fn json_texts(column: &str) -> String;
+    /// The value of `key` in the JSON object in `column`, NULL where it is missing or null.
+    fn json_field(column: &str, key: &str) -> String;
     /// Appends "`column` is one of `values`": SQLite's `IN (?, …)`, PostgreSQL's `= ANY($n)`
     /// binding one array.
     fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]);
@@ -251,6 +257,16 @@ pub(crate) trait SqlStore: Send + Sync {
         now: i64,
     ) -> Result<()> {
         lifecycle::write_decay_each::<Self::Db>(connection, decayed, now).await
+    }
+
+    /// The memories a query selecting [`crate::store::rows::MEMORY_COLUMNS`] returns, in its
+    /// order, read on a pooled connection.
+    async fn fetch_memories(&self, query: QueryBuilder<'_, Self::Db>) -> Result<Vec<Memory>> {
+        self.read(query)
+            .await?
+            .iter()
+            .map(Self::Db::memory)
+            .collect()
     }
 
     /// Runs a read query on a pooled connection; its rows.

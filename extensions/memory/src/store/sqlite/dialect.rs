@@ -17,6 +17,8 @@ impl Dialect for Sqlite {
         "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
          WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL";
     const OFF_INDEX: &'static str = "+";
+    const ENRICHMENT_ATTEMPTS: &'static str =
+        "COALESCE(json_extract(m.attributes, '$.enrichment_attempts'), 0)";
 
     fn byte_order(column: &str) -> String {
         column.to_owned()
@@ -34,6 +36,10 @@ impl Dialect for Sqlite {
 
     fn json_texts(column: &str) -> String {
         format!("json_each({column})")
+    }
+
+    fn json_field(column: &str, key: &str) -> String {
+        format!("json_extract({column}, '$.{key}')")
     }
 
     fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {

@@ -15,7 +15,7 @@ use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
-use crate::store::sql::push_scope;
+use crate::store::sql::{push_scope, SqlStore};
 use crate::types::EntityInfo;
 
 #[async_trait]

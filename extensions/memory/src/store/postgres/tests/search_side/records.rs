@@ -3,7 +3,7 @@
 
 use super::super::open_fresh;
 use super::{ana, at, insert, row, sql, Row};
-use crate::store::backend::MemoryRecords;
+use crate::store::backend::{MemoryRecords, SearchRecords};
 use crate::store::postgres::PostgresStore;
 use crate::types::{ListRequest, MemoryKind, MemoryType, SearchRequest, SessionKey};
 
