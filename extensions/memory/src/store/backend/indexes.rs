@@ -232,15 +232,10 @@ pub(crate) trait VectorIndex: Send + Sync {
     ) -> Result<Vec<(String, f32)>>;
 }
 
-/// The indexer's queue of memories waiting for a vector, and the embedding cache.
+/// What the indexer reads of its queue and of the embedding cache without taking anything,
+/// written once for both backends (`store/sql/index_queue.rs`).
 #[async_trait]
-pub(crate) trait IndexQueue: Send + Sync {
-    /// The next memories waiting for a vector, oldest first.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>>;
-
+pub(crate) trait IndexReads: Send + Sync {
     /// Cached vectors of `model_id` by content hash.
     ///
     /// # Errors
@@ -250,6 +245,22 @@ pub(crate) trait IndexQueue: Send + Sync {
         hashes: &[String],
         model_id: &str,
     ) -> Result<HashMap<String, Vec<f32>>>;
+
+    /// Memories waiting for a vector.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn pending_index(&self) -> Result<i64>;
+}
+
+/// The indexer's queue of memories waiting for a vector, and the embedding cache.
+#[async_trait]
+pub(crate) trait IndexQueue: IndexReads {
+    /// The next memories waiting for a vector, oldest first.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>>;
 
     /// Stores fresh vectors in the cache (by content hash).
     ///
@@ -283,12 +294,6 @@ pub(crate) trait IndexQueue: Send + Sync {
         items: &[(IndexItem, Option<Vec<f32>>)],
         sentences: &HashMap<String, Vec<Vec<f32>>>,
     ) -> Result<()>;
-
-    /// Memories waiting for a vector.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn pending_index(&self) -> Result<i64>;
 
     /// Frees every batch of the queue that a process took and has not finished (one that died,
     /// or one still at work, which then stores its vectors again), so that the caller takes them

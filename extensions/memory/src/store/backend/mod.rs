@@ -19,7 +19,7 @@ pub(crate) use admin::{
 };
 pub(crate) use indexes::{
     vector_scope, vector_search_ready, within_request, EntityLinks, FullTextIndex, IndexQueue,
-    VectorIndex,
+    IndexReads, VectorIndex,
 };
 pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{

@@ -11,15 +11,15 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Postgres, Row};
+use sqlx::Postgres;
 
 use super::vectors::vector_text;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::index_order;
-use crate::store::rows::{blob_vector, ts, vector_blob};
-use crate::store::sql::WriteScope;
+use crate::store::rows::{ts, vector_blob};
+use crate::store::sql::{self, WriteScope};
 use crate::store::IndexItem;
 
 /// How long a taken batch is reserved for the instance that took it, in seconds.
@@ -71,32 +71,9 @@ impl PostgresStore {
             .bind(&ids)
             .execute(&mut *tx)
             .await?;
-        let rows = sqlx::query(
-            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
-             (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
-             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id \
-             WHERE q.memory_id = ANY($1)",
-        )
-        .bind(&ids)
-        .fetch_all(&mut *tx)
-        .await?;
+        let items = sql::index_items::<Postgres>(&mut tx, &ids).await?;
         tx.commit().await?;
-        let items: Result<Vec<IndexItem>> = rows
-            .iter()
-            .map(|row| {
-                Ok(IndexItem {
-                    memory_id: row.try_get("memory_id")?,
-                    content: row.try_get("content")?,
-                    user_id: row
-                        .try_get::<Option<String>, _>("user_id")?
-                        .unwrap_or_default(),
-                    kind: row.try_get("kind")?,
-                    active: row.try_get("active")?,
-                    spoken_by_user: row.try_get("spoken_by_user")?,
-                })
-            })
-            .collect();
-        Ok(index_order::in_order_taken(items?, &ids))
+        Ok(items)
     }
 }
 
@@ -106,30 +83,6 @@ impl IndexQueue for PostgresStore {
     /// first, leased to this caller for [`LEASE_SECONDS`] (see the module docs).
     async fn next_index_batch(&self, limit: usize) -> Result<Vec<IndexItem>> {
         self.lease_index_batch(limit, ts(Utc::now())).await
-    }
-
-    async fn cached_vectors(
-        &self,
-        hashes: &[String],
-        model_id: &str,
-    ) -> Result<HashMap<String, Vec<f32>>> {
-        if hashes.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let rows = sqlx::query(
-            "SELECT content_hash, vector FROM embedding_cache \
-             WHERE model_id = $1 AND content_hash = ANY($2)",
-        )
-        .bind(model_id)
-        .bind(hashes)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let blob: Vec<u8> = row.try_get("vector")?;
-                Ok((row.try_get("content_hash")?, blob_vector(&blob)))
-            })
-            .collect()
     }
 
     /// One statement, without a write lock: the cache belongs to no owner, and a vector cached
@@ -264,12 +217,6 @@ impl IndexQueue for PostgresStore {
             .await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    async fn pending_index(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
-            .fetch_one(&self.pool)
-            .await?)
     }
 
     async fn release_index_leases(&self) -> Result<u64> {

@@ -1,8 +1,9 @@
 //! What the shared SQL needs of a database driver: binding a value, reading a column, running a
 //! query. Binding and reading are written once, for any sqlx database whose driver binds and
-//! reads the types mnemo stores (texts, integers, reals, booleans); sqlx's trait bounds are stated
-//! here, once, on that blanket implementation, and code generic over a [`super::Dialect`] needs
-//! none of them. Only running a query is instantiated per database ([`Run`]).
+//! reads the types mnemo stores (texts, integers, reals, booleans, bytes); sqlx's trait bounds
+//! are stated here, once, on that blanket implementation, and code generic over a
+//! [`super::Dialect`] needs none of them. Only running a query is instantiated per database
+//! ([`Run`]).
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Encode, QueryBuilder, Row, Type};
@@ -41,6 +42,8 @@ pub(crate) trait Driver: Run + Sized {
     fn float(row: &Self::Row, column: &str) -> Result<f64>;
     /// A boolean column of `row` (SQLite's 0 or 1).
     fn flag(row: &Self::Row, column: &str) -> Result<bool>;
+    /// A column of bytes of `row`.
+    fn bytes(row: &Self::Row, column: &str) -> Result<Vec<u8>>;
     /// A memory from a row holding [`crate::store::rows::MEMORY_COLUMNS`].
     fn memory(row: &Self::Row) -> Result<Memory>;
     /// A job run from a row holding [`crate::store::rows::JOB_RUN_COLUMNS`].
@@ -65,6 +68,7 @@ where
     for<'r> Option<i64>: Decode<'r, DB>,
     for<'r> f64: Decode<'r, DB> + Type<DB>,
     for<'r> bool: Decode<'r, DB> + Type<DB>,
+    for<'r> Vec<u8>: Decode<'r, DB> + Type<DB>,
     for<'c> &'c str: ColumnIndex<DB::Row>,
 {
     fn bind_text(builder: &mut QueryBuilder<'_, Self>, value: String) {
@@ -108,6 +112,10 @@ where
     }
 
     fn flag(row: &DB::Row, column: &str) -> Result<bool> {
+        Ok(row.try_get(column)?)
+    }
+
+    fn bytes(row: &DB::Row, column: &str) -> Result<Vec<u8>> {
         Ok(row.try_get(column)?)
     }
 

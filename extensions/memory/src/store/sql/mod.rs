@@ -13,6 +13,7 @@
 mod access;
 mod admin;
 mod driver;
+mod index_queue;
 mod ingest;
 mod inspection;
 mod lifecycle;
@@ -35,6 +36,7 @@ use crate::types::Memory;
 pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
+pub(crate) use index_queue::index_items;
 pub(crate) use ingest::insert_memory;
 pub(crate) use lifecycle::Decayed;
 pub(crate) use removal::{

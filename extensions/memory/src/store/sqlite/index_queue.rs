@@ -5,14 +5,15 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::Sqlite;
 
 use super::vectors::bump_vector_generation;
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::index_order;
-use crate::store::rows::{blob_vector, ts, vector_blob};
+use crate::store::rows::{ts, vector_blob};
+use crate::store::sql;
 use crate::store::IndexItem;
 use crate::vector_index::{sentence_key, VectorRow};
 
@@ -41,60 +42,8 @@ impl IndexQueue for MemoryStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut builder = QueryBuilder::<Sqlite>::new(
-            "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
-             (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
-             FROM embedding_queue q JOIN memories m ON m.id = q.memory_id WHERE q.memory_id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for id in &ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        let rows = builder.build().fetch_all(&self.pool).await?;
-        let items: Result<Vec<IndexItem>> = rows
-            .iter()
-            .map(|row| {
-                Ok(IndexItem {
-                    memory_id: row.try_get("memory_id")?,
-                    content: row.try_get("content")?,
-                    user_id: row
-                        .try_get::<Option<String>, _>("user_id")?
-                        .unwrap_or_default(),
-                    kind: row.try_get("kind")?,
-                    active: row.try_get("active")?,
-                    spoken_by_user: row.try_get("spoken_by_user")?,
-                })
-            })
-            .collect();
-        Ok(index_order::in_order_taken(items?, &ids))
-    }
-
-    async fn cached_vectors(
-        &self,
-        hashes: &[String],
-        model_id: &str,
-    ) -> Result<HashMap<String, Vec<f32>>> {
-        if hashes.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let mut builder =
-            QueryBuilder::new("SELECT content_hash, vector FROM embedding_cache WHERE model_id = ");
-        builder
-            .push_bind(model_id.to_owned())
-            .push(" AND content_hash IN (");
-        let mut separated = builder.separated(", ");
-        for hash in hashes {
-            separated.push_bind(hash.clone());
-        }
-        builder.push(")");
-        let rows = builder.build().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| {
-                let blob: Vec<u8> = row.try_get("vector")?;
-                Ok((row.try_get("content_hash")?, blob_vector(&blob)))
-            })
-            .collect()
+        let mut connection = self.pool.acquire().await?;
+        sql::index_items::<Sqlite>(&mut connection, &ids).await
     }
 
     async fn cache_vectors(
@@ -218,12 +167,6 @@ impl IndexQueue for MemoryStore {
         }
         sentence_mirror.apply(after - 1, after, sentence_rows);
         Ok(())
-    }
-
-    async fn pending_index(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM embedding_queue")
-            .fetch_one(&self.pool)
-            .await?)
     }
 
     async fn release_index_leases(&self) -> Result<u64> {

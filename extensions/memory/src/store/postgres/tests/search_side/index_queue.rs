@@ -5,7 +5,7 @@ use chrono::Utc;
 
 use super::super::open_fresh;
 use super::{at, count, sql};
-use crate::store::backend::{IndexQueue, VectorIndex};
+use crate::store::backend::{IndexQueue, IndexReads, VectorIndex};
 use crate::store::postgres::index_queue::LEASE_SECONDS;
 use crate::store::postgres::vectors::drop_vectors;
 use crate::store::postgres::PostgresStore;

@@ -1,0 +1,79 @@
+//! The parts of the indexer's queue that read the same in both backends: the items of a batch
+//! once its ids are taken, and [`IndexReads`] (the embedding cache's vectors, the queue's
+//! length). Taking a batch, caching vectors and storing them stay with each backend
+//! (`store/*/index_queue.rs`): SQLite takes its one writer's turn and moves its in-memory mirror
+//! along, PostgreSQL leases batches to several instances and writes arrays in one statement.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use sqlx::QueryBuilder;
+
+use super::{Bind, Dialect, Driver, SqlStore};
+use crate::error::Result;
+use crate::store::backend::IndexReads;
+use crate::store::index_order;
+use crate::store::rows::blob_vector;
+use crate::store::IndexItem;
+
+/// The queued memories `ids` (those still queued), in the order of `ids`, read on `connection`.
+pub(crate) async fn index_items<D: Dialect>(
+    connection: &mut D::Connection,
+    ids: &[String],
+) -> Result<Vec<IndexItem>> {
+    let mut query = QueryBuilder::<D>::new(
+        "SELECT q.memory_id, m.content, m.user_id, m.kind, m.valid_until IS NULL AS active, \
+         (m.kind = 'episode' AND m.source_role IS NOT NULL AND m.source_role = 'user') AS spoken_by_user \
+         FROM embedding_queue q JOIN memories m ON m.id = q.memory_id WHERE ",
+    );
+    D::push_one_of(&mut query, "q.memory_id", ids);
+    let items = D::rows(connection, query)
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(IndexItem {
+                memory_id: D::text(row, "memory_id")?,
+                content: D::text(row, "content")?,
+                user_id: D::opt_text(row, "user_id")?.unwrap_or_default(),
+                kind: D::text(row, "kind")?,
+                active: D::flag(row, "active")?,
+                spoken_by_user: D::flag(row, "spoken_by_user")?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(index_order::in_order_taken(items, ids))
+}
+
+#[async_trait]
+impl<S: SqlStore> IndexReads for S {
+    async fn cached_vectors(
+        &self,
+        hashes: &[String],
+        model_id: &str,
+    ) -> Result<HashMap<String, Vec<f32>>> {
+        if hashes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut query = QueryBuilder::<S::Db>::new(
+            "SELECT content_hash, vector FROM embedding_cache WHERE model_id = ",
+        );
+        query.text(model_id).push(" AND ");
+        S::Db::push_one_of(&mut query, "content_hash", hashes);
+        self.read(query)
+            .await?
+            .iter()
+            .map(|row| {
+                let blob = S::Db::bytes(row, "vector")?;
+                Ok((S::Db::text(row, "content_hash")?, blob_vector(&blob)))
+            })
+            .collect()
+    }
+
+    async fn pending_index(&self) -> Result<i64> {
+        let query = QueryBuilder::<S::Db>::new("SELECT COUNT(*) AS n FROM embedding_queue");
+        match self.read(query).await?.first() {
+            Some(row) => S::Db::int(row, "n"),
+            None => Ok(0),
+        }
+    }
+}
