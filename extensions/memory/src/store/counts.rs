@@ -1,22 +1,21 @@
 //! Counts that read the same in both backends' SQL, written once over sqlx's `QueryBuilder`.
 
-use sqlx::{Database, Encode, QueryBuilder, Type};
+use sqlx::QueryBuilder;
 
-/// The count of memories linked to `owner`'s entities (`None`: to any entity), as one `BIGINT`.
-pub(crate) fn linked_memory_count<'args, DB>(owner: Option<&str>) -> QueryBuilder<'args, DB>
-where
-    DB: Database,
-    String: Encode<'args, DB> + Type<DB> + 'args,
-{
+use crate::store::sql::{Bind, Driver};
+
+/// The count of memories linked to `owner`'s entities (`None`: to any entity), as one `BIGINT`
+/// named `n`.
+pub(crate) fn linked_memory_count<'args, D: Driver>(owner: Option<&str>) -> QueryBuilder<'args, D> {
     match owner {
         Some(owner) => {
             let mut builder = QueryBuilder::new(
-                "SELECT COUNT(DISTINCT me.memory_id) FROM memory_entities me \
+                "SELECT COUNT(DISTINCT me.memory_id) AS n FROM memory_entities me \
                  JOIN entities e ON e.id = me.entity_id WHERE e.owner_id = ",
             );
-            builder.push_bind(owner.to_owned());
+            builder.text(owner);
             builder
         }
-        None => QueryBuilder::new("SELECT COUNT(DISTINCT memory_id) FROM memory_entities"),
+        None => QueryBuilder::new("SELECT COUNT(DISTINCT memory_id) AS n FROM memory_entities"),
     }
 }

@@ -305,21 +305,10 @@ pub(crate) trait IndexQueue: IndexReads {
     async fn release_index_leases(&self) -> Result<u64>;
 }
 
-/// Entities: linking memories to them, finding them by name, describing one, and the link
-/// queries the entity candidate list walks.
+/// Reading entities: the owner's entities named so, one entity with its memories, names by
+/// id and counts of links; written once for both backends (`store/sql/entities.rs`).
 #[async_trait]
-pub(crate) trait EntityLinks: Send + Sync {
-    /// Links more entities to an existing memory; returns how many links it now has.
-    ///
-    /// # Errors
-    /// The memory does not exist, or the database fails.
-    async fn add_entities(
-        &self,
-        memory_id: &str,
-        entities: &[ExtractedEntity],
-        enriched_at: Option<DateTime<Utc>>,
-    ) -> Result<usize>;
-
+pub(crate) trait EntityReads: Send + Sync {
     /// Entities of `owner` whose canonical name or an alias equals one of `names` (case-insensitive).
     ///
     /// # Errors
@@ -357,6 +346,35 @@ pub(crate) trait EntityLinks: Send + Sync {
     /// The database fails.
     async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>>;
 
+    /// How many memories each of `entity_ids` is linked to; an entity without links is left
+    /// out.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>>;
+
+    /// Memories with at least one link to `owner`'s entities (`None`: to any entity).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64>;
+}
+
+/// Entities: linking memories to them, and the link queries the entity candidate list walks;
+/// finding them by name and describing one ([`EntityReads`]).
+#[async_trait]
+pub(crate) trait EntityLinks: EntityReads {
+    /// Links more entities to an existing memory; returns how many links it now has.
+    ///
+    /// # Errors
+    /// The memory does not exist, or the database fails.
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize>;
+
     /// Counts a failed entity enrichment of a memory (`enrichment_attempts` in its attributes).
     ///
     /// # Errors
@@ -383,17 +401,4 @@ pub(crate) trait EntityLinks: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>>;
-
-    /// How many memories each of `entity_ids` is linked to; an entity without links is left
-    /// out.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>>;
-
-    /// Memories with at least one link to `owner`'s entities (`None`: to any entity).
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64>;
 }

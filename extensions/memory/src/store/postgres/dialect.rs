@@ -19,6 +19,7 @@ impl Dialect for Postgres {
         "UPDATE memories SET attributes = (attributes::jsonb - 'enrichment_attempts')::text \
          WHERE attributes LIKE '%enrichment\\_attempts%' \
          AND (attributes::jsonb ->> 'enrichment_attempts') IS NOT NULL";
+    const JOIN_IN_ORDER: &'static str = "JOIN";
     const OFF_INDEX: &'static str = "";
     // An attempt count that is not a number counts as none.
     const ENRICHMENT_ATTEMPTS: &'static str =

@@ -4,21 +4,18 @@
 //! `ON CONFLICT DO NOTHING` on the `(owner, lower(name), type)` index, so that two writers
 //! naming the same new entity end with one.
 
-use std::collections::{HashMap, HashSet};
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
-use sqlx::{PgConnection, Postgres, QueryBuilder, Row};
+use sqlx::{PgConnection, Postgres, QueryBuilder};
 
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
-use crate::store::sql::{push_scope, SqlStore, WriteScope};
-use crate::types::EntityInfo;
+use crate::store::rows::{json_list, new_id, ts};
+use crate::store::sql::WriteScope;
 
 #[async_trait]
 impl EntityLinks for PostgresStore {
@@ -52,111 +49,6 @@ impl EntityLinks for PostgresStore {
         }
         tx.commit().await?;
         Ok(count)
-    }
-
-    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
-        let names: Vec<String> = names
-            .iter()
-            .map(|name| name.trim().to_lowercase())
-            .filter(|name| !name.is_empty())
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut builder = QueryBuilder::<Postgres>::new(
-            "SELECT e.id FROM entities e WHERE (lower(e.canonical_name) = ANY(",
-        );
-        builder.push_bind(names.clone()).push(
-            ") OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e.aliases::jsonb) alias \
-             WHERE lower(alias) = ANY(",
-        );
-        builder.push_bind(names).push(")))");
-        if let Some(owner) = owner {
-            builder
-                .push(" AND e.owner_id = ")
-                .push_bind(owner.to_owned());
-        }
-        Ok(builder
-            .build_query_scalar::<String>()
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    async fn entity_info(
-        &self,
-        owner: Option<&str>,
-        chat_id: Option<&str>,
-        name: &str,
-        memory_limit: usize,
-    ) -> Result<Option<EntityInfo>> {
-        let ids = self.entities_named(owner, &[name.to_owned()]).await?;
-        let Some(id) = ids.first() else {
-            return Ok(None);
-        };
-        self.entity_info_by_id(owner, chat_id, id, memory_limit)
-            .await
-    }
-
-    async fn entity_info_by_id(
-        &self,
-        owner: Option<&str>,
-        chat_id: Option<&str>,
-        id: &str,
-        memory_limit: usize,
-    ) -> Result<Option<EntityInfo>> {
-        let Some(row) = sqlx::query(
-            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities \
-             WHERE id = $1 AND ($2::text IS NULL OR owner_id = $2)",
-        )
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(&self.pool)
-        .await?
-        else {
-            return Ok(None);
-        };
-        let mut builder = QueryBuilder::<Postgres>::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memory_entities me JOIN memories m ON m.id = me.memory_id \
-             WHERE me.entity_id = "
-        ));
-        builder
-            .push_bind(id.to_owned())
-            .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
-        push_scope(&mut builder, owner, chat_id);
-        builder
-            .push(" ORDER BY m.event_time DESC LIMIT ")
-            .push_bind(i64::try_from(memory_limit).unwrap_or(i64::MAX));
-        // Asked for none: the entity alone, without reading its links.
-        let memories = if memory_limit == 0 {
-            Vec::new()
-        } else {
-            self.fetch_memories(builder).await?
-        };
-        Ok(Some(EntityInfo {
-            id: row.try_get("id")?,
-            name: row.try_get("canonical_name")?,
-            entity_type: row.try_get("type")?,
-            aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
-            mention_count: row.try_get("mention_count")?,
-            summary: row.try_get("summary")?,
-            memories,
-        }))
-    }
-
-    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        Ok(sqlx::query_as::<_, (String, String)>(
-            "SELECT id, canonical_name FROM entities WHERE id = ANY($1)",
-        )
-        .bind(ids)
-        .fetch_all(&self.pool)
-        .await?
-        .into_iter()
-        .collect())
     }
 
     async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
@@ -213,25 +105,6 @@ impl EntityLinks for PostgresStore {
         .bind((depth >= 0).then_some(depth))
         .fetch_all(&self.pool)
         .await?)
-    }
-
-    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
-        Ok(sqlx::query_as::<_, (String, i64)>(
-            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id = ANY($1) \
-             GROUP BY entity_id",
-        )
-        .bind(entity_ids)
-        .fetch_all(&self.pool)
-        .await?
-        .into_iter()
-        .collect())
-    }
-
-    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64> {
-        Ok(crate::store::counts::linked_memory_count(owner)
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await?)
     }
 }
 

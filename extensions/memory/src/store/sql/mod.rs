@@ -13,6 +13,7 @@
 mod access;
 mod admin;
 mod driver;
+mod entities;
 mod index_queue;
 mod ingest;
 mod inspection;
@@ -80,6 +81,9 @@ pub(crate) trait Dialect: Driver {
     /// What a column of `memories` is prefixed with in a search's filters so that the planner
     /// never drives the query by its index: SQLite's unary `+`; nothing for PostgreSQL.
     const OFF_INDEX: &'static str;
+    /// How `memory_entities me` is joined to `memories m` when the links should drive the
+    /// query: SQLite's `CROSS JOIN`, which keeps the order as written; PostgreSQL's `JOIN`.
+    const JOIN_IN_ORDER: &'static str;
     /// A memory's count of enrichment attempts (alias `m`), 0 if it has none.
     const ENRICHMENT_ATTEMPTS: &'static str;
 

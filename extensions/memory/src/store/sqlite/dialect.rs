@@ -16,6 +16,7 @@ impl Dialect for Sqlite {
     const CLEAR_ENRICHMENT_ATTEMPTS: &'static str =
         "UPDATE memories SET attributes = json_remove(attributes, '$.enrichment_attempts') \
          WHERE json_extract(attributes, '$.enrichment_attempts') IS NOT NULL";
+    const JOIN_IN_ORDER: &'static str = "CROSS JOIN";
     const OFF_INDEX: &'static str = "+";
     const ENRICHMENT_ATTEMPTS: &'static str =
         "COALESCE(json_extract(m.attributes, '$.enrichment_attempts'), 0)";

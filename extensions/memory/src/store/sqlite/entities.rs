@@ -1,22 +1,18 @@
 //! Entities: linking memories to the entities they name, finding entities by name, and
 //! describing one with its memories.
 
-use std::collections::{HashMap, HashSet};
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use super::packed::{fetch_packed, packed_rows};
 use super::scope::owner_rows;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
-use crate::store::sql::{push_scope, SqlStore};
-use crate::types::EntityInfo;
+use crate::store::rows::{json_list, new_id, ts};
 
 #[async_trait]
 impl EntityLinks for MemoryStore {
@@ -55,122 +51,6 @@ impl EntityLinks for MemoryStore {
         }
         tx.commit().await?;
         Ok(count)
-    }
-
-    async fn entities_named(&self, owner: Option<&str>, names: &[String]) -> Result<Vec<String>> {
-        let names: Vec<String> = names
-            .iter()
-            .map(|name| name.trim().to_lowercase())
-            .filter(|name| !name.is_empty())
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut builder =
-            QueryBuilder::new("SELECT e.id FROM entities e WHERE (lower(e.canonical_name) IN (");
-        let mut separated = builder.separated(", ");
-        for name in &names {
-            separated.push_bind(name.clone());
-        }
-        builder.push(
-            ") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for name in &names {
-            separated.push_bind(name.clone());
-        }
-        builder.push(")))");
-        if let Some(owner) = owner {
-            builder
-                .push(" AND e.owner_id = ")
-                .push_bind(owner.to_owned());
-        }
-        Ok(builder
-            .build_query_scalar::<String>()
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    async fn entity_info(
-        &self,
-        owner: Option<&str>,
-        chat_id: Option<&str>,
-        name: &str,
-        memory_limit: usize,
-    ) -> Result<Option<EntityInfo>> {
-        let ids = self.entities_named(owner, &[name.to_owned()]).await?;
-        let Some(id) = ids.first() else {
-            return Ok(None);
-        };
-        self.entity_info_by_id(owner, chat_id, id, memory_limit)
-            .await
-    }
-
-    async fn entity_info_by_id(
-        &self,
-        owner: Option<&str>,
-        chat_id: Option<&str>,
-        id: &str,
-        memory_limit: usize,
-    ) -> Result<Option<EntityInfo>> {
-        let Some(row) = sqlx::query(
-            "SELECT id, canonical_name, type, aliases, mention_count, summary FROM entities \
-             WHERE id = ?1 AND (?2 IS NULL OR owner_id = ?2)",
-        )
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(&self.pool)
-        .await?
-        else {
-            return Ok(None);
-        };
-        let mut builder = QueryBuilder::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id \
-             WHERE me.entity_id = "
-        ));
-        builder
-            .push_bind(id.to_owned())
-            .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
-        push_scope(&mut builder, owner, chat_id);
-        builder
-            .push(" ORDER BY m.event_time DESC LIMIT ")
-            .push_bind(memory_limit as i64);
-        // Asked for none: the entity alone, without reading its links.
-        let memories = if memory_limit == 0 {
-            Vec::new()
-        } else {
-            self.fetch_memories(builder).await?
-        };
-        Ok(Some(EntityInfo {
-            id: row.try_get("id")?,
-            name: row.try_get("canonical_name")?,
-            entity_type: row.try_get("type")?,
-            aliases: json_list(&row.try_get::<String, _>("aliases")?, "aliases")?,
-            mention_count: row.try_get("mention_count")?,
-            summary: row.try_get("summary")?,
-            memories,
-        }))
-    }
-
-    async fn entity_names(&self, ids: &[String]) -> Result<HashMap<String, String>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let mut builder =
-            QueryBuilder::new("SELECT id, canonical_name FROM entities WHERE id IN (");
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        Ok(builder
-            .build_query_as::<(String, String)>()
-            .fetch_all(&self.pool)
-            .await?
-            .into_iter()
-            .collect())
     }
 
     async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
@@ -240,30 +120,6 @@ impl EntityLinks for MemoryStore {
             .push_bind(depth)
             .push(")");
         fetch_packed(builder, &self.pool).await
-    }
-
-    async fn entity_link_counts(&self, entity_ids: &[String]) -> Result<HashMap<String, i64>> {
-        let mut builder = QueryBuilder::new(
-            "SELECT entity_id, COUNT(*) FROM memory_entities WHERE entity_id IN (",
-        );
-        let mut separated = builder.separated(", ");
-        for id in entity_ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(") GROUP BY entity_id");
-        Ok(builder
-            .build_query_as::<(String, i64)>()
-            .fetch_all(&self.pool)
-            .await?
-            .into_iter()
-            .collect())
-    }
-
-    async fn linked_memory_count(&self, owner: Option<&str>) -> Result<i64> {
-        Ok(crate::store::counts::linked_memory_count(owner)
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await?)
     }
 }
 
