@@ -15,21 +15,11 @@ use crate::types::{
     UserErased,
 };
 
-/// What a search reads and writes of memories: memories by id through a request's filters, the
-/// keys ranking needs, and counting accesses. Each backend writes these for its own database;
-/// the rest of [`MemoryRecords`] is written once (`store/sql/records.rs`).
+/// What a search reads and writes of memories: the keys ranking needs, and counting accesses.
+/// Each backend writes these for its own database; the rest of [`MemoryRecords`] is written
+/// once (`store/sql/records.rs`).
 #[async_trait]
 pub(crate) trait SearchRecords: Send + Sync {
-    /// Memories by id that pass the request's filters, keyed by id.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn load_filtered(
-        &self,
-        ids: &[String],
-        request: &SearchRequest,
-    ) -> Result<HashMap<String, Memory>>;
-
     /// Which of `ids` pass the request's filters, with what ranking needs and without reading
     /// their text: confidence, event time, an episode's session and, with `neighbours`, its previous and
     /// next turn in its session.
@@ -51,9 +41,8 @@ pub(crate) trait SearchRecords: Send + Sync {
     async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()>;
 }
 
-/// Reading memories: by id, through a request's filters, the keys ranking needs
-/// ([`SearchRecords`]), and the listings the service, tools and jobs ask for; counting
-/// accesses.
+/// Reading memories: by id, through a request's filters, the keys ranking needs and counting
+/// accesses ([`SearchRecords`]), and the listings the service, tools and jobs ask for.
 #[async_trait]
 pub(crate) trait MemoryRecords: SearchRecords {
     /// One memory by id, active or not.
@@ -61,6 +50,16 @@ pub(crate) trait MemoryRecords: SearchRecords {
     /// # Errors
     /// The database fails.
     async fn get(&self, id: &str) -> Result<Option<Memory>>;
+
+    /// Memories by id that pass the request's filters, keyed by id.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn load_filtered(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+    ) -> Result<HashMap<String, Memory>>;
 
     /// Counts of active memories, entities and the index queue; only `user_id`'s if given.
     ///

@@ -1,5 +1,4 @@
-//! What a search reads and writes in PostgreSQL: memories by id through a request's filters,
-//! the keys ranking needs, and counting accesses. The rest of reading memories is written once,
+//! What a search reads and writes in PostgreSQL: the keys ranking needs, and counting accesses. The rest of reading memories is written once,
 //! in `store/sql/records.rs`.
 //!
 //! Where the SQLite store breaks a tie of event times by insertion order (`rowid`), this one
@@ -14,32 +13,13 @@ use sqlx::QueryBuilder;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::SearchRecords;
-use crate::store::rows::{memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::rows::ts;
 use crate::store::sql::push_filters;
 use crate::store::types::{RankKey, RankRow};
-use crate::types::{Memory, SearchRequest};
+use crate::types::SearchRequest;
 
 #[async_trait]
 impl SearchRecords for PostgresStore {
-    async fn load_filtered(
-        &self,
-        ids: &[String],
-        request: &SearchRequest,
-    ) -> Result<HashMap<String, Memory>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let mut builder = QueryBuilder::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = ANY("
-        ));
-        builder.push_bind(ids.to_vec()).push(")");
-        push_filters(&mut builder, request);
-        let rows = builder.build().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| memory_from_row(row).map(|memory| (memory.id.clone(), memory)))
-            .collect()
-    }
-
     async fn rank_keys(
         &self,
         ids: &[String],

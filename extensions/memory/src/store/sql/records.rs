@@ -1,19 +1,21 @@
-//! Reading memories, for both backends: by id, counts, and the listings the service, tools and
-//! jobs ask for. What a search reads and writes stays with each backend ([`SearchRecords`]):
-//! SQLite binds id lists one by one and reads rank keys packed, PostgreSQL binds one array, and
-//! each counts accesses under its own lock. What differs in the SQL here is the dialect's: the
+//! Reading memories, for both backends: by id, through a search's filters, counts, and the
+//! listings the service, tools and jobs ask for. The keys a search ranks by and counting its
+//! accesses stay with each backend ([`SearchRecords`]): SQLite reads rank keys packed and
+//! PostgreSQL compares rows, and each counts accesses under its own lock. What differs in the SQL here is the dialect's: the
 //! column that orders rows as stored, and reading a memory's JSON attributes.
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
-use super::{Bind, Dialect, Driver, SqlStore};
+use super::{push_filters, Bind, Dialect, Driver, SqlStore};
 use crate::error::Result;
 use crate::store::backend::{MemoryRecords, SearchRecords};
 use crate::store::listing::push_listing_filters;
 use crate::store::rows::{from_ts, ts, MEMORY_COLUMNS};
-use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats};
+use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// Appends ` ORDER BY m.event_time DESC, <stored order> DESC LIMIT limit`: newest first, and
 /// of the same time the last stored first.
@@ -39,6 +41,25 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
         ));
         query.text(id);
         Ok(self.fetch_memories(query).await?.into_iter().next())
+    }
+
+    async fn load_filtered(
+        &self,
+        ids: &[String],
+        request: &SearchRequest,
+    ) -> Result<HashMap<String, Memory>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut builder =
+            QueryBuilder::<S::Db>::new(format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE "));
+        S::Db::push_one_of(&mut builder, "m.id", ids);
+        push_filters(&mut builder, request);
+        self.read(builder)
+            .await?
+            .iter()
+            .map(|row| S::Db::memory(row).map(|memory| (memory.id.clone(), memory)))
+            .collect()
     }
 
     async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {

@@ -1,5 +1,5 @@
-//! What a search reads and writes in SQLite: memories by id through a request's filters, the
-//! keys ranking needs (read packed), and counting accesses. The rest of reading memories is
+//! What a search reads and writes in SQLite: the keys ranking needs (read packed), and counting
+//! accesses. The rest of reading memories is
 //! written once, in `store/sql/records.rs`.
 
 use std::collections::HashMap;
@@ -12,36 +12,13 @@ use super::packed::{exact_real, fetch_packed, packed_rows, Real};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::SearchRecords;
-use crate::store::rows::{memory_from_row, ts, MEMORY_COLUMNS};
+use crate::store::rows::ts;
 use crate::store::sql::push_filters;
 use crate::store::types::{RankColumns, RankKey};
-use crate::types::{Memory, SearchRequest};
+use crate::types::SearchRequest;
 
 #[async_trait]
 impl SearchRecords for MemoryStore {
-    async fn load_filtered(
-        &self,
-        ids: &[String],
-        request: &SearchRequest,
-    ) -> Result<HashMap<String, Memory>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let mut builder = QueryBuilder::new(format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id IN ("
-        ));
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        push_filters(&mut builder, request);
-        let rows = builder.build().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| memory_from_row(row).map(|memory| (memory.id.clone(), memory)))
-            .collect()
-    }
-
     async fn rank_keys(
         &self,
         ids: &[String],
