@@ -10,8 +10,8 @@ use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
 use crate::store::sql::{
-    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, WriteScope,
-    FORGOTTEN_COLUMNS,
+    erase_owned_rows, forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions,
+    WriteScope, FORGOTTEN_COLUMNS,
 };
 use crate::types::{MemoryForgotten, UserErased};
 
@@ -97,24 +97,13 @@ impl MemoryRemoval for PostgresStore {
             "DELETE FROM memory_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
             "DELETE FROM memory_sentence_vectors WHERE user_id = $1",
             "DELETE FROM memory_sentence_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
-            "DELETE FROM memories WHERE user_id = $1",
-            "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = $1)",
-            "DELETE FROM entities WHERE owner_id = $1",
-            "DELETE FROM sessions_consolidations WHERE user_id = $1",
         ] {
             sqlx::query(statement)
                 .bind(user_id)
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::sql::revoke_user_keys::<Postgres>(user_id, chrono::Utc::now())
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        crate::store::sql::remove_memberships::<Postgres>(user_id)
-            .build()
-            .execute(&mut *tx)
-            .await?;
+        erase_owned_rows::<Postgres>(&mut tx, user_id, chrono::Utc::now()).await?;
         tx.commit().await?;
         // The planner's statistics are samples of rows: they would keep the erased user's id
         // and words (most common values, histograms) until autovacuum analyses the tables

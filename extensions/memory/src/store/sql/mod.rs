@@ -41,7 +41,8 @@ pub(crate) use index_queue::index_items;
 pub(crate) use ingest::insert_memory;
 pub(crate) use lifecycle::Decayed;
 pub(crate) use removal::{
-    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, FORGOTTEN_COLUMNS,
+    erase_owned_rows, forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions,
+    FORGOTTEN_COLUMNS,
 };
 pub(crate) use scope::{push_filters, push_scope};
 

@@ -1,12 +1,14 @@
 //! The parts of removing memories that read the same in both backends: what a removed memory
-//! is announced as, the cached vectors of removed texts, and the sessions of an erased user.
+//! is announced as, the cached vectors of removed texts, and the sessions and owned rows of an
+//! erased user.
 //! The removals themselves stay with each backend (`store/*/removal.rs`): SQLite merges its
 //! full-text index and moves its vector mirror along, PostgreSQL locks the rows it removes and
 //! takes the planner's statistics again after an erasure.
 
+use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
-use super::{Bind, Dialect, Driver};
+use super::{remove_memberships, revoke_user_keys, Bind, Dialect, Driver};
 use crate::error::Result;
 use crate::store::rows::cached_hashes;
 use crate::types::{MemoryForgotten, MemoryKind};
@@ -81,4 +83,30 @@ pub(crate) async fn user_sessions<D: Dialect>(
         .iter()
         .map(|row| D::text(row, "session_id"))
         .collect()
+}
+
+/// Removes `user`'s memories, the links to and the entities of `user`, the user's consolidation
+/// records, API keys (revoked at `at`) and chat memberships, on `connection` inside the caller's
+/// transaction: the end of erasing a user, once what references the memories is gone.
+pub(crate) async fn erase_owned_rows<D: Dialect>(
+    connection: &mut D::Connection,
+    user: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    for (statement, end) in [
+        ("DELETE FROM memories WHERE user_id = ", ""),
+        (
+            "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = ",
+            ")",
+        ),
+        ("DELETE FROM entities WHERE owner_id = ", ""),
+        ("DELETE FROM sessions_consolidations WHERE user_id = ", ""),
+    ] {
+        let mut query = QueryBuilder::<D>::new(statement);
+        query.text(user).push(end);
+        D::execute(connection, query).await?;
+    }
+    D::execute(connection, revoke_user_keys::<D>(user, at)).await?;
+    D::execute(connection, remove_memberships::<D>(user)).await?;
+    Ok(())
 }

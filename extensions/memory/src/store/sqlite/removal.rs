@@ -8,7 +8,8 @@ use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::MemoryRemoval;
 use crate::store::sql::{
-    forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions, FORGOTTEN_COLUMNS,
+    erase_owned_rows, forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions,
+    FORGOTTEN_COLUMNS,
 };
 use crate::types::{MemoryForgotten, UserErased};
 
@@ -193,7 +194,7 @@ impl MemoryRemoval for MemoryStore {
         forget_user_cached_vectors::<Sqlite>(&mut tx, user_id).await?;
         // Set-based, not a few statements per memory: a user with 100k memories is erased in
         // seconds rather than a minute of held writers.
-        let mut statements = vec![
+        let statements = [
             "DELETE FROM ingested_events WHERE user_id = ?1 OR memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM memory_entities WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
             "DELETE FROM embedding_queue WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)",
@@ -205,25 +206,16 @@ impl MemoryRemoval for MemoryStore {
         if vectors {
             self.erase_vectors(&mut tx, user_id, ids.len()).await?;
         }
-        statements.extend([
-            "DELETE FROM memories WHERE user_id = ?1",
-            "DELETE FROM memory_entities WHERE entity_id IN (SELECT id FROM entities WHERE owner_id = ?1)",
-            "DELETE FROM entities WHERE owner_id = ?1",
-            "DELETE FROM sessions_consolidations WHERE user_id = ?1",
-            "DELETE FROM fts_owners WHERE owner = ?1",
-        ]);
         for statement in statements {
             sqlx::query(statement)
                 .bind(user_id)
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::store::sql::revoke_user_keys::<Sqlite>(user_id, chrono::Utc::now())
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        crate::store::sql::remove_memberships::<Sqlite>(user_id)
-            .build()
+        erase_owned_rows::<Sqlite>(&mut tx, user_id, chrono::Utc::now()).await?;
+        // The owner's range of index row ids (migration 0019), now that none of theirs is left.
+        sqlx::query("DELETE FROM fts_owners WHERE owner = ?")
+            .bind(user_id)
             .execute(&mut *tx)
             .await?;
         let removed = ids.len() as u64;
