@@ -20,7 +20,7 @@ use tokio::sync::OnceCell;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
-use crate::store::sql::WriteScope;
+use crate::store::sql::{push_user_rows, WriteScope};
 
 /// Tables a full export holds, with the order of their rows: the SQLite store's, memories in
 /// the order they were stored (`seq`, SQLite's rowid), the rest by key, text compared byte by
@@ -144,27 +144,6 @@ async fn read_schema(pool: &PgPool) -> Result<Schema> {
     Ok(schema)
 }
 
-/// The user filter of one table's export, with the user as `$1`.
-fn user_filter(table: &str) -> Result<&'static str> {
-    Ok(match table {
-        "memories" => " WHERE user_id = $1",
-        "entities" => " WHERE owner_id = $1",
-        "memory_entities" => " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
-        "ingested_events" => {
-            " WHERE user_id = $1 OR (user_id = '' AND memory_id IN \
-             (SELECT id FROM memories WHERE user_id = $1))"
-        }
-        "sessions_consolidations" => " WHERE user_id = $1",
-        // A table added to the export without a user filter must not export everyone's rows
-        // under one user's name.
-        other => {
-            return Err(MemoryError::Invalid(format!(
-                "the export of one user has no filter for table `{other}`"
-            )))
-        }
-    })
-}
-
 fn column_value(row: &PgRow, index: usize, storage: Storage) -> Result<Value> {
     Ok(match storage {
         Storage::Integer => row.try_get::<Option<i64>, _>(index)?.map(Value::from),
@@ -286,22 +265,17 @@ impl MemoryExport for PostgresStore {
         let mut records = Vec::new();
         for (table, key) in EXPORT_TABLES {
             let columns = schema.get(table).map(Vec::as_slice).unwrap_or_default();
-            let filter = if user_id.is_some() {
-                user_filter(table)?
-            } else {
-                ""
-            };
             let select = columns
                 .iter()
                 .map(|column| format!("\"{}\"", column.name))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let sql = format!("SELECT {select} FROM {table}{filter} ORDER BY {key}");
-            let mut query = sqlx::query(&sql);
+            let mut query = QueryBuilder::<Postgres>::new(format!("SELECT {select} FROM {table}"));
             if let Some(user) = user_id {
-                query = query.bind(user);
+                push_user_rows(&mut query, table, user)?;
             }
-            let rows = query.fetch_all(&mut *tx).await?;
+            query.push(format!(" ORDER BY {key}"));
+            let rows = query.build().fetch_all(&mut *tx).await?;
             for row in &rows {
                 let mut object = Map::new();
                 for (index, column) in columns.iter().enumerate() {

@@ -8,6 +8,7 @@ use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
+use crate::store::sql::push_user_rows;
 
 /// Tables a full export holds, with the key that orders their rows: memories in the order they
 /// were stored (rowid), so that an import stores them in that order again (search keeps the
@@ -55,30 +56,12 @@ impl MemoryExport for MemoryStore {
         use sqlx::Column;
         let mut records = Vec::new();
         for (table, key) in EXPORT_TABLES {
-            let filter = match (table, user_id.is_some()) {
-                (_, false) => "",
-                ("memories", true) => " WHERE user_id = ?1",
-                ("entities", true) => " WHERE owner_id = ?1",
-                ("memory_entities", true) => {
-                    " WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ?1)"
-                }
-                ("ingested_events", true) => {
-                    " WHERE user_id = ?1 OR (user_id = '' AND memory_id IN \
-                     (SELECT id FROM memories WHERE user_id = ?1))"
-                }
-                ("sessions_consolidations", true) => " WHERE user_id = ?1",
-                // A table added to the export without a user filter must not export everyone's
-                // rows under one user's name.
-                (other, true) => {
-                    return Err(MemoryError::Invalid(format!(
-                        "the export of one user has no filter for table `{other}`"
-                    )))
-                }
-            };
-            let rows = sqlx::query(&format!("SELECT * FROM {table}{filter} ORDER BY {key}"))
-                .bind(user_id)
-                .fetch_all(&self.pool)
-                .await?;
+            let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT * FROM {table}"));
+            if let Some(user) = user_id {
+                push_user_rows(&mut query, table, user)?;
+            }
+            query.push(format!(" ORDER BY {key}"));
+            let rows = query.build().fetch_all(&self.pool).await?;
             for row in &rows {
                 let mut object = Map::new();
                 for (index, column) in row.columns().iter().enumerate() {
