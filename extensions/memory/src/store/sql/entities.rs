@@ -1,11 +1,13 @@
 //! Reading entities, for both backends ([`EntityReads`]): the owner's entities named so, one
-//! entity with its memories, names by id and counts of links. Linking entities, the
+//! entity with its memories, names by id and counts of links; and of linking, the memory's
+//! sorted `entity_ids` and which types are linked by name. Linking entities itself, the
 //! co-mentions and the newest links a search follows stay with each backend
 //! (`store/*/entities.rs`): they take each database's own locks, row order and packed reads.
 
 use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
+use serde_json::Value;
 use sqlx::QueryBuilder;
 
 use super::{push_scope, Bind, Dialect, Driver, SqlStore};
@@ -142,4 +144,35 @@ impl<S: SqlStore> EntityReads for S {
             None => Ok(0),
         }
     }
+}
+
+/// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
+pub(crate) const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
+
+/// Most earlier memories linked to a newly created entity.
+pub(crate) const MAX_EARLIER_MENTIONS: i64 = 500;
+
+/// Writes the ids of the entities linked to memory `memory_id` into its `entity_ids`, sorted
+/// byte by byte, on `connection` inside the caller's transaction; the memory's link count.
+pub(crate) async fn write_entity_ids<D: Dialect>(
+    connection: &mut D::Connection,
+    memory_id: &str,
+) -> Result<usize> {
+    let mut query =
+        QueryBuilder::<D>::new("SELECT entity_id FROM memory_entities WHERE memory_id = ");
+    query
+        .text(memory_id)
+        .push(format!(" ORDER BY {}", D::byte_order("entity_id")));
+    let linked = D::rows(connection, query)
+        .await?
+        .iter()
+        .map(|row| D::text(row, "entity_id"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut update = QueryBuilder::<D>::new("UPDATE memories SET entity_ids = ");
+    update
+        .text(Value::from(linked.clone()).to_string())
+        .push(" WHERE id = ")
+        .text(memory_id);
+    D::execute(connection, update).await?;
+    Ok(linked.len())
 }

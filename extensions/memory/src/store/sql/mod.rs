@@ -38,6 +38,7 @@ use crate::types::Memory;
 pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
+pub(crate) use entities::{write_entity_ids, LINKABLE_TYPES, MAX_EARLIER_MENTIONS};
 pub(crate) use export::push_user_rows;
 pub(crate) use index_queue::index_items;
 pub(crate) use ingest::insert_memory;

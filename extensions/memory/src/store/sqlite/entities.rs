@@ -13,6 +13,7 @@ use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
 use crate::store::rows::{json_list, new_id, ts};
+use crate::store::sql::{write_entity_ids, LINKABLE_TYPES, MAX_EARLIER_MENTIONS};
 
 #[async_trait]
 impl EntityLinks for MemoryStore {
@@ -204,25 +205,8 @@ pub(super) async fn link_entities(
     if let Some(text) = text {
         link_known_entities(tx, memory_id, owner, text).await?;
     }
-    let linked: Vec<String> = sqlx::query_scalar(
-        "SELECT entity_id FROM memory_entities WHERE memory_id = ? ORDER BY entity_id",
-    )
-    .bind(memory_id)
-    .fetch_all(&mut *tx)
-    .await?;
-    sqlx::query("UPDATE memories SET entity_ids = ? WHERE id = ?")
-        .bind(Value::from(linked.clone()).to_string())
-        .bind(memory_id)
-        .execute(&mut *tx)
-        .await?;
-    Ok(linked.len())
+    write_entity_ids::<Sqlite>(tx, memory_id).await
 }
-
-/// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
-pub(super) const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
-
-/// Most earlier memories linked to a newly created entity.
-pub(super) const MAX_EARLIER_MENTIONS: i64 = 500;
 
 /// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
 /// so that "Sarah is vegetarian", said before Sarah became an entity, is found through her.
