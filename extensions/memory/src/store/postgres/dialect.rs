@@ -3,7 +3,6 @@
 //! reach its own entity linking, vector tables and lifecycle writes (`lifecycle.rs`).
 
 use async_trait::async_trait;
-use mnemo_ner_api::ExtractedEntity;
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 
 use super::PostgresStore;
@@ -79,14 +78,13 @@ impl SqlStore for PostgresStore {
         Ok(WriteTx::new(self.begin_write(scope).await?, None))
     }
 
-    async fn link_entities(
+    async fn find_entity(
         connection: &mut PgConnection,
-        memory_id: &str,
         owner: &str,
-        entities: &[ExtractedEntity],
-        text: Option<&str>,
-    ) -> Result<usize> {
-        super::entities::link_entities(connection, memory_id, owner, entities, text).await
+        entity_type: &str,
+        name: &str,
+    ) -> Result<Option<(String, String)>> {
+        super::entities::find_entity(connection, owner, entity_type, name).await
     }
 
     async fn drop_vectors(&self, connection: &mut PgConnection, ids: &[String]) -> Result<()> {

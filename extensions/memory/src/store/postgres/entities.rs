@@ -1,21 +1,19 @@
 //! Entities: linking memories to the entities they name, finding entities by name, and
 //! describing one with its memories. Link order is `memory_entities.position` (SQLite's rowid).
-//! An entity is found or created under its owner's write lock, and created with
-//! `ON CONFLICT DO NOTHING` on the `(owner, lower(name), type)` index, so that two writers
-//! naming the same new entity end with one.
+//! Linking itself is written once (`store/sql/entities.rs`); here are finding an entity by name
+//! and linking a new entity's earlier mentions through the text search index.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
-use serde_json::Value;
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 
 use super::text_search::{tsquery, CONFIG};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, new_id, ts};
-use crate::store::sql::{write_entity_ids, WriteScope, LINKABLE_TYPES, MAX_EARLIER_MENTIONS};
+use crate::store::rows::ts;
+use crate::store::sql::{link_entities, WriteScope, MAX_EARLIER_MENTIONS};
 
 #[async_trait]
 impl EntityLinks for PostgresStore {
@@ -35,7 +33,7 @@ impl EntityLinks for PostgresStore {
         memory_owner(&mut *tx, memory_id)
             .await?
             .ok_or_else(not_found)?;
-        let count = link_entities(&mut tx, memory_id, &owner, entities, None).await?;
+        let count = link_entities::<Self>(&mut tx, memory_id, &owner, entities, None).await?;
         if let Some(at) = enriched_at {
             sqlx::query(
                 "UPDATE memories SET attributes = \
@@ -123,7 +121,7 @@ async fn memory_owner(
 
 /// The owner's entity of `entity_type` named `name` (canonical name or alias, case-insensitive)
 /// with its aliases; a canonical match first.
-async fn find_entity(
+pub(super) async fn find_entity(
     tx: &mut PgConnection,
     owner: &str,
     entity_type: &str,
@@ -141,112 +139,6 @@ async fn find_entity(
     .bind(name)
     .fetch_optional(&mut *tx)
     .await?)
-}
-
-/// Counts one more mention of a found entity: its surface form becomes an alias unless it is
-/// the name or an alias already, and it gets the relation if it had none.
-async fn mention_found(
-    tx: &mut PgConnection,
-    id: &str,
-    aliases: &str,
-    entity: &ExtractedEntity,
-) -> Result<()> {
-    let canonical = entity.canonical.trim();
-    let mut aliases = json_list(aliases, "aliases")?;
-    let surface = entity.surface.trim();
-    if !surface.eq_ignore_ascii_case(canonical)
-        && !aliases
-            .iter()
-            .any(|alias| alias.eq_ignore_ascii_case(surface))
-    {
-        aliases.push(surface.to_owned());
-    }
-    sqlx::query(
-        "UPDATE entities SET mention_count = mention_count + 1, aliases = $1, \
-         relation = COALESCE(relation, $2) WHERE id = $3",
-    )
-    .bind(Value::from(aliases).to_string())
-    .bind(&entity.relation)
-    .bind(id)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
-}
-
-/// Creates or finds each entity for `owner` and links it to the memory, then links the owner's
-/// known entities named in `text`; returns the memory's link count (see `../sqlite/entities.rs`).
-pub(super) async fn link_entities(
-    tx: &mut PgConnection,
-    memory_id: &str,
-    owner: &str,
-    entities: &[ExtractedEntity],
-    text: Option<&str>,
-) -> Result<usize> {
-    for entity in entities {
-        let canonical = entity.canonical.trim();
-        if canonical.is_empty() {
-            continue;
-        }
-        let entity_type = entity.entity_type.as_str();
-        let entity_id = match find_entity(tx, owner, entity_type, canonical).await? {
-            Some((id, aliases)) => {
-                mention_found(tx, &id, &aliases, entity).await?;
-                id
-            }
-            None => {
-                let id = new_id("ent");
-                let surface = entity.surface.trim();
-                let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
-                    Vec::new()
-                } else {
-                    vec![surface]
-                };
-                let created = sqlx::query(
-                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                )
-                .bind(&id)
-                .bind(owner)
-                .bind(canonical)
-                .bind(entity_type)
-                .bind(Value::from(aliases).to_string())
-                .bind(&entity.relation)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    == 1;
-                if created {
-                    if LINKABLE_TYPES.contains(&entity_type) {
-                        link_earlier_mentions(tx, &id, owner, canonical).await?;
-                    }
-                    id
-                } else {
-                    // A writer that does not hold this owner's lock created it meanwhile.
-                    let (id, aliases) = find_entity(tx, owner, entity_type, canonical)
-                        .await?
-                        .ok_or_else(|| {
-                            MemoryError::NotFound(format!(
-                                "entity `{canonical}` ({entity_type}) vanished while linking"
-                            ))
-                        })?;
-                    mention_found(tx, &id, &aliases, entity).await?;
-                    id
-                }
-            }
-        };
-        sqlx::query(
-            "INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(memory_id)
-        .bind(&entity_id)
-        .execute(&mut *tx)
-        .await?;
-    }
-    if let Some(text) = text {
-        link_known_entities(tx, memory_id, owner, text).await?;
-    }
-    write_entity_ids::<Postgres>(tx, memory_id).await
 }
 
 /// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
@@ -333,48 +225,4 @@ fn phrase_pattern(words: &[String]) -> String {
         "(^|[^[:alnum:]]){}([^[:alnum:]]|$)",
         words.join("[^[:alnum:]]+")
     )
-}
-
-/// Links entities the owner already has (people, organisations, places, projects) whose name or
-/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
-/// vegetarian", at the start of a sentence).
-pub(super) async fn link_known_entities(
-    tx: &mut PgConnection,
-    memory_id: &str,
-    owner: &str,
-    text: &str,
-) -> Result<()> {
-    let mentions = crate::text::mentions(text);
-    if mentions.is_empty() {
-        return Ok(());
-    }
-    let known: Vec<String> = sqlx::query_scalar(
-        "SELECT e.id FROM entities e WHERE e.type = ANY($1) AND e.owner_id = $2 \
-         AND (lower(e.canonical_name) = ANY($3) OR EXISTS \
-          (SELECT 1 FROM jsonb_array_elements_text(e.aliases::jsonb) alias \
-           WHERE lower(alias) = ANY($3)))",
-    )
-    .bind(&LINKABLE_TYPES[..])
-    .bind(owner)
-    .bind(&mentions)
-    .fetch_all(&mut *tx)
-    .await?;
-    for entity_id in known {
-        let added = sqlx::query(
-            "INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(memory_id)
-        .bind(&entity_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if added == 1 {
-            sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = $1")
-                .bind(&entity_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-    }
-    Ok(())
 }

@@ -1,20 +1,24 @@
-//! Reading entities, for both backends ([`EntityReads`]): the owner's entities named so, one
-//! entity with its memories, names by id and counts of links; and of linking, the memory's
-//! sorted `entity_ids` and which types are linked by name. Linking entities itself, the
-//! co-mentions and the newest links a search follows stay with each backend
-//! (`store/*/entities.rs`): they take each database's own locks, row order and packed reads.
+//! Entities, for both backends: reading them ([`EntityReads`]: the owner's entities named so,
+//! one entity with its memories, names by id and counts of links), and linking a memory to the
+//! entities it names ([`link_entities`]). Of linking, each backend keeps finding an entity by
+//! name ([`SqlStore::find_entity`]) and linking a new entity's earlier mentions through its own
+//! full-text index ([`SqlStore::link_earlier_mentions`]); the co-mentions and the newest links
+//! a search follows stay with each backend (`store/*/entities.rs`): they read each database's
+//! own row order and packed rows.
 
 use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
+use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
-use sqlx::QueryBuilder;
+use sqlx::{Database, QueryBuilder};
 
-use super::{push_scope, Bind, Dialect, Driver, SqlStore};
-use crate::error::Result;
+use super::records::push_newest;
+use super::{push_scope, Bind, Dialect, Driver, Run, SqlStore};
+use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityReads;
 use crate::store::counts::linked_memory_count;
-use crate::store::rows::{json_list, MEMORY_COLUMNS};
+use crate::store::rows::{json_list, new_id, MEMORY_COLUMNS};
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -95,9 +99,7 @@ impl<S: SqlStore> EntityReads for S {
                 .text(id)
                 .push(" AND m.valid_until IS NULL AND m.superseded_at IS NULL");
             push_scope(&mut builder, owner, chat_id);
-            builder
-                .push(" ORDER BY m.event_time DESC LIMIT ")
-                .count(memory_limit);
+            push_newest(&mut builder, memory_limit);
             self.fetch_memories(builder).await?
         };
         Ok(Some(EntityInfo {
@@ -147,14 +149,14 @@ impl<S: SqlStore> EntityReads for S {
 }
 
 /// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
-pub(crate) const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
+const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
 
 /// Most earlier memories linked to a newly created entity.
 pub(crate) const MAX_EARLIER_MENTIONS: i64 = 500;
 
 /// Writes the ids of the entities linked to memory `memory_id` into its `entity_ids`, sorted
 /// byte by byte, on `connection` inside the caller's transaction; the memory's link count.
-pub(crate) async fn write_entity_ids<D: Dialect>(
+async fn write_entity_ids<D: Dialect>(
     connection: &mut D::Connection,
     memory_id: &str,
 ) -> Result<usize> {
@@ -175,4 +177,169 @@ pub(crate) async fn write_entity_ids<D: Dialect>(
         .text(memory_id);
     D::execute(connection, update).await?;
     Ok(linked.len())
+}
+
+/// Finds or creates each of `entities` for `owner` and links it to memory `memory_id`, then
+/// links the owner's known entities named in `text`, on `connection` inside the caller's
+/// transaction (which holds the owner's write lock); the memory's link count.
+pub(crate) async fn link_entities<S: SqlStore>(
+    connection: &mut <S::Db as Database>::Connection,
+    memory_id: &str,
+    owner: &str,
+    entities: &[ExtractedEntity],
+    text: Option<&str>,
+) -> Result<usize> {
+    for entity in entities {
+        let canonical = entity.canonical.trim();
+        if canonical.is_empty() {
+            continue;
+        }
+        let entity_type = entity.entity_type.as_str();
+        let entity_id = match S::find_entity(connection, owner, entity_type, canonical).await? {
+            Some(found) => mention_found::<S::Db>(connection, found, entity).await?,
+            None => create_entity::<S>(connection, owner, entity).await?,
+        };
+        link::<S::Db>(connection, memory_id, &entity_id).await?;
+    }
+    if let Some(text) = text {
+        link_known_entities::<S::Db>(connection, memory_id, owner, text).await?;
+    }
+    write_entity_ids::<S::Db>(connection, memory_id).await
+}
+
+/// Creates `entity` for `owner` and links its earlier mentions; its id. Created with
+/// `ON CONFLICT DO NOTHING` on the `(owner, lower(name), type)` index: a writer that does not
+/// hold this owner's lock (PostgreSQL's other instances) may have created it meanwhile, and it
+/// then counts one more mention of that one.
+async fn create_entity<S: SqlStore>(
+    connection: &mut <S::Db as Database>::Connection,
+    owner: &str,
+    entity: &ExtractedEntity,
+) -> Result<String> {
+    let canonical = entity.canonical.trim();
+    let entity_type = entity.entity_type.as_str();
+    let id = new_id("ent");
+    let surface = entity.surface.trim();
+    let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
+        Vec::new()
+    } else {
+        vec![surface]
+    };
+    let mut insert = QueryBuilder::<S::Db>::new(
+        "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) VALUES (",
+    );
+    insert
+        .text(&id)
+        .push(", ")
+        .text(owner)
+        .push(", ")
+        .text(canonical)
+        .push(", ")
+        .text(entity_type)
+        .push(", ")
+        .text(Value::from(aliases).to_string())
+        .push(", ")
+        .opt_text(entity.relation.clone())
+        .push(") ON CONFLICT DO NOTHING");
+    if S::Db::execute(connection, insert).await? == 1 {
+        if LINKABLE_TYPES.contains(&entity_type) {
+            S::link_earlier_mentions(connection, &id, owner, canonical).await?;
+        }
+        return Ok(id);
+    }
+    let found = S::find_entity(connection, owner, entity_type, canonical)
+        .await?
+        .ok_or_else(|| {
+            MemoryError::NotFound(format!(
+                "entity `{canonical}` ({entity_type}) vanished while linking"
+            ))
+        })?;
+    mention_found::<S::Db>(connection, found, entity).await
+}
+
+/// Counts one more mention of a found entity (its id and its aliases as JSON): its surface
+/// form becomes an alias unless it is the name or an alias already, and it gets the relation
+/// if it had none; its id.
+async fn mention_found<D: Dialect>(
+    connection: &mut D::Connection,
+    (id, aliases): (String, String),
+    entity: &ExtractedEntity,
+) -> Result<String> {
+    let canonical = entity.canonical.trim();
+    let mut aliases = json_list(&aliases, "aliases")?;
+    let surface = entity.surface.trim();
+    if !surface.eq_ignore_ascii_case(canonical)
+        && !aliases
+            .iter()
+            .any(|alias| alias.eq_ignore_ascii_case(surface))
+    {
+        aliases.push(surface.to_owned());
+    }
+    let mut update =
+        QueryBuilder::<D>::new("UPDATE entities SET mention_count = mention_count + 1, aliases = ");
+    update
+        .text(Value::from(aliases).to_string())
+        .push(", relation = COALESCE(relation, ")
+        .opt_text(entity.relation.clone())
+        .push(") WHERE id = ")
+        .text(&id);
+    D::execute(connection, update).await?;
+    Ok(id)
+}
+
+/// Links memory `memory_id` to entity `entity_id` unless it is already; whether it was not.
+async fn link<D: Dialect>(
+    connection: &mut D::Connection,
+    memory_id: &str,
+    entity_id: &str,
+) -> Result<bool> {
+    let mut insert =
+        QueryBuilder::<D>::new("INSERT INTO memory_entities (memory_id, entity_id) VALUES (");
+    insert
+        .text(memory_id)
+        .push(", ")
+        .text(entity_id)
+        .push(") ON CONFLICT DO NOTHING");
+    Ok(D::execute(connection, insert).await? == 1)
+}
+
+/// Links entities the owner already has (people, organisations, places, projects) whose name or
+/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
+/// vegetarian", at the start of a sentence).
+async fn link_known_entities<D: Dialect>(
+    connection: &mut D::Connection,
+    memory_id: &str,
+    owner: &str,
+    text: &str,
+) -> Result<()> {
+    let mentions = crate::text::mentions(text);
+    if mentions.is_empty() {
+        return Ok(());
+    }
+    let types = LINKABLE_TYPES.map(str::to_owned);
+    let mut query = QueryBuilder::<D>::new("SELECT e.id FROM entities e WHERE ");
+    D::push_one_of(&mut query, "e.type", &types);
+    query.push(" AND e.owner_id = ").text(owner).push(" AND (");
+    D::push_one_of(&mut query, "lower(e.canonical_name)", &mentions);
+    query.push(format!(
+        " OR EXISTS (SELECT 1 FROM {} WHERE ",
+        D::json_texts("e.aliases")
+    ));
+    D::push_one_of(&mut query, "lower(value)", &mentions);
+    query.push("))");
+    let known = D::rows(connection, query)
+        .await?
+        .iter()
+        .map(|row| D::text(row, "id"))
+        .collect::<Result<Vec<_>>>()?;
+    for entity_id in known {
+        if link::<D>(connection, memory_id, &entity_id).await? {
+            let mut count = QueryBuilder::<D>::new(
+                "UPDATE entities SET mention_count = mention_count + 1 WHERE id = ",
+            );
+            count.text(entity_id);
+            D::execute(connection, count).await?;
+        }
+    }
+    Ok(())
 }

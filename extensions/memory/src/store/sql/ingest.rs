@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::{Database, QueryBuilder};
 
 use super::sessions::{close_other_sessions, push_session_key, push_session_values};
-use super::{Bind, Driver, Run, SqlStore, WriteScope};
+use super::{link_entities, Bind, Driver, Run, SqlStore, WriteScope};
 use crate::error::Result;
 use crate::store::backend::MemoryIngest;
 use crate::store::rows::{new_id, ts};
@@ -232,6 +232,6 @@ pub(crate) async fn insert_memory<S: SqlStore>(
         .push(")");
     S::Db::execute(connection, queue).await?;
     let owner = memory.user_id.as_deref().unwrap_or_default();
-    S::link_entities(connection, &id, owner, entities, Some(&memory.content)).await?;
+    link_entities::<S>(connection, &id, owner, entities, Some(&memory.content)).await?;
     Ok(id)
 }

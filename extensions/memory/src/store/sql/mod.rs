@@ -29,7 +29,6 @@ mod shared_runs;
 use std::ops::{Deref, DerefMut};
 
 use async_trait::async_trait;
-use mnemo_ner_api::ExtractedEntity;
 use sqlx::{Database, Pool, QueryBuilder, Transaction};
 
 use crate::error::Result;
@@ -38,7 +37,7 @@ use crate::types::Memory;
 pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
-pub(crate) use entities::{write_entity_ids, LINKABLE_TYPES, MAX_EARLIER_MENTIONS};
+pub(crate) use entities::{link_entities, MAX_EARLIER_MENTIONS};
 pub(crate) use export::push_user_rows;
 pub(crate) use index_queue::index_items;
 pub(crate) use ingest::insert_memory;
@@ -219,15 +218,14 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Begins a write transaction for `scope`, after the writers before it.
     async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Self::Db>>;
 
-    /// Finds or creates each of `entities` for `owner` and links it to the memory, then links
-    /// the owner's known entities named in `text`; the memory's link count.
-    async fn link_entities(
+    /// The owner's entity of `entity_type` named `name` (its canonical name or an alias, without
+    /// case), as its id and its aliases (JSON), on `connection` inside the caller's transaction.
+    async fn find_entity(
         connection: &mut <Self::Db as Database>::Connection,
-        memory_id: &str,
         owner: &str,
-        entities: &[ExtractedEntity],
-        text: Option<&str>,
-    ) -> Result<usize>;
+        entity_type: &str,
+        name: &str,
+    ) -> Result<Option<(String, String)>>;
 
     /// Links a new entity to the owner's earlier memories that mention `name`, through the
     /// store's own full-text index.

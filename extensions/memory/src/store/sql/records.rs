@@ -19,7 +19,7 @@ use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// Appends ` ORDER BY m.event_time DESC, <stored order> DESC LIMIT limit`: newest first, and
 /// of the same time the last stored first.
-fn push_newest<D: Dialect>(builder: &mut QueryBuilder<'_, D>, limit: usize) {
+pub(super) fn push_newest<D: Dialect>(builder: &mut QueryBuilder<'_, D>, limit: usize) {
     builder
         .push(format!(
             " ORDER BY m.event_time DESC, m.{} DESC LIMIT ",

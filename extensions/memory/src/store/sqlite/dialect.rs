@@ -3,7 +3,6 @@
 //! own entity linking, vector tables and in-memory mirror.
 
 use async_trait::async_trait;
-use mnemo_ner_api::ExtractedEntity;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use super::MemoryStore;
@@ -69,14 +68,13 @@ impl SqlStore for MemoryStore {
         Ok(WriteTx::new(self.begin_write().await?, Some(turn)))
     }
 
-    async fn link_entities(
+    async fn find_entity(
         connection: &mut SqliteConnection,
-        memory_id: &str,
         owner: &str,
-        entities: &[ExtractedEntity],
-        text: Option<&str>,
-    ) -> Result<usize> {
-        super::entities::link_entities(connection, memory_id, owner, entities, text).await
+        entity_type: &str,
+        name: &str,
+    ) -> Result<Option<(String, String)>> {
+        super::entities::find_entity(connection, owner, entity_type, name).await
     }
 
     async fn drop_vectors(&self, connection: &mut SqliteConnection, ids: &[String]) -> Result<()> {

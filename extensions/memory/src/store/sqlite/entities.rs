@@ -4,7 +4,6 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
-use serde_json::Value;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use super::packed::{fetch_packed, packed_rows};
@@ -12,8 +11,8 @@ use super::scope::owner_rows;
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::EntityLinks;
-use crate::store::rows::{json_list, new_id, ts};
-use crate::store::sql::{write_entity_ids, LINKABLE_TYPES, MAX_EARLIER_MENTIONS};
+use crate::store::rows::ts;
+use crate::store::sql::{link_entities, MAX_EARLIER_MENTIONS};
 
 #[async_trait]
 impl EntityLinks for MemoryStore {
@@ -33,14 +32,8 @@ impl EntityLinks for MemoryStore {
         let Some(owner) = owner else {
             return Err(MemoryError::NotFound(format!("no memory `{memory_id}`")));
         };
-        let count = link_entities(
-            &mut tx,
-            memory_id,
-            &owner.unwrap_or_default(),
-            entities,
-            None,
-        )
-        .await?;
+        let owner = owner.unwrap_or_default();
+        let count = link_entities::<Self>(&mut tx, memory_id, &owner, entities, None).await?;
         if let Some(at) = enriched_at {
             sqlx::query(
                 "UPDATE memories SET attributes = json_set(attributes, '$.enriched_at', ?) WHERE id = ?",
@@ -124,88 +117,24 @@ impl EntityLinks for MemoryStore {
     }
 }
 
-/// Creates or finds each entity for `owner` and links it to the memory; returns the memory's link count.
-pub(super) async fn link_entities(
-    tx: &mut SqliteConnection,
-    memory_id: &str,
+/// The owner's entity of `entity_type` named `name` (canonical name or alias, ASCII letters
+/// without case) with its aliases.
+pub(super) async fn find_entity(
+    connection: &mut SqliteConnection,
     owner: &str,
-    entities: &[ExtractedEntity],
-    text: Option<&str>,
-) -> Result<usize> {
-    for entity in entities {
-        let canonical = entity.canonical.trim();
-        if canonical.is_empty() {
-            continue;
-        }
-        let entity_type = entity.entity_type.as_str();
-        let found: Option<(String, String)> = sqlx::query_as(
-            "SELECT id, aliases FROM entities WHERE owner_id = ?1 AND type = ?2 AND \
-             (canonical_name = ?3 COLLATE NOCASE OR EXISTS \
-              (SELECT 1 FROM json_each(aliases) WHERE json_each.value = ?3 COLLATE NOCASE)) LIMIT 1",
-        )
-        .bind(owner)
-        .bind(entity_type)
-        .bind(canonical)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let entity_id = match found {
-            Some((id, aliases)) => {
-                let mut aliases = json_list(&aliases, "aliases")?;
-                let surface = entity.surface.trim();
-                if !surface.eq_ignore_ascii_case(canonical)
-                    && !aliases
-                        .iter()
-                        .any(|alias| alias.eq_ignore_ascii_case(surface))
-                {
-                    aliases.push(surface.to_owned());
-                }
-                sqlx::query(
-                    "UPDATE entities SET mention_count = mention_count + 1, aliases = ?, \
-                     relation = COALESCE(relation, ?) WHERE id = ?",
-                )
-                .bind(Value::from(aliases).to_string())
-                .bind(&entity.relation)
-                .bind(&id)
-                .execute(&mut *tx)
-                .await?;
-                id
-            }
-            None => {
-                let id = new_id("ent");
-                let surface = entity.surface.trim();
-                let aliases: Vec<&str> = if surface.eq_ignore_ascii_case(canonical) {
-                    Vec::new()
-                } else {
-                    vec![surface]
-                };
-                sqlx::query(
-                    "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, relation) \
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&id)
-                .bind(owner)
-                .bind(canonical)
-                .bind(entity_type)
-                .bind(serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".to_owned()))
-                .bind(&entity.relation)
-                .execute(&mut *tx)
-                .await?;
-                if LINKABLE_TYPES.contains(&entity_type) {
-                    link_earlier_mentions(tx, &id, owner, canonical).await?;
-                }
-                id
-            }
-        };
-        sqlx::query("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)")
-            .bind(memory_id)
-            .bind(&entity_id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    if let Some(text) = text {
-        link_known_entities(tx, memory_id, owner, text).await?;
-    }
-    write_entity_ids::<Sqlite>(tx, memory_id).await
+    entity_type: &str,
+    name: &str,
+) -> Result<Option<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, aliases FROM entities WHERE owner_id = ?1 AND type = ?2 AND \
+         (canonical_name = ?3 COLLATE NOCASE OR EXISTS \
+          (SELECT 1 FROM json_each(aliases) WHERE json_each.value = ?3 COLLATE NOCASE)) LIMIT 1",
+    )
+    .bind(owner)
+    .bind(entity_type)
+    .bind(name)
+    .fetch_optional(connection)
+    .await?)
 }
 
 /// Links a new entity to the owner's earlier active memories that mention its name as a phrase,
@@ -251,56 +180,6 @@ pub(super) async fn link_earlier_mentions(
         .bind(entity_id)
         .execute(&mut *connection)
         .await?;
-    }
-    Ok(())
-}
-
-/// Links entities the owner already has (people, organisations, places, projects) whose name or
-/// alias appears in `text` as a whole word sequence, even where NER missed it ("Sarah is
-/// vegetarian", at the start of a sentence).
-pub(super) async fn link_known_entities(
-    tx: &mut SqliteConnection,
-    memory_id: &str,
-    owner: &str,
-    text: &str,
-) -> Result<()> {
-    let mentions = crate::text::mentions(text);
-    if mentions.is_empty() {
-        return Ok(());
-    }
-    let mut builder = QueryBuilder::new(
-        "SELECT e.id FROM entities e WHERE e.type IN ('person', 'organization', 'location', 'project') \
-         AND e.owner_id = ",
-    );
-    builder.push_bind(owner.to_owned());
-    builder.push(" AND (lower(e.canonical_name) IN (");
-    let mut separated = builder.separated(", ");
-    for mention in &mentions {
-        separated.push_bind(mention.clone());
-    }
-    builder
-        .push(") OR EXISTS (SELECT 1 FROM json_each(e.aliases) WHERE lower(json_each.value) IN (");
-    let mut separated = builder.separated(", ");
-    for mention in &mentions {
-        separated.push_bind(mention.clone());
-    }
-    builder.push(")))");
-    let known: Vec<String> = builder.build_query_scalar().fetch_all(&mut *tx).await?;
-    for entity_id in known {
-        let added = sqlx::query(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
-        )
-        .bind(memory_id)
-        .bind(&entity_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if added == 1 {
-            sqlx::query("UPDATE entities SET mention_count = mention_count + 1 WHERE id = ?")
-                .bind(&entity_id)
-                .execute(&mut *tx)
-                .await?;
-        }
     }
     Ok(())
 }

@@ -6,10 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 use mnemo_ner_api::{EntityType, ExtractedEntity};
 
-use super::super::entities::link_entities;
 use super::super::{PostgresOptions, PostgresStore};
 use super::open_fresh;
 use crate::store::backend::*;
+use crate::store::sql::link_entities;
 use crate::store::NewMemory;
 use crate::types::MemoryKind;
 
@@ -582,13 +582,13 @@ async fn find_or_create_survives_a_writer_without_the_lock() {
     }
     let nova = [entity("Nova", "Nova", EntityType::Project)];
     let mut first = store.pool().begin().await.unwrap();
-    link_entities(&mut first, "m1", "ana", &nova, None)
+    link_entities::<PostgresStore>(&mut first, "m1", "ana", &nova, None)
         .await
         .unwrap();
     let pool = store.pool().clone();
     let racer = tokio::spawn(async move {
         let mut second = pool.begin().await.unwrap();
-        let linked = link_entities(
+        let linked = link_entities::<PostgresStore>(
             &mut second,
             "m2",
             "ana",
