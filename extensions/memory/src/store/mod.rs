@@ -12,6 +12,8 @@
 //! row by row (`mnemo migrate-store`).
 
 mod backend;
+#[cfg(test)]
+mod conformance;
 mod counts;
 mod index_order;
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{TimeZone, Utc};
 
 use crate::store::{content_hash, MemoryBackend, NewMemory};
-use crate::types::{MemoryKind, SearchRequest};
+use crate::types::SearchRequest;
 
 pub(crate) fn unit(values: [f32; 4]) -> Vec<f32> {
     let norm = values.iter().map(|value| value * value).sum::<f32>().sqrt();
@@ -16,25 +16,9 @@ pub(crate) fn unit(values: [f32; 4]) -> Vec<f32> {
 
 /// A turn of `user` spoken by `role`, at 2026-01-01 00:00 UTC.
 pub(crate) fn turn(user: &str, role: &str, content: &str) -> NewMemory {
-    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
     NewMemory {
-        kind: MemoryKind::Episode,
-        content: content.into(),
-        session_id: Some("s1".into()),
-        user_id: Some(user.into()),
-        chat_id: None,
-        event_time: at,
-        created_at: at,
         source_role: Some(role.into()),
-        source_ids: Vec::new(),
-        tags: Vec::new(),
-        attributes: serde_json::Map::new(),
-        decay_rate: 0.1,
-        confidence: 1.0,
-        memory_type: None,
-        expires_at: None,
-        shared: false,
-        subject_ids: Vec::new(),
+        ..crate::store::conformance::turn(user, "s1", content)
     }
 }
 

@@ -63,4 +63,4 @@ impl Drop for PostgresStore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

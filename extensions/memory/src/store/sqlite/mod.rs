@@ -67,4 +67,4 @@ impl Drop for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -13,6 +13,7 @@ use sqlx::PgPool;
 use super::open_fresh;
 use crate::error::MemoryError;
 use crate::store::backend::*;
+use crate::store::conformance::person_in as person;
 use crate::store::postgres::PostgresStore;
 use crate::store::{content_hash, MemoryStore, NewMemory};
 use crate::types::{ListRequest, MemoryForgotten, MemoryKind};
@@ -473,20 +474,6 @@ async fn supersede_confirm_and_resolve_conflict_write_what_they_say() {
         .await
         .unwrap_err();
     assert!(matches!(error, MemoryError::NotFound(_)), "{error}");
-}
-
-fn person(name: &str, text: &str) -> mnemo_ner_api::ExtractedEntity {
-    let start = text.find(name).unwrap();
-    mnemo_ner_api::ExtractedEntity {
-        surface: name.into(),
-        canonical: name.into(),
-        entity_type: mnemo_ner_api::EntityType::Person,
-        start,
-        end: start + name.len(),
-        confidence: 1.0,
-        relation: None,
-        provider: "test".into(),
-    }
 }
 
 fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64) -> NewMemory {

@@ -1,24 +1,20 @@
 //! Tests of the store on real SQLite files, moved in from the crate's integration tests when
 //! the store became private to the crate; the helpers they share.
 
-mod batches;
 mod fts_properties;
 mod fts_syntax;
 mod migrations;
 mod on_disk;
 mod removal;
 mod sentence_keys;
-mod shared_runs;
 
 use std::time::Duration;
-
-use chrono::{TimeZone, Utc};
 
 use crate::error::Result;
 use crate::search::CorpusStats;
 use crate::store::backend::*;
 use crate::store::MemoryStore;
-use crate::types::{MemoryKind, SearchRequest};
+use crate::types::SearchRequest;
 
 /// The vector index's own test vectors.
 pub(super) use crate::vector_index::tests::pseudo as pseudo_vector;
@@ -39,7 +35,7 @@ impl FullTextSearch for MemoryStore {
     }
 }
 
-pub(super) async fn open(path: &std::path::Path) -> MemoryStore {
+pub(crate) async fn open(path: &std::path::Path) -> MemoryStore {
     MemoryStore::open(
         path,
         &crate::store::StoreOptions {
@@ -54,27 +50,9 @@ pub(super) async fn open(path: &std::path::Path) -> MemoryStore {
     .unwrap()
 }
 
+/// A fact of Ana's.
 pub(super) fn fact(content: &str) -> crate::store::NewMemory {
-    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    crate::store::NewMemory {
-        kind: MemoryKind::Fact,
-        content: content.into(),
-        session_id: Some("s1".into()),
-        user_id: Some("ana".into()),
-        chat_id: None,
-        event_time: at,
-        created_at: at,
-        source_role: None,
-        source_ids: Vec::new(),
-        tags: Vec::new(),
-        attributes: serde_json::Map::new(),
-        decay_rate: 0.1,
-        confidence: 1.0,
-        memory_type: None,
-        expires_at: None,
-        shared: false,
-        subject_ids: Vec::new(),
-    }
+    crate::store::conformance::fact("ana", content)
 }
 
 pub(super) async fn open_fast(path: &std::path::Path) -> MemoryStore {

@@ -7,6 +7,7 @@ use chrono::{TimeZone, Utc};
 
 use super::{fact, index_all, open, pseudo_vector, FullTextSearch};
 use crate::store::backend::*;
+use crate::store::conformance::person_in as person;
 use crate::store::MemoryStore;
 use crate::types::{MemoryKind, SearchRequest};
 
@@ -16,20 +17,6 @@ fn hex_sha256(text: &str) -> String {
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
-}
-
-fn person(name: &str, text: &str) -> mnemo_ner_api::ExtractedEntity {
-    let start = text.find(name).unwrap();
-    mnemo_ner_api::ExtractedEntity {
-        surface: name.into(),
-        canonical: name.into(),
-        entity_type: mnemo_ner_api::EntityType::Person,
-        start,
-        end: start + name.len(),
-        confidence: 1.0,
-        relation: None,
-        provider: "test".into(),
-    }
 }
 
 /// Rows anywhere in the store that still hold `needle` or point at `id`.

@@ -1,18 +1,30 @@
 //! Reading memories: by id, through a request's filters, ranking keys with session
-//! neighbours, touching, counting and listing.
+//! neighbours, touching, counting and listing. Rows are written with plain SQL
+//! ([`insert_row`]), so that these checks stand on the reading side alone.
 
-use super::super::open_fresh;
-use super::{ana, at, insert, row, sql, Row};
-use crate::store::backend::{MemoryRecords, SearchRecords};
-use crate::store::postgres::PostgresStore;
+use super::{insert_row as insert, row, Conformant, Row};
+use crate::store::rows::from_ts as at;
 use crate::types::{ListRequest, MemoryKind, MemoryType, SearchRequest, SessionKey};
+
+/// Runs the statement `statement`.
+async fn sql<S: Conformant>(store: &S, statement: &str) {
+    super::execute(store, statement, None).await;
+}
+
+/// A search of Ana's.
+fn ana() -> SearchRequest {
+    SearchRequest {
+        user_id: Some("ana".into()),
+        ..SearchRequest::default()
+    }
+}
 
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
     ids
 }
 
-async fn visible(store: &PostgresStore, ids: &[&str], request: &SearchRequest) -> Vec<String> {
+async fn visible<S: Conformant>(store: &S, ids: &[&str], request: &SearchRequest) -> Vec<String> {
     let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
     let loaded = store.load_filtered(&ids, request).await.unwrap();
     let keys = store.rank_keys(&ids, request, false).await.unwrap();
@@ -21,9 +33,7 @@ async fn visible(store: &PostgresStore, ids: &[&str], request: &SearchRequest) -
     loaded
 }
 
-#[tokio::test]
-async fn get_load_and_rank_keys_with_session_neighbours() {
-    let store = open_fresh().await;
+pub(super) async fn get_load_and_rank_keys_with_session_neighbours<S: Conformant>(store: &S) {
     let turn = |id, time| Row {
         kind: "episode",
         session: Some("s1"),
@@ -45,7 +55,7 @@ async fn get_load_and_rank_keys_with_session_neighbours() {
         },
         row("fact_1", "a fact"),
     ] {
-        insert(&store, &memory).await;
+        insert(store, &memory).await;
     }
     let memory = store.get("ep_2").await.unwrap().unwrap();
     assert_eq!(memory.kind, MemoryKind::Episode);
@@ -77,7 +87,7 @@ async fn get_load_and_rank_keys_with_session_neighbours() {
     assert_eq!(keys["fact_1"].session, None, "only episodes have a session");
     // An episode of nobody's is read too, in no session.
     insert(
-        &store,
+        store,
         &Row {
             user: None,
             ..turn("ep_nobody", 40)
@@ -95,9 +105,7 @@ async fn get_load_and_rank_keys_with_session_neighbours() {
     assert!(store.rank_keys(&[], &ana(), true).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn requests_filter_by_scope_kind_tags_time_and_state() {
-    let store = open_fresh().await;
+pub(super) async fn requests_filter_by_scope_kind_tags_time_and_state<S: Conformant>(store: &S) {
     for memory in [
         row("personal", "p"),
         Row {
@@ -134,35 +142,35 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
         row("deleted", "d"),
         row("superseded", "s"),
     ] {
-        insert(&store, &memory).await;
+        insert(store, &memory).await;
     }
     sql(
-        &store,
+        store,
         "UPDATE memories SET shared = 1 WHERE id = 'bo_shared'",
     )
     .await;
     sql(
-        &store,
+        store,
         r#"UPDATE memories SET tags = '["work", "urgent"]' WHERE id = 'tagged'"#,
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET expires_at = 2000 WHERE id = 'expiring'",
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET faded_at = 900 WHERE id = 'faded'",
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET valid_until = 900 WHERE id = 'deleted'",
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET superseded_at = 900 WHERE id = 'superseded'",
     )
     .await;
@@ -181,7 +189,7 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
         "superseded",
     ];
     let personal = ["episode", "expiring", "faded", "personal", "tagged"];
-    assert_eq!(visible(&store, &all, &ana()).await, personal);
+    assert_eq!(visible(store, &all, &ana()).await, personal);
     let in_chat = SearchRequest {
         chat_id: Some("c1".into()),
         ..ana()
@@ -189,62 +197,62 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
     let mut expected: Vec<&str> = personal.to_vec();
     expected.extend(["in_chat", "bo_shared"]);
     expected.sort();
-    assert_eq!(visible(&store, &all, &in_chat).await, expected);
+    assert_eq!(visible(store, &all, &in_chat).await, expected);
     let everyone = SearchRequest::default();
-    assert_eq!(visible(&store, &all, &everyone).await.len(), 10);
+    assert_eq!(visible(store, &all, &everyone).await.len(), 10);
     let with_gone = SearchRequest {
         include_deleted: true,
         include_superseded: true,
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &with_gone).await.len(), 7);
+    assert_eq!(visible(store, &all, &with_gone).await.len(), 7);
 
     let episodes = SearchRequest {
         kinds: vec![MemoryKind::Episode],
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &episodes).await, ["episode"]);
+    assert_eq!(visible(store, &all, &episodes).await, ["episode"]);
     let conversation = SearchRequest {
         memory_type: Some(MemoryType::Conversation),
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &conversation).await, ["episode"]);
+    assert_eq!(visible(store, &all, &conversation).await, ["episode"]);
     let not_session = SearchRequest {
         exclude_session: Some("s9".into()),
         ..ana()
     };
-    assert!(!visible(&store, &all, &not_session)
+    assert!(!visible(store, &all, &not_session)
         .await
         .contains(&"episode".to_owned()));
     let tags = SearchRequest {
         tags: vec!["urgent".into(), "work".into()],
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &tags).await, ["tagged"]);
+    assert_eq!(visible(store, &all, &tags).await, ["tagged"]);
     let other_tag = SearchRequest {
         tags: vec!["work".into(), "home".into()],
         ..ana()
     };
-    assert!(visible(&store, &all, &other_tag).await.is_empty());
+    assert!(visible(store, &all, &other_tag).await.is_empty());
     let later = SearchRequest {
         at: Some(at(3000)),
         ..ana()
     };
-    assert!(!visible(&store, &all, &later)
+    assert!(!visible(store, &all, &later)
         .await
         .contains(&"expiring".to_owned()));
     let sooner = SearchRequest {
         at: Some(at(1500)),
         ..ana()
     };
-    assert!(visible(&store, &all, &sooner)
+    assert!(visible(store, &all, &sooner)
         .await
         .contains(&"expiring".to_owned()));
     let unfaded = SearchRequest {
         exclude_faded: true,
         ..ana()
     };
-    assert!(!visible(&store, &all, &unfaded)
+    assert!(!visible(store, &all, &unfaded)
         .await
         .contains(&"faded".to_owned()));
     let window = SearchRequest {
@@ -252,14 +260,14 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
         until: Some(at(600)),
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &window).await, ["episode"]);
+    assert_eq!(visible(store, &all, &window).await, ["episode"]);
     sql(
-        &store,
+        store,
         "INSERT INTO entities (id, canonical_name, type) VALUES ('ent_1', 'Lisbon', 'place')",
     )
     .await;
     sql(
-        &store,
+        store,
         "INSERT INTO memory_entities (memory_id, entity_id) VALUES ('personal', 'ent_1')",
     )
     .await;
@@ -267,16 +275,14 @@ async fn requests_filter_by_scope_kind_tags_time_and_state() {
         about: vec!["ent_1".into()],
         ..ana()
     };
-    assert_eq!(visible(&store, &all, &about).await, ["personal"]);
+    assert_eq!(visible(store, &all, &about).await, ["personal"]);
 }
 
-#[tokio::test]
-async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
-    let store = open_fresh().await;
-    insert(&store, &row("fresh", "f")).await;
-    insert(&store, &row("faded", "f")).await;
+pub(super) async fn touch_counts_an_access_and_brings_a_faded_fact_back<S: Conformant>(store: &S) {
+    insert(store, &row("fresh", "f")).await;
+    insert(store, &row("faded", "f")).await;
     insert(
-        &store,
+        store,
         &Row {
             user: None,
             ..row("nobodys", "n")
@@ -284,12 +290,12 @@ async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET faded_at = 5, confidence = 0.2 WHERE id = 'faded'",
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET confidence = 0.3 WHERE id = 'fresh'",
     )
     .await;
@@ -310,9 +316,7 @@ async fn touch_counts_an_access_and_brings_a_faded_fact_back() {
     store.touch(&[], 1, at(9_000)).await.unwrap();
 }
 
-#[tokio::test]
-async fn stats_count_active_memories_entities_and_the_queue() {
-    let store = open_fresh().await;
+pub(super) async fn stats_count_active_memories_entities_and_the_queue<S: Conformant>(store: &S) {
     for memory in [
         row("f1", "x"),
         row("f2", "x"),
@@ -329,21 +333,21 @@ async fn stats_count_active_memories_entities_and_the_queue() {
         },
         row("gone", "x"),
     ] {
-        insert(&store, &memory).await;
+        insert(store, &memory).await;
     }
     sql(
-        &store,
+        store,
         "UPDATE memories SET valid_until = 1 WHERE id = 'gone'",
     )
     .await;
     sql(
-        &store,
+        store,
         "INSERT INTO entities (id, owner_id, canonical_name, type) VALUES \
          ('ent_a', 'ana', 'Lisbon', 'place'), ('ent_b', 'bo', 'Porto', 'place')",
     )
     .await;
     sql(
-        &store,
+        store,
         "INSERT INTO embedding_queue (memory_id, enqueued_at) VALUES ('f1', 1), ('r1', 1)",
     )
     .await;
@@ -363,13 +367,11 @@ async fn stats_count_active_memories_entities_and_the_queue() {
     assert_eq!(ana.latest, Some(at(3_000)));
 }
 
-#[tokio::test]
-async fn listings_page_newest_first() {
-    let store = open_fresh().await;
+pub(super) async fn listings_page_newest_first<S: Conformant>(store: &S) {
     for n in 0..7 {
         let id: &'static str = Box::leak(format!("m{n}").into_boxed_str());
         insert(
-            &store,
+            store,
             &Row {
                 event_time: 100 + n,
                 chat: (n % 2 == 1).then_some("c1"),
@@ -378,16 +380,8 @@ async fn listings_page_newest_first() {
         )
         .await;
     }
-    sql(
-        &store,
-        "UPDATE memories SET valid_until = 1 WHERE id = 'm6'",
-    )
-    .await;
-    sql(
-        &store,
-        "UPDATE memories SET expires_at = 50 WHERE id = 'm5'",
-    )
-    .await;
+    sql(store, "UPDATE memories SET valid_until = 1 WHERE id = 'm6'").await;
+    sql(store, "UPDATE memories SET expires_at = 50 WHERE id = 'm5'").await;
     let ids = |memories: Vec<crate::types::Memory>| -> Vec<String> {
         memories.into_iter().map(|memory| memory.id).collect()
     };
@@ -423,16 +417,14 @@ async fn listings_page_newest_first() {
     assert_eq!(ids(recent.unwrap()), ["m5", "m4", "m3"]);
 }
 
-#[tokio::test]
-async fn context_values_reflections_and_enrichment_candidates() {
-    let store = open_fresh().await;
+pub(super) async fn context_values_reflections_and_enrichment_candidates<S: Conformant>(store: &S) {
     for (id, chat, created) in [
         ("ctx_personal", None, 10),
         ("ctx_chat", Some("c1"), 5),
         ("ctx_expired", Some("c2"), 20),
     ] {
         insert(
-            &store,
+            store,
             &Row {
                 chat,
                 event_time: created,
@@ -442,24 +434,21 @@ async fn context_values_reflections_and_enrichment_candidates() {
         .await;
     }
     sql(
-        &store,
+        store,
         r#"UPDATE memories SET memory_type = 'context', attributes = '{"key": "mood"}'"#,
     )
     .await;
     sql(
-        &store,
+        store,
         "UPDATE memories SET expires_at = 100 WHERE id = 'ctx_expired'",
     )
     .await;
-    let value = |chat: Option<&'static str>, key: &'static str, now: i64| {
-        let store = &store;
-        async move {
-            store
-                .context_value("ana", chat, key, at(now))
-                .await
-                .unwrap()
-                .map(|memory| memory.id)
-        }
+    let value = |chat: Option<&'static str>, key: &'static str, now: i64| async move {
+        store
+            .context_value("ana", chat, key, at(now))
+            .await
+            .unwrap()
+            .map(|memory| memory.id)
     };
     assert_eq!(
         value(Some("c1"), "mood", 50).await.as_deref(),
@@ -486,7 +475,7 @@ async fn context_values_reflections_and_enrichment_candidates() {
         ("ref_nobody", None, None, 15),
     ] {
         insert(
-            &store,
+            store,
             &Row {
                 kind: "reflection",
                 user,
@@ -497,15 +486,12 @@ async fn context_values_reflections_and_enrichment_candidates() {
         )
         .await;
     }
-    let latest = |user, chat| {
-        let store = &store;
-        async move {
-            store
-                .latest_reflection(user, chat)
-                .await
-                .unwrap()
-                .map(|memory| memory.id)
-        }
+    let latest = |user, chat| async move {
+        store
+            .latest_reflection(user, chat)
+            .await
+            .unwrap()
+            .map(|memory| memory.id)
     };
     assert_eq!(latest(Some("ana"), None).await.as_deref(), Some("ref_new"));
     assert_eq!(
@@ -514,16 +500,16 @@ async fn context_values_reflections_and_enrichment_candidates() {
     );
     assert_eq!(latest(None, None).await.as_deref(), Some("ref_nobody"));
 
-    insert(&store, &row("plain", "x")).await;
-    insert(&store, &row("enriched", "x")).await;
-    insert(&store, &row("tried", "x")).await;
+    insert(store, &row("plain", "x")).await;
+    insert(store, &row("enriched", "x")).await;
+    insert(store, &row("tried", "x")).await;
     sql(
-        &store,
+        store,
         r#"UPDATE memories SET attributes = '{"enriched_at": 5}' WHERE id = 'enriched'"#,
     )
     .await;
     sql(
-        &store,
+        store,
         r#"UPDATE memories SET attributes = '{"enrichment_attempts": 3}' WHERE id = 'tried'"#,
     )
     .await;

@@ -1,21 +1,21 @@
-//! What several processes' stores on one SQLite file must not both do: run a scheduled run, and
-//! consolidate a session.
+//! What stores sharing one database (servers on one PostgreSQL database, processes on one
+//! SQLite file) must not both do: run a scheduled run, and consolidate a session.
 
 use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
 
+use super::{count, execute, FreshDatabase};
 use crate::store::backend::{JobRecords, SessionLeases};
 use crate::types::SessionKey;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_scheduled_run_is_claimed_once_across_stores_on_one_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memory.db");
-    let stores = [
-        Arc::new(super::open(&path).await),
-        Arc::new(super::open(&path).await),
-    ];
+/// Three stores claim the same runs at once: each run is claimed once; another job's run at the
+/// same time is its own, and claims a month older than the run being claimed are dropped.
+pub(super) async fn each_scheduled_run_is_claimed_once<D: FreshDatabase>(database: &D) {
+    let mut stores = Vec::new();
+    for _ in 0..3 {
+        stores.push(Arc::new(database.open().await));
+    }
     let first = Utc.with_ymd_and_hms(2026, 3, 1, 3, 0, 0).unwrap();
     let mut tasks = Vec::new();
     for day in 0..10 {
@@ -34,39 +34,42 @@ async fn each_scheduled_run_is_claimed_once_across_stores_on_one_file() {
         claimed += usize::from(task.await.unwrap());
     }
     assert_eq!(claimed, 10);
-    // Claims a month older than the run being claimed are dropped.
+    assert!(stores[1]
+        .claim_job_run("expire_memories", first, Utc::now())
+        .await
+        .unwrap());
     let later = first + Duration::days(40);
     assert!(stores[0]
         .claim_job_run("execute_decay", later, Utc::now())
         .await
         .unwrap());
-    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM job_runs")
-        .fetch_one(stores[0].pool())
-        .await
-        .unwrap();
-    assert_eq!(kept, 1);
+    assert_eq!(
+        count(&*stores[2], "SELECT COUNT(*) AS n FROM job_runs").await,
+        1
+    );
 }
 
-#[tokio::test]
-async fn one_store_at_a_time_leases_a_sessions_consolidation() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memory.db");
-    let (first, second) = (super::open(&path).await, super::open(&path).await);
+/// Two stores lease one session's consolidation: one at a time, until it runs out or is
+/// released; without a consolidation record there is nothing to share.
+pub(super) async fn one_store_at_a_time_leases_a_sessions_consolidation<D: FreshDatabase>(
+    database: &D,
+) {
+    let (first, second) = (database.open().await, database.open().await);
     let session = SessionKey {
         user_id: "ana".into(),
-        chat_id: None,
+        chat_id: Some("team".into()),
         session_id: "s1".into(),
     };
     let now = Utc.with_ymd_and_hms(2026, 3, 1, 3, 0, 0).unwrap();
-    // No consolidation record: nothing to share.
     assert!(first.lease_session(&session, "a", now, now).await.unwrap());
-    sqlx::query(
+    assert!(second.lease_session(&session, "b", now, now).await.unwrap());
+    execute(
+        &first,
         "INSERT INTO sessions_consolidations (user_id, chat_id, session_id, first_seen_at) \
-         VALUES ('ana', '', 's1', 0)",
+         VALUES ('ana', 'team', 's1', 0)",
+        None,
     )
-    .execute(first.pool())
-    .await
-    .unwrap();
+    .await;
     let until = now + Duration::minutes(15);
     assert!(first
         .lease_session(&session, "a", until, now)
