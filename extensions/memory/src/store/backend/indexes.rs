@@ -160,32 +160,25 @@ pub(crate) trait VectorIndex: Send + Sync {
     /// The database fails; nothing changes then.
     async fn reset_vector_index(&self, dimensions: usize, model_id: &str) -> Result<u64>;
 
-    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
-    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`. Uses
-    /// the quantised mirror unless `vector_oversample` is 0, then `vec_memories` by brute force.
-    ///
-    /// # Errors
-    /// The database fails.
-    async fn search_vector(
-        &self,
-        request: &SearchRequest,
-        vector: &[f32],
-        limit: usize,
-        min_similarity: f32,
-    ) -> Result<Vec<(String, f32)>>;
+    /// Whether [`VectorSearch::search_vector`] reads the fast approximate index
+    /// ([`Self::nearest_approximate`]) rather than searching exactly ([`Self::nearest_exact`]):
+    /// SQLite's quantised mirror unless `vector_oversample` is 0, PostgreSQL's HNSW index unless
+    /// `ef_search` is 0.
+    fn approximate_search(&self) -> bool;
 
-    /// Memories whose best sentence key is nearest to `vector`, best first, each with that
-    /// sentence's cosine similarity, after the request's filters, leaving out those below
-    /// `min_similarity` (see `crate::sentence_keys`).
+    /// Memories whose best sentence key is nearest to `vector`, best first, each at that
+    /// sentence's cosine similarity, for [`VectorSearch::search_sentences`] to filter: a few
+    /// times `limit` of them (`limit` is above 0 and `vector` as long as the stored vectors),
+    /// filtered only by what the scan itself can (the owner, a single kind, in a chat the
+    /// memories the asker may see).
     ///
     /// # Errors
     /// The database fails.
-    async fn search_sentences(
+    async fn nearest_sentences(
         &self,
         request: &SearchRequest,
         vector: &[f32],
         limit: usize,
-        min_similarity: f32,
     ) -> Result<Vec<(String, f32)>>;
 
     /// The stored vectors of those of `ids` that have one, for shaping a query from its best
@@ -219,7 +212,7 @@ pub(crate) trait VectorIndex: Send + Sync {
     ) -> Result<Vec<(String, f32)>>;
 
     /// As [`Self::nearest_exact`], from the fast approximate index that
-    /// [`Self::search_vector`] uses (the SQLite store's quantised in-memory mirror).
+    /// [`VectorSearch::search_vector`] uses (the SQLite store's quantised in-memory mirror).
     ///
     /// # Errors
     /// The database fails.
@@ -230,6 +223,80 @@ pub(crate) trait VectorIndex: Send + Sync {
         kind: Option<&str>,
         k: usize,
     ) -> Result<Vec<(String, f32)>>;
+}
+
+/// Nearest-neighbour search over the memories' vectors and sentence keys, written once for every
+/// store over its [`VectorIndex`] and [`MemoryRecords`].
+#[async_trait]
+pub(crate) trait VectorSearch: Send + Sync {
+    /// Ids nearest to `vector`, best first, each with its cosine similarity, after the request's
+    /// filters, leaving out neighbours whose cosine similarity is below `min_similarity`. Uses
+    /// the approximate index when [`VectorIndex::approximate_search`] says so, else searches
+    /// exactly.
+    ///
+    /// # Errors
+    /// The database fails, or `vector` is not as long as the stored vectors.
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>>;
+
+    /// Memories whose best sentence key is nearest to `vector`, best first, each with that
+    /// sentence's cosine similarity, after the request's filters, leaving out those below
+    /// `min_similarity` (see `crate::sentence_keys`).
+    ///
+    /// # Errors
+    /// The database fails, or `vector` is not as long as the stored vectors.
+    async fn search_sentences(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>>;
+}
+
+#[async_trait]
+impl<S: VectorIndex + MemoryRecords + ?Sized> VectorSearch for S {
+    async fn search_vector(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        if !vector_search_ready(&self.vector_status(), vector)? {
+            return Ok(Vec::new());
+        }
+        // Filter by owner (and a single kind) inside the search, the rest afterwards; ask for
+        // extra neighbours so that post-filtering still leaves `limit`. In a chat, other users'
+        // shared memories qualify too: the owner is then checked after.
+        let k = limit.saturating_mul(3).clamp(limit, 4096);
+        let (owner, kind) = vector_scope(request);
+        let nearest = if self.approximate_search() {
+            self.nearest_approximate(vector, owner, kind, k).await?
+        } else {
+            self.nearest_exact(vector, owner, kind, k).await?
+        };
+        within_request(self, nearest, request, limit, min_similarity).await
+    }
+
+    async fn search_sentences(
+        &self,
+        request: &SearchRequest,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<(String, f32)>> {
+        if !vector_search_ready(&self.vector_status(), vector)? || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let nearest = self.nearest_sentences(request, vector, limit).await?;
+        within_request(self, nearest, request, limit, min_similarity).await
+    }
 }
 
 /// What the indexer reads of its queue and of the embedding cache without taking anything,

@@ -18,8 +18,8 @@ pub(crate) use admin::{
     AccessRecords, JobRecords, MemoryExport, StoreAdmin, JOB_CLAIMS_KEPT_SECS, JOB_HISTORY_KEPT,
 };
 pub(crate) use indexes::{
-    vector_scope, vector_search_ready, within_request, EntityLinks, EntityReads, FullTextIndex,
-    IndexQueue, IndexReads, VectorIndex,
+    vector_scope, EntityLinks, EntityReads, FullTextIndex, IndexQueue, IndexReads, VectorIndex,
+    VectorSearch,
 };
 pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{
@@ -35,6 +35,7 @@ pub(crate) trait MemoryBackend:
     + FactLifecycle
     + FullTextIndex
     + VectorIndex
+    + VectorSearch
     + IndexQueue
     + EntityLinks
     + SessionRecords

@@ -22,9 +22,9 @@ use sqlx::{Postgres, QueryBuilder, Transaction};
 
 use super::PostgresStore;
 use crate::error::Result;
-use crate::store::backend::{vector_scope, vector_search_ready, within_request, VectorIndex};
+use crate::store::backend::{vector_scope, VectorIndex};
 use crate::store::sql::push_scope;
-use crate::store::sql::WriteScope;
+use crate::store::sql::{queue_every_memory, WriteScope};
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 
@@ -226,6 +226,10 @@ impl VectorIndex for PostgresStore {
             .clone()
     }
 
+    fn approximate_search(&self) -> bool {
+        self.ef_search != 0
+    }
+
     /// Under the store's write lock, so that instances starting together agree on one
     /// provider. A matching provider still gets its indexes made if they are missing (a store
     /// copied from SQLite brings its `memory_metadata` but no index).
@@ -311,18 +315,7 @@ impl VectorIndex for PostgresStore {
             sqlx::query(&statement).execute(&mut *tx).await?;
         }
         record_provider(&mut tx, dimensions, model_id).await?;
-        sqlx::query("DELETE FROM embedding_cache WHERE model_id = $1")
-            .bind(model_id)
-            .execute(&mut *tx)
-            .await?;
-        let queued = sqlx::query(
-            "INSERT INTO embedding_queue (memory_id, enqueued_at) \
-             SELECT id, created_at FROM memories WHERE valid_until IS NULL \
-             ON CONFLICT (memory_id) DO NOTHING",
-        )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let queued = queue_every_memory::<Postgres>(&mut tx, model_id).await?;
         tx.commit().await?;
         self.set_vector_status(VectorStatus::Enabled {
             dimensions,
@@ -331,43 +324,16 @@ impl VectorIndex for PostgresStore {
         Ok(queued)
     }
 
-    async fn search_vector(
-        &self,
-        request: &SearchRequest,
-        vector: &[f32],
-        limit: usize,
-        min_similarity: f32,
-    ) -> Result<Vec<(String, f32)>> {
-        if !vector_search_ready(&self.vector_status(), vector)? {
-            return Ok(Vec::new());
-        }
-        // Filter by owner (and a single kind) inside the search, the rest afterwards; ask for
-        // extra neighbours so that post-filtering still leaves `limit`. In a chat, other users'
-        // shared memories qualify too: the owner is then checked after.
-        let k = (limit.saturating_mul(3)).clamp(limit, 4096);
-        let (owner, kind) = vector_scope(request);
-        let nearest = if self.ef_search == 0 {
-            self.nearest_exact(vector, owner, kind, k).await?
-        } else {
-            self.nearest_approximate(vector, owner, kind, k).await?
-        };
-        within_request(self, nearest, request, limit, min_similarity).await
-    }
-
     /// An exact scan of the keys the asker may see (the owner's, through
     /// `memory_sentence_vectors_user`; in a chat, those of the memories the visibility rule
     /// lets through), each memory at its best sentence: sentence keys are read only for
     /// questions in the first person.
-    async fn search_sentences(
+    async fn nearest_sentences(
         &self,
         request: &SearchRequest,
         vector: &[f32],
         limit: usize,
-        min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        if !vector_search_ready(&self.vector_status(), vector)? || limit == 0 {
-            return Ok(Vec::new());
-        }
         let k = (limit.saturating_mul(3)).clamp(limit, 4096);
         let mut builder = QueryBuilder::new("SELECT s.memory_id, MIN(s.embedding <=> ");
         builder
@@ -396,13 +362,12 @@ impl VectorIndex for PostgresStore {
         builder
             .push(" GROUP BY s.memory_id ORDER BY distance, s.memory_id LIMIT ")
             .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
-        let nearest = similarities(
+        Ok(similarities(
             builder
                 .build_query_as::<(String, f64)>()
                 .fetch_all(&self.pool)
                 .await?,
-        );
-        within_request(self, nearest, request, limit, min_similarity).await
+        ))
     }
 
     /// This store keeps no in-memory mirror of the vectors: the rows of `memory_vectors`, and

@@ -1,5 +1,5 @@
-//! The parts of the indexer's queue that read the same in both backends: the items of a batch
-//! once its ids are taken, and [`IndexReads`] (the embedding cache's vectors, the queue's
+//! The parts of the indexer's queue that read the same in both backends: queueing every memory
+//! when the vector index is rebuilt, the items of a batch once its ids are taken, and [`IndexReads`] (the embedding cache's vectors, the queue's
 //! length). Taking a batch, caching vectors and storing them stay with each backend
 //! (`store/*/index_queue.rs`): SQLite takes its one writer's turn and moves its in-memory mirror
 //! along, PostgreSQL leases batches to several instances and writes arrays in one statement.
@@ -15,6 +15,27 @@ use crate::store::backend::IndexReads;
 use crate::store::index_order;
 use crate::store::rows::blob_vector;
 use crate::store::IndexItem;
+
+/// The end of rebuilding the vector index for a new provider, on `connection` inside the
+/// caller's transaction: forgets the vectors cached for `model_id` and queues every active
+/// memory for the indexer; how many memories that queued (those not queued already).
+pub(crate) async fn queue_every_memory<D: Dialect>(
+    connection: &mut D::Connection,
+    model_id: &str,
+) -> Result<u64> {
+    let mut forget = QueryBuilder::<D>::new("DELETE FROM embedding_cache WHERE model_id = ");
+    forget.text(model_id);
+    D::execute(connection, forget).await?;
+    D::execute(
+        connection,
+        QueryBuilder::new(
+            "INSERT INTO embedding_queue (memory_id, enqueued_at) \
+             SELECT id, created_at FROM memories WHERE valid_until IS NULL \
+             ON CONFLICT (memory_id) DO NOTHING",
+        ),
+    )
+    .await
+}
 
 /// The queued memories `ids` (those still queued), in the order of `ids`, read on `connection`.
 pub(crate) async fn index_items<D: Dialect>(

@@ -39,7 +39,7 @@ pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
 pub(crate) use entities::{link_entities, MAX_EARLIER_MENTIONS};
 pub(crate) use export::push_user_rows;
-pub(crate) use index_queue::index_items;
+pub(crate) use index_queue::{index_items, queue_every_memory};
 pub(crate) use ingest::insert_memory;
 pub(crate) use lifecycle::Decayed;
 pub(crate) use removal::{

@@ -10,8 +10,9 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
 
 use super::MemoryStore;
 use crate::error::Result;
-use crate::store::backend::{vector_scope, vector_search_ready, within_request, VectorIndex};
+use crate::store::backend::{vector_scope, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
+use crate::store::sql::queue_every_memory;
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 use crate::vector_index::{
@@ -227,6 +228,10 @@ impl VectorIndex for MemoryStore {
             .clone()
     }
 
+    fn approximate_search(&self) -> bool {
+        self.vector_oversample != 0
+    }
+
     async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
         let _write = self.write_lock.lock().await;
         let stored_dimensions = self.metadata("embedding_dimensions").await?;
@@ -303,17 +308,7 @@ impl VectorIndex for MemoryStore {
         sqlx::query("DELETE FROM memory_sentence_vectors")
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM embedding_cache WHERE model_id = ?")
-            .bind(model_id)
-            .execute(&mut *tx)
-            .await?;
-        let queued = sqlx::query(
-            "INSERT OR IGNORE INTO embedding_queue (memory_id, enqueued_at) \
-             SELECT id, created_at FROM memories WHERE valid_until IS NULL",
-        )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let queued = queue_every_memory::<Sqlite>(&mut tx, model_id).await?;
         bump_vector_generation(&mut tx).await?;
         tx.commit().await?;
         self.invalidate_mirrors();
@@ -324,59 +319,27 @@ impl VectorIndex for MemoryStore {
         Ok(queued)
     }
 
-    async fn search_vector(
+    /// Always the mirror (exact search has no table to scan here); a turn has several keys, so
+    /// more rows are asked for than memories are wanted.
+    async fn nearest_sentences(
         &self,
         request: &SearchRequest,
         vector: &[f32],
         limit: usize,
-        min_similarity: f32,
     ) -> Result<Vec<(String, f32)>> {
-        if !vector_search_ready(&self.vector_status(), vector)? {
-            return Ok(Vec::new());
-        }
-        // Filter by owner (and a single kind) inside the KNN, the rest afterwards; ask for extra
-        // neighbours so that post-filtering still leaves `limit`. In a chat, other users'
-        // shared memories qualify too: the owner is then checked after.
-        let k = (limit * 3).clamp(limit, 4096);
-        let (owner, kind) = vector_scope(request);
-        let nearest = if self.vector_oversample == 0 {
-            self.nearest_exact(vector, owner, kind, k).await?
-        } else {
-            self.nearest_approximate(vector, owner, kind, k).await?
-        };
-        within_request(self, nearest, request, limit, min_similarity).await
-    }
-
-    async fn search_sentences(
-        &self,
-        request: &SearchRequest,
-        vector: &[f32],
-        limit: usize,
-        min_similarity: f32,
-    ) -> Result<Vec<(String, f32)>> {
-        if !vector_search_ready(&self.vector_status(), vector)? || limit == 0 {
-            return Ok(Vec::new());
-        }
-        // Always the mirror (exact search has no table to scan here); a turn has several keys,
-        // so more rows are asked for than memories are wanted.
         self.refresh_mirror().await?;
         let (owner, kind) = vector_scope(request);
         let filter = VectorFilter {
             user_id: owner,
             kind,
         };
-        let rows = (limit * SENTENCE_ROWS_PER_MEMORY).clamp(limit, 8192);
+        let rows = limit
+            .saturating_mul(SENTENCE_ROWS_PER_MEMORY)
+            .clamp(limit, 8192);
         let nearest =
             self.sentence_mirror()
                 .search(vector, filter, rows, self.vector_oversample.max(1));
-        within_request(
-            self,
-            best_per_memory(nearest),
-            request,
-            limit,
-            min_similarity,
-        )
-        .await
+        Ok(best_per_memory(nearest))
     }
 
     async fn stored_vectors(&self, ids: &[String]) -> Result<HashMap<String, Vec<f32>>> {

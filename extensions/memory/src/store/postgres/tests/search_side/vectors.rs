@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::super::open_fresh;
 use super::{ana, count, insert, row, sql};
-use crate::store::backend::{IndexReads, VectorIndex};
+use crate::store::backend::{IndexReads, VectorIndex, VectorSearch};
 use crate::store::postgres::vectors::vector_text;
 use crate::store::postgres::{PostgresOptions, PostgresStore};
 use crate::store::VectorStatus;
