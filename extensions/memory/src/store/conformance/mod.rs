@@ -7,6 +7,7 @@
 
 mod entities;
 mod ingest;
+pub(crate) mod lifecycle;
 mod records;
 mod sessions_and_people;
 mod shared_runs;
@@ -344,7 +345,9 @@ on_both_backends!(
         records::touch_counts_an_access_and_brings_a_faded_fact_back,
         records::stats_count_active_memories_entities_and_the_queue,
         records::listings_page_newest_first,
-        records::context_values_reflections_and_enrichment_candidates;
+        records::context_values_reflections_and_enrichment_candidates,
+        lifecycle::decay_fades_and_spares_protected_facts,
+        lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

@@ -1,126 +1,28 @@
-//! Removal, a fact's lifecycle and the integrity check on PostgreSQL, with the fixture they share
-//! with the export tests (`cross_backend`): what each call leaves in every table, including what
-//! an export does not show (vectors, the queue, the embedding cache).
+//! Removal, expiry, corrections and the integrity check on PostgreSQL, on the fixture of
+//! `store/conformance` (which checks the rest of a fact's lifecycle on both stores), and the
+//! export tests (`cross_backend`): what each call leaves in every table, including what an export
+//! does not show (vectors, the queue, the embedding cache).
 
 mod cross_backend;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::DateTime;
 use sqlx::PgPool;
 
 use super::open_fresh;
 use crate::error::MemoryError;
 use crate::store::backend::*;
-use crate::store::conformance::person_in as person;
-use crate::store::postgres::PostgresStore;
+use crate::store::conformance::lifecycle::{at, fill, BASE, DAY};
+use crate::store::conformance::{person_in as person, FreshDatabase, SqliteFile};
 use crate::store::{content_hash, MemoryStore, NewMemory};
 use crate::types::{ListRequest, MemoryForgotten, MemoryKind};
 
-/// 2026-01-01 00:00:00 UTC, the fixture's clock.
-const BASE: i64 = 1_767_225_600;
-const DAY: i64 = 86_400;
-
-fn at(seconds: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(seconds, 0).unwrap()
-}
-
-/// Rows of two users, a reflection of nobody, entities, links, sessions and events, in SQL that
-/// SQLite and PostgreSQL both read.
-fn fixture() -> Vec<String> {
-    // id | kind | text | owner | chat | confidence | decay rate | last accessed | decayed at |
-    // expires at | shared | attributes; `+Nd` is N days after `BASE`.
-    let memories = [
-        r#"fact_a1|fact|Ana likes green tea|ana||0.9|0.1|NULL|NULL|NULL|0|{"topic":"drinks"}"#,
-        "fact_a2|fact|Ana works at Acme|ana||1.0|0.0|NULL|NULL|NULL|0|{}",
-        r#"fact_a3|fact|Ana lives in Lisbon|ana||0.8|0.5|+2d|NULL|NULL|0|{"b":1,"a":[2,3]}"#,
-        "fact_a4|fact|Ana is in Paris this week|ana||1.0|0.1|NULL|+1d|+3d|0|{}",
-        "ep_a1|episode|I like green tea|ana||1.0|0.1|NULL|NULL|NULL|0|{}",
-        r#"fact_b1|fact|Bob plays chess|bob|c1|0.7|0.2|NULL|NULL|NULL|1|{"zeta":true}"#,
-        "fact_b2|fact|Bob has a cat|bob|c1|0.6|0.2|+20d|NULL|NULL|0|{}",
-        "ep_b1|episode|Hello there|bob|c1|1.0|0.1|NULL|NULL|NULL|0|{}",
-        "ref_x|reflection|Everyone likes tea|||1.0|0.1|NULL|NULL|NULL|0|{}",
-    ];
-    let mut statements: Vec<String> = memories
-        .iter()
-        .map(|row| {
-            let fields: Vec<String> = row
-                .split('|')
-                .map(|field| match field.strip_prefix('+').and_then(|n| n.strip_suffix('d')) {
-                    Some(days) => (BASE + days.parse::<i64>().unwrap() * DAY).to_string(),
-                    None => field.to_owned(),
-                })
-                .collect();
-            let [id, kind, content, owner, chat, confidence, rate, accessed, decayed, expires, shared, attributes] =
-                &fields[..]
-            else {
-                panic!("a fixture row has 12 fields: {row}");
-            };
-            let session = match owner.as_str() {
-                "ana" => "'s1'",
-                "bob" => "'s2'",
-                _ => "NULL",
-            };
-            format!(
-                "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, \
-                 event_time, created_at, confidence, decay_rate, last_accessed, decayed_at, \
-                 expires_at, shared, attributes, tags) VALUES ('{id}', '{kind}', '{content}', \
-                 {session}, NULLIF('{owner}', ''), NULLIF('{chat}', ''), {BASE}, {BASE}, \
-                 {confidence}, {rate}, {accessed}, {decayed}, {expires}, {shared}, \
-                 '{attributes}', '[\"x\"]')"
-            )
-        })
-        .collect();
-    statements.extend([
-        "INSERT INTO entities (id, owner_id, canonical_name, type, aliases, mention_count) VALUES \
-         ('ent_tea', 'ana', 'green tea', 'other', '[\"tea\"]', 2), \
-         ('ent_chess', 'bob', 'chess', 'other', '[]', 1)"
-            .into(),
-        "INSERT INTO memory_entities (memory_id, entity_id) VALUES \
-         ('fact_a1', 'ent_tea'), ('ep_a1', 'ent_tea'), ('fact_b1', 'ent_chess')"
-            .into(),
-        format!(
-            "INSERT INTO sessions_consolidations (user_id, chat_id, session_id, first_seen_at) \
-             VALUES ('ana', '', 's1', {BASE}), ('bob', 'c1', 's2', {BASE}), ('ana', 'c9', 's9', {BASE})"
-        ),
-        "INSERT INTO ingested_events (user_id, event_id, memory_id) VALUES \
-         ('ana', 'e1', 'ep_a1'), ('bob', 'e2', 'ep_b1'), ('', 'e0', 'ep_a1')"
-            .into(),
-        "INSERT INTO embedding_queue (memory_id, enqueued_at) SELECT id, created_at FROM memories"
-            .into(),
-    ]);
-    statements
-}
-
-async fn fill_postgres(store: &PostgresStore) {
-    for statement in fixture() {
-        sqlx::query(&statement).execute(store.pool()).await.unwrap();
-    }
-}
-
 /// A SQLite store in a new directory (kept alive by the returned guard).
-async fn open_sqlite() -> (tempfile::TempDir, MemoryStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::open(
-        &dir.path().join("memory.db"),
-        &crate::store::StoreOptions {
-            busy_timeout: Duration::from_secs(5),
-            synchronous: "normal".into(),
-            max_connections: 2,
-            vector_oversample: 8,
-            wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
-        },
-    )
-    .await
-    .unwrap();
-    (dir, store)
-}
-
-async fn fill_sqlite(store: &MemoryStore) {
-    for statement in fixture() {
-        sqlx::query(&statement).execute(store.pool()).await.unwrap();
-    }
+async fn open_sqlite() -> (SqliteFile, MemoryStore) {
+    let file = SqliteFile::new();
+    let store = file.open().await;
+    (file, store)
 }
 
 /// A vector for each memory (with its owner and kind) and a cached vector for each text.
@@ -211,7 +113,7 @@ async fn cached(pool: &PgPool, text: &str) -> i64 {
 #[tokio::test]
 async fn purge_removes_rows_links_vectors_queue_and_cache_and_keeps_event_ids() {
     let store = open_fresh().await;
-    fill_postgres(&store).await;
+    fill(&store).await;
     add_vectors(store.pool()).await;
     let ids = ["ep_a1", "missing", "fact_a1", "ep_a1"].map(String::from);
     let removed = store.purge(&ids).await.unwrap();
@@ -280,7 +182,7 @@ async fn purge_removes_rows_links_vectors_queue_and_cache_and_keeps_event_ids() 
 #[tokio::test]
 async fn erase_user_removes_everything_of_one_user_and_nothing_of_another() {
     let store = open_fresh().await;
-    fill_postgres(&store).await;
+    fill(&store).await;
     add_vectors(store.pool()).await;
     let pool = store.pool();
     let bob_before = rows_of(pool, "bob").await;
@@ -334,56 +236,9 @@ async fn erase_user_removes_everything_of_one_user_and_nothing_of_another() {
 }
 
 #[tokio::test]
-async fn decay_fades_as_sqlite_does_and_spares_protected_facts() {
-    let store = open_fresh().await;
-    fill_postgres(&store).await;
-    let report = store.decay(0.3, at(BASE + 10 * DAY)).await.unwrap();
-    assert_eq!((report.decayed, report.faded), (2, 2));
-    let rows: Vec<(String, f64, Option<i64>, Option<i64>)> = sqlx::query_as(
-        "SELECT id, confidence, decayed_at, faded_at FROM memories WHERE kind = 'fact' ORDER BY id",
-    )
-    .fetch_all(store.pool())
-    .await
-    .unwrap();
-    let now = BASE + 10 * DAY;
-    let expected = [
-        // From creation, 10 days at 0.1.
-        ("fact_a1", 0.9 * (-0.1_f64 * 10.0).exp(), Some(now), None),
-        // Protected.
-        ("fact_a2", 1.0, None, None),
-        // From the last access, 8 days at 0.5: faded.
-        (
-            "fact_a3",
-            0.8 * (-0.5_f64 * 8.0).exp(),
-            Some(now),
-            Some(now),
-        ),
-        // From the last decay, 9 days at 0.1.
-        ("fact_a4", (-0.1_f64 * 9.0).exp(), Some(now), None),
-        (
-            "fact_b1",
-            0.7 * (-0.2_f64 * 10.0).exp(),
-            Some(now),
-            Some(now),
-        ),
-        // Accessed after `now`: no day has passed.
-        ("fact_b2", 0.6, None, None),
-    ];
-    assert_eq!(rows.len(), expected.len());
-    for (row, (id, confidence, decayed, faded)) in rows.iter().zip(expected) {
-        assert_eq!(row.0, id);
-        assert_eq!(row.1.to_bits(), confidence.to_bits(), "{id}");
-        assert_eq!((row.2, row.3), (decayed, faded), "{id}");
-    }
-    // A faded fact is not decayed again; the same moment decays nothing.
-    let report = store.decay(0.3, at(now)).await.unwrap();
-    assert_eq!((report.decayed, report.faded), (0, 0));
-}
-
-#[tokio::test]
 async fn expire_retires_expired_memories_and_drops_their_vectors() {
     let store = open_fresh().await;
-    fill_postgres(&store).await;
+    fill(&store).await;
     add_vectors(store.pool()).await;
     assert_eq!(store.expire(at(BASE + 2 * DAY)).await.unwrap(), 0);
     assert_eq!(store.expire(at(BASE + 3 * DAY)).await.unwrap(), 1);
@@ -401,79 +256,6 @@ async fn expire_retires_expired_memories_and_drops_their_vectors() {
         assert_eq!(count(pool, sql, "fact_a4").await, 0, "{sql}");
     }
     assert_eq!(store.expire(at(BASE + 9 * DAY)).await.unwrap(), 0);
-}
-
-#[tokio::test]
-async fn supersede_confirm_and_resolve_conflict_write_what_they_say() {
-    let store = open_fresh().await;
-    fill_postgres(&store).await;
-    let pool = store.pool();
-    let old = ["fact_a1", "fact_a4"].map(String::from);
-    store
-        .supersede(&old, "fact_a3", at(BASE + DAY))
-        .await
-        .unwrap();
-    store
-        .supersede(&old, "fact_a2", at(BASE + 2 * DAY))
-        .await
-        .unwrap();
-    store.supersede(&[], "fact_a2", at(BASE)).await.unwrap();
-    let superseded: Vec<(String, Option<i64>, Option<String>)> = sqlx::query_as(
-        "SELECT id, superseded_at, superseded_by_id FROM memories \
-         WHERE id IN ('fact_a1', 'fact_a4') ORDER BY id",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
-    // The first supersession stands.
-    for (id, at, by) in superseded {
-        assert_eq!(
-            (at, by.as_deref()),
-            (Some(BASE + DAY), Some("fact_a3")),
-            "{id}"
-        );
-    }
-    let attributes = |id: &'static str| async move {
-        sqlx::query_scalar::<_, String>("SELECT attributes FROM memories WHERE id = $1")
-            .bind(id)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    };
-    // Written as SQLite's json_set writes it: the other keys stay where they were.
-    assert_eq!(
-        attributes("fact_a3").await,
-        r#"{"b":1,"a":[2,3],"supersedes":"fact_a1"}"#
-    );
-
-    store.confirm("fact_a3", Some("ana")).await.unwrap();
-    let protected: (f64, f64) =
-        sqlx::query_as("SELECT decay_rate, confidence FROM memories WHERE id = 'fact_a3'")
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    assert_eq!(protected, (0.0, 1.0));
-    for (id, user) in [("fact_b1", Some("ana")), ("ep_a1", None), ("missing", None)] {
-        let error = store.confirm(id, user).await.unwrap_err();
-        assert!(matches!(error, MemoryError::NotFound(_)), "{id}: {error}");
-    }
-
-    store.resolve_conflict("fact_b1", "fact_a3").await.unwrap();
-    let confidence: f64 =
-        sqlx::query_scalar("SELECT confidence FROM memories WHERE id = 'fact_b1'")
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    assert_eq!(confidence, 0.3);
-    assert_eq!(
-        attributes("fact_a3").await,
-        r#"{"b":1,"a":[2,3],"supersedes":"fact_b1"}"#
-    );
-    let error = store
-        .resolve_conflict("fact_b1", "missing")
-        .await
-        .unwrap_err();
-    assert!(matches!(error, MemoryError::NotFound(_)), "{error}");
 }
 
 fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64) -> NewMemory {
@@ -501,7 +283,7 @@ fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64)
 #[tokio::test]
 async fn the_integrity_check_counts_what_sqlite_counts() {
     let store = open_fresh().await;
-    fill_postgres(&store).await;
+    fill(&store).await;
     let report = store.check_integrity().await.unwrap();
     assert_eq!(report.memories, 9);
     assert_eq!(report.active, 9);
@@ -543,7 +325,7 @@ async fn the_integrity_check_counts_what_sqlite_counts() {
 #[tokio::test]
 async fn a_correction_retires_the_old_fact_and_names_it() {
     let store = open_fresh().await;
-    fill_postgres(&store).await;
+    fill(&store).await;
     add_vectors(store.pool()).await;
     let replacement = new_memory(
         MemoryKind::Fact,

@@ -34,9 +34,9 @@ macro_rules! same_on_both {
 #[tokio::test]
 async fn every_lifecycle_and_removal_call_leaves_what_sqlite_leaves() {
     let (_dir, sqlite) = open_sqlite().await;
-    fill_sqlite(&sqlite).await;
+    fill(&sqlite).await;
     let postgres = open_fresh().await;
-    fill_postgres(&postgres).await;
+    fill(&postgres).await;
     assert_eq!(
         sqlite.export_rows(None).await.unwrap(),
         postgres.export_rows(None).await.unwrap()
@@ -88,7 +88,7 @@ async fn import_all(store: &dyn MemoryExport, records: &[Value]) {
 #[tokio::test]
 async fn export_imports_into_another_database_as_it_was() {
     let first = open_fresh().await;
-    fill_postgres(&first).await;
+    fill(&first).await;
     sqlx::query(
         "INSERT INTO memory_entities (memory_id, entity_id) VALUES ('ep_b1', 'ent_chess'), \
          ('fact_a3', 'ent_tea')",
@@ -417,9 +417,9 @@ async fn a_sqlite_store_moves_to_postgres_and_back_without_a_difference() {
 #[tokio::test]
 async fn inspection_queries_and_list_filters_answer_as_sqlite_does() {
     let (_dir, sqlite) = open_sqlite().await;
-    fill_sqlite(&sqlite).await;
+    fill(&sqlite).await;
     let postgres = open_fresh().await;
-    fill_postgres(&postgres).await;
+    fill(&postgres).await;
     let old = ["fact_a1".to_owned(), "fact_a2".to_owned()];
     same_on_both!(sqlite, postgres, |store| store.supersede(
         &old,
