@@ -163,6 +163,7 @@ fn bench_http_serves_one_sqlite_store_from_two_instances() {
 }
 
 #[test]
+#[cfg(feature = "postgres")]
 fn bench_http_serves_one_postgres_store_from_two_instances() {
     bench_http_on(Some(mnemo_pg_fixture::fresh_database()));
 }

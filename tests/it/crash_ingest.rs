@@ -196,6 +196,7 @@ fn sigkill_at_random_points_loses_and_duplicates_nothing() {
 
 /// The same with the memory store in PostgreSQL: what was acknowledged was committed there.
 #[test]
+#[cfg(feature = "postgres")]
 fn sigkill_at_random_points_loses_and_duplicates_nothing_on_postgres() {
     crash_loop(Some(mnemo_pg_fixture::fresh_database()), 10);
 }

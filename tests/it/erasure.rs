@@ -162,6 +162,7 @@ async fn forget_and_erase_reach_the_markdown_mirror() {
 /// The same with the memory store in PostgreSQL: there the text must be in no row of the
 /// database (a dump of it), nor in any file of the data directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(feature = "postgres")]
 async fn forget_and_erase_reach_the_markdown_mirror_on_postgres() {
     forget_and_erase(Some(mnemo_pg_fixture::fresh_database())).await;
 }

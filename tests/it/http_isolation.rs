@@ -82,6 +82,7 @@ async fn no_key_reads_or_changes_what_its_user_may_not_see() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(feature = "postgres")]
 async fn no_key_reads_or_changes_what_its_user_may_not_see_on_postgres() {
     let url = mnemo_pg_fixture::fresh_database();
     no_key_reads_or_changes_what_its_user_may_not_see_in(&format!(

@@ -89,6 +89,7 @@ async fn no_read_path_returns_another_scope() {
 
 /// The same property with the memory store in PostgreSQL.
 #[tokio::test]
+#[cfg(feature = "postgres")]
 async fn no_read_path_returns_another_scope_on_postgres() {
     for seed in [7_u64, 1_234, 98_765] {
         check_seed(seed, Some(mnemo_pg_fixture::fresh_database())).await;
@@ -410,6 +411,7 @@ async fn one_owners_results_do_not_depend_on_other_owners() {
 
 /// The same on PostgreSQL.
 #[tokio::test]
+#[cfg(feature = "postgres")]
 async fn one_owners_results_do_not_depend_on_other_owners_on_postgres() {
     same_results_alone_and_among_others(
         Some(mnemo_pg_fixture::fresh_database()),

@@ -33,9 +33,11 @@ mod jobs_retry;
 mod llama_like_server;
 mod mcp_stdio;
 mod memory_hostile_search;
+#[cfg(feature = "postgres")]
 mod migrate_store;
 mod multi_process;
 mod openai_http;
+#[cfg(feature = "postgres")]
 mod postgres_instances;
 mod postgres_script;
 mod reindex;

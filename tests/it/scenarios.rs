@@ -42,6 +42,7 @@ macro_rules! scenarios {
             )*
         }
 
+        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[test]

@@ -7,13 +7,16 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::{MemoryError, Result};
-use crate::store::postgres::{redacted, PostgresOptions, PostgresStore};
-use crate::store::{MemoryBackend, MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
+use crate::store::{
+    open_postgres, redacted, MemoryBackend, MemoryStore, PostgresOptions, StoreOptions,
+    DEFAULT_WAL_TRUNCATE_FRAMES,
+};
 
 /// Where a store is: `sqlite:PATH` or a `postgres://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,8 +66,8 @@ impl CopyReport {
     }
 }
 
-async fn open(location: &StoreLocation, must_exist: bool) -> Result<Box<dyn MemoryBackend>> {
-    let opened: Result<Box<dyn MemoryBackend>> = match location {
+async fn open(location: &StoreLocation, must_exist: bool) -> Result<Arc<dyn MemoryBackend>> {
+    let opened: Result<Arc<dyn MemoryBackend>> = match location {
         StoreLocation::Sqlite(path) => {
             if must_exist && !path.is_file() {
                 return Err(MemoryError::Invalid(format!(
@@ -98,17 +101,18 @@ async fn open(location: &StoreLocation, must_exist: bool) -> Result<Box<dyn Memo
                 },
             )
             .await
-            .map(|store| Box::new(store) as Box<dyn MemoryBackend>)
+            .map(|store| Arc::new(store) as Arc<dyn MemoryBackend>)
         }
-        StoreLocation::Postgres(url) => PostgresStore::open(&PostgresOptions {
-            url: url.clone(),
-            max_connections: 4,
-            lock_timeout: Duration::from_secs(5),
-            ef_search: 100,
-            synchronous_commit: true,
-        })
-        .await
-        .map(|store| Box::new(store) as Box<dyn MemoryBackend>),
+        StoreLocation::Postgres(url) => {
+            open_postgres(&PostgresOptions {
+                url: url.clone(),
+                max_connections: 4,
+                lock_timeout: Duration::from_secs(5),
+                ef_search: 100,
+                synchronous_commit: true,
+            })
+            .await
+        }
     };
     opened.map_err(|source| MemoryError::Open {
         path: location.to_string(),

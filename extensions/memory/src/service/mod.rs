@@ -27,7 +27,6 @@ pub(crate) use facts::{jaccard, word_set};
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
 use crate::search::CorpusStats;
-use crate::store::postgres::{PostgresOptions, PostgresStore};
 use crate::store::{content_hash, MemoryBackend, MemoryStore, StoreOptions, VectorStatus};
 use crate::types::Memory;
 
@@ -163,8 +162,8 @@ impl MemoryService {
             .map_err(MemoryError::Invalid)?;
         let (store, location): (Arc<dyn MemoryBackend>, String) = match postgres_url {
             Some(url) => {
-                let location = crate::store::postgres::redacted(&url);
-                let store = PostgresStore::open(&PostgresOptions {
+                let location = crate::store::redacted(&url);
+                let store = crate::store::open_postgres(&crate::store::PostgresOptions {
                     url,
                     max_connections: self.config.max_connections,
                     lock_timeout: Duration::from_millis(self.config.busy_timeout_ms),
@@ -183,7 +182,7 @@ impl MemoryService {
                     path: location.clone(),
                     source: Box::new(source),
                 })?;
-                (Arc::new(store), location)
+                (store, location)
             }
             None => {
                 let path = {

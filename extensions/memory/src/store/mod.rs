@@ -4,14 +4,16 @@
 //!
 //! - [`sqlite`]: the default, one file in the data directory (FTS5, sqlite-vec and a quantised
 //!   in-memory mirror of the vectors);
-//! - [`postgres`]: PostgreSQL with pgvector, for several `mnemo serve` instances on one
-//!   database (tsvector full text, HNSW vectors, leases and advisory locks between instances).
+//! - `postgres` (with the `postgres` feature): PostgreSQL with pgvector, for several
+//!   `mnemo serve` instances on one database (tsvector full text, HNSW vectors, leases and
+//!   advisory locks between instances).
 //!
 //! `types` holds what the traits take and give, and `rows` the stored forms both backends share
 //! (Unix seconds, JSON lists, little-endian vector blobs), so that a store moves between them
-//! row by row (`mnemo migrate-store`).
+//! row by row (`mnemo migrate-store`). `backends` opens PostgreSQL, or says how to build it in.
 
 mod backend;
+mod backends;
 #[cfg(test)]
 mod conformance;
 mod counts;
@@ -19,6 +21,7 @@ mod index_order;
 #[cfg(test)]
 pub(crate) mod index_order_checks;
 mod listing;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 mod rows;
 #[cfg(test)]
@@ -29,6 +32,7 @@ mod types;
 
 pub(crate) use crate::types::{EntitySummary, KeyRecord, McpSessionRecord, OwnerSummary, Person};
 pub(crate) use backend::MemoryBackend;
+pub(crate) use backends::{open_postgres, redacted, PostgresOptions};
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
 pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope, TurnRow};

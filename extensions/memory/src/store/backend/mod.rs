@@ -51,4 +51,5 @@ pub(crate) trait MemoryBackend:
 }
 
 impl MemoryBackend for super::sqlite::MemoryStore {}
+#[cfg(feature = "postgres")]
 impl MemoryBackend for super::postgres::PostgresStore {}

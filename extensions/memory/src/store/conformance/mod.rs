@@ -17,6 +17,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use mnemo_ner_api::{EntityType, ExtractedEntity};
 use sqlx::{Database, QueryBuilder};
 
+#[cfg(feature = "postgres")]
 use crate::store::postgres::PostgresStore;
 use crate::store::sql::{Bind, Driver, Run, SqlStore};
 use crate::store::{MemoryBackend, MemoryStore, NewMemory};
@@ -47,6 +48,7 @@ impl Conformant for MemoryStore {
     }
 }
 
+#[cfg(feature = "postgres")]
 #[async_trait]
 impl Conformant for PostgresStore {
     async fn refuse_content(&self, content: &str) {
@@ -276,8 +278,10 @@ impl FreshDatabase for SqliteFile {
 }
 
 /// A fresh database of the shared PostgreSQL test server (`mnemo-pg-fixture`).
+#[cfg(feature = "postgres")]
 pub(crate) struct PostgresDatabase(String);
 
+#[cfg(feature = "postgres")]
 impl PostgresDatabase {
     /// A new database.
     pub(crate) fn new() -> Self {
@@ -285,6 +289,7 @@ impl PostgresDatabase {
     }
 }
 
+#[cfg(feature = "postgres")]
 #[async_trait]
 impl FreshDatabase for PostgresDatabase {
     type Store = PostgresStore;
@@ -304,6 +309,7 @@ macro_rules! on_both_backends {
     ) => {
         on_both_backends!(@backend on_sqlite, SqliteFile,
             [$($module::$check),*], [$($db_module::$db_check),*]);
+        #[cfg(feature = "postgres")]
         on_both_backends!(@backend on_postgres, PostgresDatabase,
             [$($module::$check),*], [$($db_module::$db_check),*]);
     };

@@ -37,7 +37,7 @@ use std::sync::RwLock;
 
 use sqlx::PgPool;
 
-pub(crate) use open::{redacted, PostgresOptions};
+pub(crate) use open::redacted;
 
 use super::VectorStatus;
 

@@ -2,7 +2,6 @@
 //! locks.
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
@@ -11,25 +10,7 @@ use super::reachability::{Reachability, CONNECT_TIMEOUT};
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::sql::WriteScope;
-use crate::store::VectorStatus;
-
-/// How the database is reached.
-#[derive(Debug, Clone)]
-pub(crate) struct PostgresOptions {
-    /// `postgres://user[:password]@host[:port]/database[?options]`.
-    pub(crate) url: String,
-    /// Connections in the pool.
-    pub(crate) max_connections: u32,
-    /// How long a writer waits for another's lock before failing (a connection is waited for
-    /// [`CONNECT_TIMEOUT`] at most).
-    pub(crate) lock_timeout: Duration,
-    /// HNSW candidates per vector search (`hnsw.ef_search`); 0 searches exactly.
-    pub(crate) ef_search: usize,
-    /// Whether a commit waits for PostgreSQL's write-ahead log to reach the disk
-    /// (`synchronous_commit`): what `synchronous = "full"` asks of SQLite. Off (`normal` or
-    /// `off`), a crash of the server may lose the last transactions, never corrupt the rest.
-    pub(crate) synchronous_commit: bool,
-}
+use crate::store::{PostgresOptions, VectorStatus};
 
 /// The advisory-lock class of mnemo's write locks ("mn" "em" as bytes); the second key is 0 for
 /// the whole store, or the owner's hash under [`OWNER_LOCKS`].

@@ -174,4 +174,6 @@ macro_rules! run_with_own_types {
     )*};
 }
 
-run_with_own_types!(sqlx::Sqlite, sqlx::Postgres);
+run_with_own_types!(sqlx::Sqlite);
+#[cfg(feature = "postgres")]
+run_with_own_types!(sqlx::Postgres);

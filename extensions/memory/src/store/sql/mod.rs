@@ -51,7 +51,9 @@ pub(crate) use scope::{push_filters, push_scope};
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
 /// different owners run in parallel.
+/// Only PostgreSQL reads the scope; without the `postgres` feature it goes unread.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) enum WriteScope<'a> {
     /// One owner's memories, entities, sessions and events ('' for memories of nobody): writers
     /// of the same owner take turns, writers of different owners run in parallel.

@@ -7,7 +7,8 @@ mod search_side;
 
 use std::time::Duration;
 
-use super::{PostgresOptions, PostgresStore};
+use super::PostgresStore;
+use crate::store::PostgresOptions;
 
 /// A store on a new, empty database of the shared test server.
 pub(super) async fn open_fresh() -> PostgresStore {
