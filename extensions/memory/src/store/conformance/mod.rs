@@ -6,6 +6,7 @@
 //! PostgreSQL's leases and locks) is tested in `sqlite/tests` and `postgres/tests`.
 
 mod entities;
+mod indexing;
 mod ingest;
 pub(crate) mod lifecycle;
 mod records;
@@ -353,7 +354,10 @@ on_both_backends!(
         records::listings_page_newest_first,
         records::context_values_reflections_and_enrichment_candidates,
         lifecycle::decay_fades_and_spares_protected_facts,
-        lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say;
+        lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say,
+        indexing::the_embedding_cache_round_trips_by_model,
+        indexing::sentence_keys_live_and_go_with_their_turn,
+        indexing::the_indexer_takes_owners_in_turn_newest_first;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

@@ -223,35 +223,6 @@ async fn stored_vectors_are_read_from_the_mirror() {
 }
 
 #[tokio::test]
-async fn a_rebuilt_index_forgets_its_models_cached_vectors() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("memory.db")).await;
-    let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-    let hashes = ["h1".to_owned()];
-    for model in ["model-a", "model-b"] {
-        store
-            .cache_vectors(&[("h1".to_owned(), vec![1.0, 0.0, 0.0, 0.0])], model, at)
-            .await
-            .unwrap();
-    }
-    store.reset_vector_index(4, "model-a").await.unwrap();
-    // Rebuilt for model-a: its texts are embedded again, with the provider's settings now.
-    assert!(store
-        .cached_vectors(&hashes, "model-a")
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        store
-            .cached_vectors(&hashes, "model-b")
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-}
-
-#[tokio::test]
 async fn rank_keys_name_an_episodes_session() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("memory.db")).await;

@@ -4,7 +4,7 @@
 use chrono::Utc;
 
 use super::super::open_fresh;
-use super::{at, count, sql};
+use super::{count, sql};
 use crate::store::backend::{IndexQueue, IndexReads, VectorIndex};
 use crate::store::postgres::index_queue::LEASE_SECONDS;
 use crate::store::postgres::vectors::drop_vectors;
@@ -201,57 +201,4 @@ async fn stored_vectors_replace_old_ones_and_leave_the_queue() {
     tx.commit().await.unwrap();
     assert_eq!(store.mirror_size().await.unwrap().memory_rows, 2);
     assert_eq!(store.pending_index().await.unwrap(), 0);
-}
-
-#[tokio::test]
-async fn the_embedding_cache_round_trips_by_model() {
-    let store = open_fresh().await;
-    let hashes = ["h1", "h2", "h3"].map(String::from);
-    assert!(store.cached_vectors(&hashes, "m").await.unwrap().is_empty());
-    assert!(store.cached_vectors(&[], "m").await.unwrap().is_empty());
-    let vectors = vec![
-        ("h1".to_owned(), vec![0.25, -1.5, 3.0e-7]),
-        ("h2".to_owned(), vec![1.0; 384]),
-    ];
-    store.cache_vectors(&vectors, "m", at(10)).await.unwrap();
-    store
-        .cache_vectors(&[("h1".to_owned(), vec![9.0])], "m", at(20))
-        .await
-        .unwrap();
-    store
-        .cache_vectors(&[("h1".to_owned(), vec![7.0])], "other", at(20))
-        .await
-        .unwrap();
-    store.cache_vectors(&[], "m", at(30)).await.unwrap();
-    let cached = store.cached_vectors(&hashes, "m").await.unwrap();
-    assert_eq!(cached.len(), 2);
-    assert_eq!(
-        cached["h1"], vectors[0].1,
-        "the first vector stays, bit for bit"
-    );
-    assert_eq!(cached["h2"], vectors[1].1);
-    assert_eq!(
-        store.cached_vectors(&hashes, "other").await.unwrap()["h1"],
-        [7.0]
-    );
-    let created: i64 = count(
-        &store,
-        "SELECT created_at FROM embedding_cache WHERE content_hash = 'h1' AND model_id = 'm'",
-    )
-    .await;
-    assert_eq!(created, 10);
-    // Rebuilding the index for "m" re-embeds every text: its cached vectors are forgotten,
-    // another model's stay.
-    store.reset_vector_index(4, "m").await.unwrap();
-    assert!(store.cached_vectors(&hashes, "m").await.unwrap().is_empty());
-    assert_eq!(
-        store.cached_vectors(&hashes, "other").await.unwrap()["h1"],
-        [7.0]
-    );
-}
-
-#[tokio::test]
-async fn the_indexer_takes_owners_in_turn_newest_first() {
-    let store = open_fresh().await;
-    crate::store::index_order_checks::owners_take_turns_newest_first(&store).await;
 }

@@ -7,20 +7,13 @@ mod full_text;
 mod index_queue;
 mod vectors;
 
-use chrono::{DateTime, Utc};
-
 use crate::store::postgres::PostgresStore;
-use crate::store::rows::from_ts;
 use crate::types::SearchRequest;
 
 pub(super) use crate::store::conformance::{insert_row as insert, row, Row};
 
 pub(super) async fn sql(store: &PostgresStore, statement: &str) {
     sqlx::query(statement).execute(store.pool()).await.unwrap();
-}
-
-pub(super) fn at(seconds: i64) -> DateTime<Utc> {
-    from_ts(seconds)
 }
 
 pub(super) fn ana() -> SearchRequest {

@@ -499,26 +499,3 @@ async fn stored_vectors_are_read_by_id() {
     }
     assert!(store.stored_vectors(&[]).await.unwrap().is_empty());
 }
-
-#[tokio::test]
-async fn sentence_keys_live_and_go_with_their_turn() {
-    use crate::store::sentence_key_checks::{
-        a_query_vector_of_the_wrong_length_is_refused, found, sentence_keys_follow_their_turn,
-    };
-    let store = open_fresh().await;
-    let left = sentence_keys_follow_their_turn(&store).await;
-    a_query_vector_of_the_wrong_length_is_refused(&store).await;
-    let keyed: Vec<String> =
-        sqlx::query_scalar("SELECT DISTINCT memory_id FROM memory_sentence_vectors")
-            .fetch_all(store.pool())
-            .await
-            .unwrap();
-    assert_eq!(keyed, std::slice::from_ref(&left.ben_turn));
-    assert_eq!(store.mirror_size().await.unwrap().sentence_rows, 1);
-    store.reset_vector_index(4, "model-s").await.unwrap();
-    assert_eq!(
-        count(&store, "SELECT COUNT(*) FROM memory_sentence_vectors").await,
-        0
-    );
-    assert!(found(&store, "ben", [0.0, 1.0, 0.0, 0.0]).await.is_empty());
-}
