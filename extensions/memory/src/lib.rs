@@ -6,9 +6,10 @@
 //! Layout: `store/` holds every SQL statement, behind the storage traits of `store/backend/`
 //! (`MemoryBackend`, implemented by the SQLite store, `store/sqlite/`, and the PostgreSQL store,
 //! `store/postgres/`, for several servers on one database); `search/` is search policy (candidate
-//! lists, query building, fusion, ranking) and asks the store through those traits; `service/`
-//! ties storage and search to the embedding and ner services, and `api_impl.rs` publishes the
-//! service as the [`MemoryApi`].
+//! lists, query building, fusion, ranking), one `Searcher` that asks the store through
+//! `SearchSource`, only the store methods it calls; `service/` ties storage and its `Searcher`
+//! to the embedding and ner services, and `api_impl.rs` publishes the service as the
+//! [`MemoryApi`].
 //!
 //! Roles: [`mnemo_kernel::EventHandler`] (every `user_message` and `agent_response` becomes an
 //! episode on the hot path: no model call, no embedding), [`mnemo_kernel::ContextProvider`],

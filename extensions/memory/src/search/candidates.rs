@@ -2,6 +2,7 @@
 //! before), vector and entity, each ranked by its own score, gathered at once.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
@@ -9,10 +10,11 @@ use tracing::Instrument as _;
 use super::entities::{query_entities, search_entities};
 use super::full_text::search_fts;
 use super::fusion::{context_scores, SENTENCE_LIST};
+use super::searcher::Searcher;
+use super::source::SearchSource;
 use super::speakers::{spoken_by, without_names};
 use crate::error::{record_failure, Result};
 use crate::sentence_keys::in_first_person;
-use crate::service::MemoryService;
 use crate::store::RankKey;
 use crate::text::{is_stopword, terms};
 use crate::types::{CandidateList, FusionMethod, SearchMode, SearchRequest};
@@ -64,11 +66,11 @@ async fn traced_list<T>(
     result
 }
 
-impl MemoryService {
+impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
     /// Names in a query to look up in the entity table: what NER finds, and word n-grams.
     fn query_names(&self, query: &str) -> Vec<String> {
         let mut names = Vec::new();
-        if let Some(ner) = self.state().ok().and_then(|state| state.ner.as_ref()) {
+        if let Some(ner) = &self.ner {
             for entity in ner.extract_fast(query) {
                 names.push(entity.canonical);
                 names.push(entity.surface);
@@ -87,17 +89,6 @@ impl MemoryService {
         names
     }
 
-    /// The query's embedding; `None` when vector search is unavailable (the reason is logged
-    /// once) or the query embeds to nothing.
-    async fn query_embedding(&self, text: &str) -> Result<Option<Vec<f32>>> {
-        let Some(embedder) = self.vector_embedder().await else {
-            let reason = self.vector_unavailable_reason().await;
-            self.warn_fallback(&reason);
-            return Ok(None);
-        };
-        self.query_vector(&embedder, text).await
-    }
-
     /// The vector list: the memories nearest the query's embedding `vector`, with their cosine
     /// similarity.
     async fn vector_list(
@@ -106,11 +97,9 @@ impl MemoryService {
         vector: &[f32],
         depth: usize,
     ) -> Result<Option<Vec<(String, f64)>>> {
-        let min_similarity = request
-            .min_similarity
-            .unwrap_or(self.config().min_similarity);
+        let min_similarity = request.min_similarity.unwrap_or(self.config.min_similarity);
         let nearest = self
-            .store()?
+            .store
             .search_vector(request, vector, depth, min_similarity)
             .await?;
         Ok(Some(cosine_list(nearest)))
@@ -128,16 +117,16 @@ impl MemoryService {
         vector: &[f32],
         depth: usize,
         span: tracing::Span,
-    ) -> Result<tokio::task::JoinHandle<Result<Option<ScoredList>>>> {
-        let store = self.store()?.clone();
+    ) -> tokio::task::JoinHandle<Result<Option<ScoredList>>> {
+        let store = Arc::clone(&self.store);
         let (request, vector) = (request.clone(), vector.to_vec());
-        let floor = self.config().sentence_floor;
-        Ok(tokio::spawn(traced_list(span, async move {
+        let floor = self.config.sentence_floor;
+        tokio::spawn(traced_list(span, async move {
             let nearest = store
                 .search_sentences(&request, &vector, depth, floor)
                 .await?;
             Ok(Some(cosine_list(nearest)))
-        })))
+        }))
     }
 
     /// The entities the query names (directly, or as a relation of the asking user such as
@@ -145,8 +134,7 @@ impl MemoryService {
     /// speakers among them (people too common to be specific whose newest memories include
     /// turns they spoke).
     async fn named_entities(&self, request: &SearchRequest) -> Result<(Vec<String>, Vec<String>)> {
-        let state = self.state()?;
-        let store = state.store.as_ref();
+        let store = self.store.as_ref();
         let mut names = self.query_names(query_head(&request.query));
         if let Some(owner) = &request.user_id {
             for relation in crate::people::relations_in(query_head(&request.query)) {
@@ -157,7 +145,7 @@ impl MemoryService {
             }
         }
         let entities =
-            query_entities(store, &state.stats, request.user_id.as_deref(), &names).await?;
+            query_entities(store, &self.stats, request.user_id.as_deref(), &names).await?;
         let mut speakers = Vec::new();
         for (id, name) in entities.common_people {
             let newest: Vec<String> = store
@@ -188,7 +176,7 @@ impl MemoryService {
     ) -> Result<(Vec<(String, f64)>, HashMap<String, RankKey>)> {
         let ids: Vec<String> = text.iter().map(|(id, _)| id.clone()).collect();
         // With neighbours: ranking spreads relevance with these keys (see `Gathered::keys`).
-        let keys = self.store()?.rank_keys(&ids, request, true).await?;
+        let keys = self.store.rank_keys(&ids, request, true).await?;
         let scores = context_scores(
             text,
             |id| keys.get(id).and_then(|key| key.next.clone()),
@@ -199,30 +187,20 @@ impl MemoryService {
 
     /// The ranked lists the request's mode searches (fts, vector, entity; hybrid all three,
     /// and the conversation-context list when score fusion gives it a weight), each at most
-    /// `depth` long, with each list's own scores. [`Self::search`] fuses them; the evaluation
-    /// reads them to study fusion.
+    /// `depth` long, with each list's own scores; the speakers the query names (see
+    /// `speakers.rs`), and the rank keys read on the way. [`Self::search`] fuses the lists; the
+    /// evaluation reads them to study fusion (`MemoryService::candidate_lists`).
     ///
     /// # Errors
     /// The store fails. Query text never causes an error.
-    pub async fn candidate_lists(
-        &self,
-        request: &SearchRequest,
-        depth: usize,
-    ) -> Result<Vec<CandidateList>> {
-        Ok(self.gather(request, depth).await?.lists)
-    }
-
-    /// [`Self::candidate_lists`], the speakers the query names (see `speakers.rs`), and the
-    /// rank keys read on the way.
     pub(crate) async fn gather(&self, request: &SearchRequest, depth: usize) -> Result<Gathered> {
-        let state = self.state()?;
         let mode = request.mode;
         let with_context = mode == SearchMode::Hybrid
-            && self.config().fusion == FusionMethod::Scores
-            && self.config().context_weight > 0.0;
+            && self.config.fusion == FusionMethod::Scores
+            && self.config.context_weight > 0.0;
         let with_sentences = mode == SearchMode::Hybrid
-            && self.config().fusion == FusionMethod::Scores
-            && self.config().sentence_weight > 0.0;
+            && self.config.fusion == FusionMethod::Scores
+            && self.config.sentence_weight > 0.0;
         // The lists run at once: the query embedding (on a blocking thread) overlaps the FTS5
         // queries (on the pool's connections). The entity names are resolved first, because
         // the speakers among them are left out of the text embedded.
@@ -231,7 +209,7 @@ impl MemoryService {
             if !matches!(mode, SearchMode::Hybrid | SearchMode::Fts) {
                 return Ok((None, None));
             }
-            let list = search_fts(state.store.as_ref(), &state.stats, request, depth);
+            let list = search_fts(self.store.as_ref(), &self.stats, request, depth);
             let hits = traced_list(list_span!(spans::SEARCH_FTS), async {
                 list.await.map(Some)
             })
@@ -274,7 +252,7 @@ impl MemoryService {
                 };
                 let sentences = if with_sentences && in_first_person(head) {
                     let span = list_span!(spans::SEARCH_SENTENCES);
-                    Some(self.spawn_sentence_list(request, &vector, depth, span)?)
+                    Some(self.spawn_sentence_list(request, &vector, depth, span))
                 } else {
                     None
                 };
@@ -297,7 +275,7 @@ impl MemoryService {
                 if !matches!(mode, SearchMode::Hybrid | SearchMode::Entity) {
                     return Ok(None);
                 }
-                let list = search_entities(state.store.as_ref(), request, &specific, depth);
+                let list = search_entities(self.store.as_ref(), request, &specific, depth);
                 traced_list(list_span!(spans::SEARCH_ENTITY), async {
                     list.await.map(Some)
                 })
@@ -351,8 +329,8 @@ impl MemoryService {
             });
         }
         let with_feedback = mode == SearchMode::Hybrid
-            && self.config().fusion == FusionMethod::Scores
-            && self.config().feedback_weight > 0.0
+            && self.config.fusion == FusionMethod::Scores
+            && self.config.feedback_weight > 0.0
             && lists.iter().any(|list| list.name == "vector");
         if with_feedback {
             let feedback = self.feedback_list(request, &lists, &speakers, depth);
@@ -389,7 +367,7 @@ fn cosine_list(nearest: Vec<(String, f32)>) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// What [`MemoryService::gather`] found.
+/// What [`Searcher::gather`] found.
 pub(crate) struct Gathered {
     /// The candidate lists.
     pub(crate) lists: Vec<CandidateList>,

@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::source::SearchSource;
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::MemoryBackend;
 use crate::types::SearchRequest;
 
 /// The newest links of an entity read when looking for memories that also name another of
@@ -31,8 +31,8 @@ pub(crate) struct QueryEntities {
 ///
 /// # Errors
 /// The database fails.
-pub(crate) async fn query_entities(
-    store: &dyn MemoryBackend,
+pub(crate) async fn query_entities<S: SearchSource + ?Sized>(
+    store: &S,
     stats: &CorpusStats,
     owner: Option<&str>,
     names: &[String],
@@ -72,8 +72,8 @@ pub(crate) async fn query_entities(
 ///
 /// # Errors
 /// The database fails.
-pub(crate) async fn search_entities(
-    store: &dyn MemoryBackend,
+pub(crate) async fn search_entities<S: SearchSource + ?Sized>(
+    store: &S,
     request: &SearchRequest,
     entity_ids: &[String],
     limit: usize,

@@ -12,9 +12,10 @@
 
 use super::candidates::query_head;
 use super::fusion::{fuse, Fusion};
+use super::searcher::Searcher;
+use super::source::SearchSource;
 use super::speakers::without_names;
 use crate::error::Result;
-use crate::service::MemoryService;
 use crate::types::{CandidateList, SearchRequest};
 
 /// `vector` scaled to unit length; `None` for a zero or non-finite vector.
@@ -76,7 +77,7 @@ fn candidates_in(lists: &[CandidateList]) -> Vec<String> {
     ids
 }
 
-impl MemoryService {
+impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
     /// The feedback list for `lists` (see the module doc): their candidates at least
     /// `min_similarity` to the shaped query, best first, at most `depth`. `None` when vector
     /// search is unavailable or none of the best matches has a vector yet. `speakers` are left
@@ -99,10 +100,10 @@ impl MemoryService {
         else {
             return Ok(None);
         };
-        let config = self.config();
+        let config = &self.config;
         // The best first matches are among the candidates: one read of the store serves both.
         let best = best_first_matches(lists, self.fusion(request), config.feedback_matches);
-        let stored = self.store()?.stored_vectors(&candidates_in(lists)).await?;
+        let stored = self.store.stored_vectors(&candidates_in(lists)).await?;
         let matches: Vec<Vec<f32>> = best
             .iter()
             .filter_map(|id| stored.get(id).cloned())

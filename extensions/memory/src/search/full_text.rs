@@ -2,9 +2,10 @@
 //! whose words match too many memories to rank them all.
 
 use super::fts_query::{match_all, match_any, match_rare_or_all_common, query_terms};
+use super::source::SearchSource;
 use super::stats::CorpusStats;
 use crate::error::Result;
-use crate::store::{FirstPass, MemoryBackend, TextScope};
+use crate::store::{FirstPass, TextScope};
 use crate::types::{Memory, MemoryKind, SearchRequest, SessionKey};
 
 /// Matches worth ranking in one query; a query matching more is narrowed first (see
@@ -34,7 +35,7 @@ const RANK_BUDGET: i64 = 2_000;
 /// every day), so the memories with all of them and no rare word are ranked only if they are
 /// among the [`RANK_BUDGET`] last stored matches of the common words (highest rowid on SQLite,
 /// counted within the scope before the request's other filters; PostgreSQL ranks them all, see
-/// [`MemoryBackend::fts_first_pass_matches`]): they differ from each other only in length and
+/// [`SearchSource::fts_first_pass_matches`]): they differ from each other only in length and
 /// in how often they repeat a word, while a rare word outweighs them. Only if the first pass
 /// finds fewer than `limit` does the plain "any word" query run.
 ///
@@ -43,8 +44,8 @@ const RANK_BUDGET: i64 = 2_000;
 ///
 /// # Errors
 /// The database fails (a user's query text never causes one: it is quoted term by term).
-pub(crate) async fn search_fts(
-    store: &dyn MemoryBackend,
+pub(crate) async fn search_fts<S: SearchSource + ?Sized>(
+    store: &S,
     stats: &CorpusStats,
     request: &SearchRequest,
     limit: usize,
@@ -63,8 +64,8 @@ enum CommonMatches {
 }
 
 /// [`search_fts`], ranking the first pass's memories with only common words as `common` says.
-async fn full_text_matches(
-    store: &dyn MemoryBackend,
+async fn full_text_matches<S: SearchSource + ?Sized>(
+    store: &S,
     stats: &CorpusStats,
     request: &SearchRequest,
     limit: usize,
@@ -170,8 +171,8 @@ fn narrow(terms: &[String], frequencies: &[i64]) -> Option<Attempt> {
 ///
 /// # Errors
 /// The database fails.
-pub(crate) async fn similar_facts(
-    store: &dyn MemoryBackend,
+pub(crate) async fn similar_facts<S: SearchSource + ?Sized>(
+    store: &S,
     stats: &CorpusStats,
     session: &SessionKey,
     content: &str,

@@ -9,10 +9,11 @@ use tracing::Instrument as _;
 
 use super::candidates::{query_head, Gathered};
 use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion, SENTENCE_LIST};
+use super::searcher::Searcher;
+use super::source::SearchSource;
 use super::speakers::spoken_by;
 use super::when::period_in;
 use crate::error::{record_failure, Result};
-use crate::service::MemoryService;
 use crate::types::{
     CandidateList, FusionMethod, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
 };
@@ -24,64 +25,69 @@ const NEIGHBOUR_POOL: usize = 8;
 /// A search candidate being ranked: id, score, event time, and its rank in each list.
 type Ranked = (String, f64, i64, Vec<(String, usize)>);
 
-impl MemoryService {
-    /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
-    /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
-    /// listed episode inherit a share of its neighbouring turns' relevance and of its session's
-    /// best other matches (their relevance with their own neighbours' shares).
-    ///
-    /// # Errors
-    /// The store fails. Query text never causes an error.
-    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
-        let span = tracing::info_span!(
-            spans::SEARCH,
-            mnemo.search.mode = ?request.mode,
-            mnemo.search.limit = mnemo_kernel::spans::count(request.limit),
-            mnemo.search.hits = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-        );
-        let result = self.rank(request).instrument(span.clone()).await;
-        if let Ok(hits) = &result {
-            span.record("mnemo.search.hits", mnemo_kernel::spans::count(hits.len()));
-        }
-        record_failure(&span, &result);
-        result
+/// Runs `search`, a search for `request`, inside the search's span (`memory.search`), which
+/// records the hits it returned or how it failed. The lists' and fusion's spans are its
+/// children.
+///
+/// # Errors
+/// `search`'s.
+pub(crate) async fn traced(
+    request: &SearchRequest,
+    search: impl std::future::Future<Output = Result<Vec<SearchHit>>>,
+) -> Result<Vec<SearchHit>> {
+    let span = tracing::info_span!(
+        spans::SEARCH,
+        mnemo.search.mode = ?request.mode,
+        mnemo.search.limit = mnemo_kernel::spans::count(request.limit),
+        mnemo.search.hits = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    let result = search.instrument(span.clone()).await;
+    if let Ok(hits) = &result {
+        span.record("mnemo.search.hits", mnemo_kernel::spans::count(hits.len()));
     }
+    record_failure(&span, &result);
+    result
+}
 
+impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
     /// How the request's lists are fused: hybrid search with score fusion weighs them as
     /// configured; a single list keeps its own order (1 / (k + rank) is monotonic).
     pub(super) fn fusion(&self, request: &SearchRequest) -> Fusion {
-        if request.mode == SearchMode::Hybrid && self.config().fusion == FusionMethod::Scores {
+        let config = &self.config;
+        if request.mode == SearchMode::Hybrid && config.fusion == FusionMethod::Scores {
             Fusion::Scores {
-                vector_weight: self.config().vector_weight,
-                context_weight: self.config().context_weight,
-                entity_weight: self.config().entity_weight,
-                feedback_weight: self.config().feedback_weight,
+                vector_weight: config.vector_weight,
+                context_weight: config.context_weight,
+                entity_weight: config.entity_weight,
+                feedback_weight: config.feedback_weight,
                 similarity_floor: f64::from(
-                    request
-                        .min_similarity
-                        .unwrap_or(self.config().min_similarity),
+                    request.min_similarity.unwrap_or(config.min_similarity),
                 ),
-                sentence_weight: self.config().sentence_weight,
-                sentence_floor: f64::from(self.config().sentence_floor),
+                sentence_weight: config.sentence_weight,
+                sentence_floor: f64::from(config.sentence_floor),
             }
         } else {
-            Fusion::Rrf {
-                k: self.config().rrf_k,
-            }
+            Fusion::Rrf { k: config.rrf_k }
         }
     }
 
-    /// [`Self::search`], inside its span.
-    async fn rank(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
-        let store = self.store()?.clone();
+    /// Searches with the request's mode and filters. Hybrid fuses the lists as `fusion` says
+    /// (weighted normalised scores, or Reciprocal Rank Fusion; see `fusion.rs`), then lets each
+    /// listed episode inherit a share of its neighbouring turns' relevance and of its session's
+    /// best other matches (their relevance with their own neighbours' shares). Counting the
+    /// hits as recalled is the caller's (`MemoryService::search`, which also opens the span,
+    /// [`traced`]).
+    ///
+    /// # Errors
+    /// The store fails. Query text never causes an error.
+    pub(crate) async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let store = self.store.as_ref();
         let mut owned = request.clone();
-        owned.at.get_or_insert(self.now()?);
+        owned.at.get_or_insert(self.clock.now());
         let request = &owned;
-        let limit = request
-            .limit
-            .clamp(1, self.config().max_search_limit.max(1));
-        let candidates = self.config().candidates_per_list.max(limit);
+        let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
+        let candidates = self.config.candidates_per_list.max(limit);
         let Gathered {
             lists,
             speakers,
@@ -99,8 +105,8 @@ impl MemoryService {
             .collect();
         let sentence_part = |id: &String| sentence_parts.get(id).copied().unwrap_or(0.0);
         let (before, after) = (
-            self.config().previous_turn_weight,
-            self.config().next_turn_weight,
+            self.config.previous_turn_weight,
+            self.config.next_turn_weight,
         );
         let hybrid = request.mode == SearchMode::Hybrid;
         let spread = hybrid && (before > 0.0 || after > 0.0);
@@ -120,7 +126,7 @@ impl MemoryService {
                 .map(|key| (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0))
         };
         // Said in the period the query names (or the week after): relevance × (1 + weight).
-        let period_weight = self.config().period_weight;
+        let period_weight = self.config.period_weight;
         let period = request
             .at
             .filter(|_| hybrid && period_weight > 0.0)
@@ -152,7 +158,7 @@ impl MemoryService {
         if hybrid {
             ranked.truncate(limit * NEIGHBOUR_POOL);
             let head: Vec<String> = ranked.iter().map(|(id, ..)| id.clone()).collect();
-            let speaker_weight = self.config().speaker_weight;
+            let speaker_weight = self.config.speaker_weight;
             if let [speaker] = speakers.as_slice() {
                 if speaker_weight > 0.0 {
                     let memories = store.load_filtered(&head, request).await?;
@@ -183,7 +189,7 @@ impl MemoryService {
             } else {
                 relevance
             };
-            let session_weight = self.config().session_weight;
+            let session_weight = self.config.session_weight;
             if session_weight > 0.0 {
                 let members: Vec<_> = head
                     .iter()
@@ -221,20 +227,6 @@ impl MemoryService {
                     .map(|memory| SearchHit { score, memory, why })
             })
             .collect();
-        if request.touch && !hits.is_empty() {
-            // A faded memory recalled is back in the context at once (one write, rarely); the
-            // other recalls are counted in the background (service/recalls.rs).
-            let (faded, recalled): (Vec<&SearchHit>, Vec<&SearchHit>) =
-                hits.iter().partition(|hit| hit.memory.faded_at.is_some());
-            let ids = |hits: Vec<&SearchHit>| -> Vec<String> {
-                hits.iter().map(|hit| hit.memory.id.clone()).collect()
-            };
-            let now = self.now()?;
-            if !faded.is_empty() {
-                store.touch(&ids(faded), 1, now).await?;
-            }
-            self.recalls.note(&ids(recalled), now);
-        }
         Ok(hits)
     }
 }

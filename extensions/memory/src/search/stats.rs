@@ -12,8 +12,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::fts_query::match_any;
+use super::source::SearchSource;
 use crate::error::Result;
-use crate::store::{MemoryBackend, TextScope};
+use crate::store::TextScope;
 
 /// How long a cached figure is trusted.
 const STATS_TTL: Duration = Duration::from_secs(120);
@@ -68,9 +69,9 @@ impl CorpusStats {
     }
 
     /// Rows in the full-text index within `scope`.
-    pub(crate) async fn document_count(
+    pub(crate) async fn document_count<S: SearchSource + ?Sized>(
         &self,
-        store: &dyn MemoryBackend,
+        store: &S,
         scope: TextScope<'_>,
     ) -> Result<i64> {
         let key = scope_key(scope);
@@ -87,9 +88,9 @@ impl CorpusStats {
     }
 
     /// Memories within `scope` whose text contains `term`.
-    pub(crate) async fn term_frequency(
+    pub(crate) async fn term_frequency<S: SearchSource + ?Sized>(
         &self,
-        store: &dyn MemoryBackend,
+        store: &S,
         term: &str,
         scope: TextScope<'_>,
     ) -> Result<i64> {
@@ -110,9 +111,9 @@ impl CorpusStats {
     }
 
     /// How many memories each of `entity_ids` is linked to (0 for none).
-    pub(crate) async fn entity_link_counts(
+    pub(crate) async fn entity_link_counts<S: SearchSource + ?Sized>(
         &self,
-        store: &dyn MemoryBackend,
+        store: &S,
         entity_ids: &[String],
     ) -> Result<HashMap<String, i64>> {
         let mut counts: HashMap<String, i64> = HashMap::new();
@@ -145,9 +146,9 @@ impl CorpusStats {
     }
 
     /// Memories with at least one link to `owner`'s entities (`None`: to any).
-    pub(crate) async fn linked_memory_count(
+    pub(crate) async fn linked_memory_count<S: SearchSource + ?Sized>(
         &self,
-        store: &dyn MemoryBackend,
+        store: &S,
         owner: Option<&str>,
     ) -> Result<i64> {
         let key = owner.map(str::to_owned);

@@ -145,7 +145,8 @@ impl MemoryService {
         let Some(embedder) = self.vector_embedder().await else {
             return Ok(0);
         };
-        let Some(vector) = self.query_vector(&embedder, content).await? else {
+        let searcher = &self.state()?.searcher;
+        let Some(vector) = searcher.query_vector(&embedder, content).await? else {
             return Ok(0);
         };
         let store = self.store()?;
@@ -448,7 +449,7 @@ impl MemoryService {
         limit: usize,
     ) -> Result<Vec<Memory>> {
         let state = self.state()?;
-        crate::search::similar_facts(state.store.as_ref(), &state.stats, session, content, limit)
-            .await
+        let stats = state.searcher.stats();
+        crate::search::similar_facts(state.store.as_ref(), stats, session, content, limit).await
     }
 }

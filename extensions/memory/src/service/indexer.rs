@@ -182,7 +182,7 @@ impl MemoryService {
                 .await?;
             tracing::info!(queued, model = %embedder.model_id(), "vector index rebuilt; memories queued");
         }
-        *self.vector_checked.lock().await = true;
+        state.searcher.vector_index_checked().await;
         // Batches a process that died had taken are this run's to embed now, not once their
         // leases run out.
         let freed = state.store.release_index_leases().await?;

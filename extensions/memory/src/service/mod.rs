@@ -1,6 +1,7 @@
 //! `MemoryService`: the store plus the embedding and ner services, behind the extension's
 //! roles and, through `api_impl.rs`, the published [`crate::MemoryApi`]. Its write paths,
-//! indexer and administration live in the submodules; search lives in [`crate::search`].
+//! indexer and administration live in the submodules; it searches with the
+//! [`Searcher`](crate::search::Searcher) it holds (`search.rs`).
 
 mod access;
 mod admin;
@@ -10,6 +11,7 @@ mod indexer;
 mod ingest;
 mod recalls;
 mod removal;
+mod search;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use mnemo_embedding_api::{EmbeddingApi, EmbeddingHealth};
+use mnemo_embedding_api::EmbeddingApi;
 use mnemo_kernel::{Event, KernelContext, TypedEvent};
 use mnemo_ner_api::NerApi;
 
@@ -26,15 +28,15 @@ pub(crate) use facts::{jaccard, word_set};
 
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};
-use crate::search::CorpusStats;
-use crate::store::{content_hash, MemoryBackend, MemoryStore, StoreOptions, VectorStatus};
+use crate::search::{SearchConfig, Searcher};
+use crate::store::{MemoryBackend, MemoryStore, StoreOptions};
 use crate::types::Memory;
 
 /// What the service works with once open.
 pub(crate) struct State {
     pub(crate) store: Arc<dyn MemoryBackend>,
-    /// Corpus statistics that steer search, cleared when memories are removed for good.
-    pub(crate) stats: CorpusStats,
+    /// Search over `store`, with the embedder and NER below.
+    pub(crate) searcher: Searcher,
     pub(crate) ctx: KernelContext,
     pub(crate) embedder: Option<Arc<dyn EmbeddingApi>>,
     pub(crate) ner: Option<Arc<dyn NerApi>>,
@@ -47,18 +49,13 @@ type ReflectionScope = (Option<String>, Option<String>);
 pub struct MemoryService {
     config: MemoryConfig,
     pub(crate) state: OnceLock<State>,
-    /// Whether `vec_memories` was checked against the provider (once it is ready).
-    vector_checked: tokio::sync::Mutex<bool>,
     pub(crate) reflections: Mutex<HashMap<ReflectionScope, Option<Memory>>>,
-    fallback_warned: AtomicBool,
     pub(crate) index_wakeup: tokio::sync::Notify,
     indexing: tokio::sync::Mutex<()>,
     /// The background indexer's task, ended in [`MemoryService::close`] before the store.
     indexer: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Set once the store is closing: no indexing pass starts a batch after it.
     stopping: AtomicBool,
-    /// Recent query vectors: a search never writes to the database.
-    query_vectors: Mutex<QueryVectorCache>,
     /// This process's name in leases it holds in a store other processes share.
     instance_id: String,
     /// Chat memberships this process has recorded or seen, (chat, user): a trusted turn in a
@@ -70,33 +67,6 @@ pub struct MemoryService {
     pub(crate) recalls: recalls::Recalls,
     /// The task that writes them, ended in [`MemoryService::close`].
     recall_writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-/// The vectors of the last [`QueryVectorCache::CAPACITY`] distinct queries, keyed by model and
-/// text hash; the oldest goes first.
-#[derive(Default)]
-struct QueryVectorCache {
-    vectors: HashMap<(String, String), Vec<f32>>,
-    order: std::collections::VecDeque<(String, String)>,
-}
-
-impl QueryVectorCache {
-    const CAPACITY: usize = 512;
-
-    fn get(&self, key: &(String, String)) -> Option<Vec<f32>> {
-        self.vectors.get(key).cloned()
-    }
-
-    fn insert(&mut self, key: (String, String), vector: Vec<f32>) {
-        if self.vectors.insert(key.clone(), vector).is_none() {
-            self.order.push_back(key);
-        }
-        while self.order.len() > Self::CAPACITY {
-            if let Some(oldest) = self.order.pop_front() {
-                self.vectors.remove(&oldest);
-            }
-        }
-    }
 }
 
 impl std::fmt::Debug for MemoryService {
@@ -113,14 +83,11 @@ impl MemoryService {
         Self {
             config,
             state: OnceLock::new(),
-            vector_checked: tokio::sync::Mutex::new(false),
             reflections: Mutex::new(HashMap::new()),
-            fallback_warned: AtomicBool::new(false),
             index_wakeup: tokio::sync::Notify::new(),
             indexing: tokio::sync::Mutex::new(()),
             indexer: Mutex::new(None),
             stopping: AtomicBool::new(false),
-            query_vectors: Mutex::new(QueryVectorCache::default()),
             instance_id: crate::store::new_id("instance"),
             known_members: Mutex::new(std::collections::HashSet::new()),
             group_commit: group_commit::GroupCommit::default(),
@@ -222,9 +189,16 @@ impl MemoryService {
             );
         }
         tracing::info!(store = %location, "memory store open");
+        let searcher = Searcher::new(
+            Arc::clone(&store),
+            SearchConfig::from(&self.config),
+            embedder.clone(),
+            ner.clone(),
+            Arc::clone(ctx.clock()),
+        );
         let _ = self.state.set(State {
             store,
-            stats: CorpusStats::default(),
+            searcher,
             ctx: ctx.clone(),
             embedder,
             ner,
@@ -258,95 +232,10 @@ impl MemoryService {
         Ok(self.state()?.ctx.now())
     }
 
-    /// The embedder, if it is ready and `vec_memories` matches it. Checks the vector table the
-    /// first time the embedder is ready.
+    /// The embedder, if it is ready and `vec_memories` matches it (see
+    /// [`Searcher::vector_embedder`]).
     pub(crate) async fn vector_embedder(&self) -> Option<Arc<dyn EmbeddingApi>> {
-        let state = self.state.get()?;
-        let embedder = state.embedder.clone()?;
-        if embedder.health() != EmbeddingHealth::Ready {
-            return None;
-        }
-        let mut checked = self.vector_checked.lock().await;
-        if !*checked {
-            match state
-                .store
-                .ensure_vector_index(embedder.dimensions(), embedder.model_id())
-                .await
-            {
-                Ok(VectorStatus::Enabled {
-                    dimensions,
-                    model_id,
-                }) => {
-                    tracing::info!(dimensions, %model_id, "vector search enabled");
-                }
-                Ok(VectorStatus::Disabled { reason }) => {
-                    tracing::warn!(%reason, "vector search disabled")
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "cannot prepare the vector index; will retry");
-                    return None;
-                }
-            }
-            *checked = true;
-        }
-        match state.store.vector_status() {
-            VectorStatus::Enabled { .. } => Some(embedder),
-            VectorStatus::Disabled { .. } => None,
-        }
-    }
-
-    pub(crate) fn warn_fallback(&self, why: &str) {
-        if !self.fallback_warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(reason = %why, "vector search unavailable; searching with FTS5 and entities");
-        } else {
-            tracing::debug!(reason = %why, "vector search unavailable");
-        }
-    }
-
-    /// Why vector search is off right now, if it is.
-    pub(crate) async fn vector_unavailable_reason(&self) -> String {
-        let Some(state) = self.state.get() else {
-            return "the store is not open".to_owned();
-        };
-        match &state.embedder {
-            None => "the embedding extension is not enabled".to_owned(),
-            Some(embedder) => match embedder.health() {
-                EmbeddingHealth::Unavailable { reason } => reason,
-                EmbeddingHealth::Ready => match state.store.vector_status() {
-                    VectorStatus::Disabled { reason } => reason,
-                    VectorStatus::Enabled { .. } => "vector search is available".to_owned(),
-                },
-            },
-        }
-    }
-
-    /// The query's vector, from the cache or the embedder.
-    pub(crate) async fn query_vector(
-        &self,
-        embedder: &Arc<dyn EmbeddingApi>,
-        query: &str,
-    ) -> Result<Option<Vec<f32>>> {
-        let key = (embedder.model_id().to_owned(), content_hash(query));
-        let recent = self
-            .query_vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key);
-        if let Some(vector) = recent {
-            return Ok(Some(vector));
-        }
-        let vector = match embedder.embed(query).await {
-            Ok(vector) => vector,
-            Err(error) => {
-                self.warn_fallback(&error.to_string());
-                return Ok(None);
-            }
-        };
-        self.query_vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, vector.clone());
-        Ok(Some(vector))
+        self.state.get()?.searcher.vector_embedder().await
     }
 
     /// The latest reflection for `user_id` in exactly the scope of `chat_id`, cached until a

@@ -3,7 +3,7 @@
 
 use std::sync::PoisonError;
 
-use super::{announce, MemoryService, QueryVectorCache};
+use super::{announce, MemoryService};
 use crate::error::{MemoryError, Result};
 
 impl MemoryService {
@@ -34,7 +34,7 @@ impl MemoryService {
     pub async fn purge(&self, ids: &[String]) -> Result<u64> {
         let state = self.state()?;
         let removed = state.store.purge(ids).await?;
-        state.stats.clear();
+        state.searcher.stats().clear();
         let count = removed.len() as u64;
         for forgotten in removed {
             tracing::info!(memory_id = %forgotten.memory_id, "memory forgotten");
@@ -64,11 +64,8 @@ impl MemoryService {
     pub async fn erase_user(&self, user_id: &str) -> Result<u64> {
         let state = self.state()?;
         let erased = state.store.erase_user(user_id).await?;
-        state.stats.clear();
-        *self
-            .query_vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = QueryVectorCache::default();
+        state.searcher.stats().clear();
+        state.searcher.forget_query_vectors();
         // Their memberships went with them (and their keys were revoked).
         self.known_members
             .lock()
