@@ -75,6 +75,7 @@ scenarios!(
     markdown_beside_memory,
     markdown_consolidation,
     markdown_fallback,
+    markdown_compression,
     markdown_memory_history,
     markdown_only,
     markdown_session_per_chat,

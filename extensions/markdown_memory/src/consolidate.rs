@@ -14,8 +14,10 @@
 //!
 //! The model's `memory_update` is checked before it replaces `MEMORY.md` ([`crate::guard`]): one
 //! that drops most of the file is refused (a `[memory-refused]` history entry keeps it), and
-//! lines written by hand that it dropped are put back. The previous `MEMORY.md` is kept in
-//! `MEMORY.history/` before every rewrite.
+//! lines written by hand that it dropped are put back, unless the file was over its size budget
+//! and the model was asked to compress it: then the lines it dropped are listed in a
+//! `[memory-compressed]` history entry. The previous `MEMORY.md` is kept in `MEMORY.history/`
+//! before every rewrite.
 
 use std::time::Duration;
 
@@ -361,16 +363,25 @@ impl Consolidator {
             } else {
                 let model_lines =
                     crate::blocking(workspace, |workspace| workspace.memory_model_lines()).await?;
-                let merged = guard::merge(&memory, &update, model_lines.as_deref());
+                let merged = guard::merge(&memory, &update, model_lines.as_deref(), compressing);
                 if !merged.restored.is_empty() {
                     tracing::warn!(%session, restored = merged.restored.len(), "the model's memory_update dropped lines written by hand; they were put back");
                 }
                 memory_updated = merged.text.trim() != memory.trim();
+                let note = (memory_updated && !merged.dropped.is_empty()).then(|| {
+                    guard::compressed_note(session_id, self.max_memory_size, &merged.dropped)
+                });
                 crate::blocking(workspace, move |workspace| {
                     if memory_updated {
-                        workspace.write_consolidated_memory(at, &merged.text, &merged.model_lines)
-                    } else {
-                        Ok(())
+                        workspace.write_consolidated_memory(
+                            at,
+                            &merged.text,
+                            &merged.model_lines,
+                        )?;
+                    }
+                    match note {
+                        Some(note) => workspace.append_history(at, &note),
+                        None => Ok(()),
                     }
                 })
                 .await?;

@@ -10,6 +10,10 @@
 //!   (a line the user added or edited, or any line when there is no record yet) is the user's: if
 //!   the update no longer holds it, it is put back, at the end of its `#` section when the update
 //!   still has that heading, else with its heading at the end of the file.
+//! - **A compression may drop lines**: when the file is over `max_memory_size` and the model was
+//!   asked to compress it, nothing is put back (else the file could never shrink); the lines the
+//!   compression dropped, hand-written or not, are listed in a `[memory-compressed]` history
+//!   entry, and the file as it was is kept in `MEMORY.history/` as before every rewrite.
 //!
 //! A line counts as still held when the update has the same line (list marker, case and spacing
 //! aside), or a line with all its content words (the model reworded or reformatted it). Blank
@@ -92,8 +96,11 @@ pub(crate) fn refused_note(session_id: &str, reason: &str, update: &str) -> Stri
 pub(crate) struct Merged {
     /// The text to write: the update with the dropped hand-written lines put back.
     pub(crate) text: String,
-    /// The hand-written lines put back, as they were.
+    /// The hand-written lines put back, as they were (none in a compression).
     pub(crate) restored: Vec<String>,
+    /// In a compression, the content lines of the old file the update no longer holds, as they
+    /// were, each once; empty otherwise.
+    pub(crate) dropped: Vec<String>,
     /// The new record of the lines the model wrote: the lines of `text` that are neither
     /// hand-written lines nor lines holding one.
     pub(crate) model_lines: String,
@@ -113,10 +120,16 @@ fn held_by(line: &str, lines: &[&str]) -> bool {
     })
 }
 
-/// The update with every hand-written line of `memory` it dropped put back. `model_lines` is the
-/// record of the lines the last consolidation wrote, `None` when there is none (then every line
-/// of `memory` is taken as written by hand).
-pub(crate) fn merge(memory: &str, update: &str, model_lines: Option<&str>) -> Merged {
+/// The update with every hand-written line of `memory` it dropped put back, unless it is a
+/// `compression` (then the update stands and [`Merged::dropped`] lists what went). `model_lines`
+/// is the record of the lines the last consolidation wrote, `None` when there is none (then
+/// every line of `memory` is taken as written by hand).
+pub(crate) fn merge(
+    memory: &str,
+    update: &str,
+    model_lines: Option<&str>,
+    compression: bool,
+) -> Merged {
     let record: HashSet<String> = model_lines
         .unwrap_or_default()
         .lines()
@@ -137,10 +150,20 @@ pub(crate) fn merge(memory: &str, update: &str, model_lines: Option<&str>) -> Me
     let mut lines: Vec<String> = update_lines.iter().map(|line| (*line).to_owned()).collect();
     let mut restored = Vec::new();
     let mut restored_keys = HashSet::new();
+    let mut dropped = Vec::new();
+    if compression {
+        let mut dropped_keys = HashSet::new();
+        dropped = memory
+            .lines()
+            .filter(|line| is_content(line) && !held_by(line, &update_lines))
+            .filter(|line| dropped_keys.insert(line_key(line)))
+            .map(str::to_owned)
+            .collect();
+    }
     // Dropped lines grouped by their old heading, in the order they came; a line the file held
     // several times comes back once (merging duplicates is the model's to do).
     let mut groups: Vec<(Option<&str>, Vec<&str>)> = Vec::new();
-    for &(heading, line) in &hand {
+    for &(heading, line) in hand.iter().filter(|_| !compression) {
         if held_by(line, &update_lines) || !restored_keys.insert(line_key(line)) {
             continue;
         }
@@ -198,8 +221,23 @@ pub(crate) fn merge(memory: &str, update: &str, model_lines: Option<&str>) -> Me
     Merged {
         text,
         restored,
+        dropped,
         model_lines,
     }
+}
+
+/// The history entry listing what a compression of `MEMORY.md` dropped.
+pub(crate) fn compressed_note(session_id: &str, budget: usize, dropped: &[String]) -> String {
+    let mut note = format!(
+        "[memory-compressed] session {}: MEMORY.md was over its {budget}-byte budget, and the \
+         model's compression dropped these lines (the file as it was is in MEMORY.history/):\n",
+        one_line(session_id, 80)
+    );
+    for line in dropped {
+        note.push_str(line.trim());
+        note.push('\n');
+    }
+    note
 }
 
 #[cfg(test)]
@@ -238,7 +276,7 @@ mod tests {
             "# Memory\n- The user is vegetarian.\n- Trip to Lisbon in May.\n\n## Health\n{ALLERGY}\n\n## Work\n- Nurse.\n"
         );
         let update = "# Memory\n- The user is vegetarian.\n- Trip to Lisbon in June.\n\n## Health\n- Runs on Sundays.\n\n## Work\n- Night shifts.\n";
-        let merged = merge(&memory, update, Some(record));
+        let merged = merge(&memory, update, Some(record), false);
         assert_eq!(
             merged.restored,
             vec![ALLERGY.to_owned(), "- Nurse.".to_owned()]
@@ -257,7 +295,7 @@ mod tests {
     #[test]
     fn a_line_written_twice_comes_back_once() {
         let memory = format!("# Memory\n{}", "- an old fact\n".repeat(3));
-        let merged = merge(&memory, "# Memory\n- A cat named Miso.", None);
+        let merged = merge(&memory, "# Memory\n- A cat named Miso.", None, false);
         assert_eq!(merged.restored, vec!["- an old fact".to_owned()]);
         assert_eq!(
             merged.text,
@@ -272,6 +310,7 @@ mod tests {
             &memory,
             "# Memory\n- Likes tea.",
             Some("# Memory\n- Likes tea.\n"),
+            false,
         );
         assert_eq!(
             merged.text,
@@ -280,15 +319,52 @@ mod tests {
     }
 
     #[test]
+    fn a_compression_drops_hand_written_lines_and_lists_what_went() {
+        let record = "# Memory\n- Likes tea.\n- Trip to Lisbon in May.\n";
+        let memory = format!(
+            "# Memory\n- Likes tea.\n- Trip to Lisbon in May.\n- Likes tea.\n\n## Health\n{ALLERGY}\n- Sprained an ankle in 2019.\n"
+        );
+        let update = format!("# Memory\n- Likes tea; trip to Lisbon in May.\n{ALLERGY}\n");
+        let merged = merge(&memory, &update, Some(record), true);
+        assert_eq!(merged.text, update, "nothing is put back in a compression");
+        assert!(merged.restored.is_empty());
+        // Reworded lines are held (all their words remain); the old ankle line is not.
+        assert_eq!(
+            merged.dropped,
+            vec!["- Sprained an ankle in 2019.".to_owned()]
+        );
+        let note = compressed_note("s9", 256, &merged.dropped);
+        assert!(
+            note.starts_with(
+                "[memory-compressed] session s9: MEMORY.md was over its 256-byte budget"
+            ),
+            "{note}"
+        );
+        assert!(note.ends_with("- Sprained an ankle in 2019.\n"), "{note}");
+        // The same update outside a compression gets the hand-written line back.
+        let kept = merge(&memory, &update, Some(record), false);
+        assert_eq!(
+            kept.restored,
+            vec!["- Sprained an ankle in 2019.".to_owned()]
+        );
+        assert!(kept.dropped.is_empty());
+    }
+
+    #[test]
     fn a_reworded_hand_line_is_held_and_stays_the_users() {
         let memory = format!("{ALLERGY}\n- Likes tea.\n");
         let update = "## Health\n* allergic to PEANUTS, severe: carries an EpiPen\n- Likes tea.\n";
-        let merged = merge(&memory, update, Some("- Likes tea.\n"));
+        let merged = merge(&memory, update, Some("- Likes tea.\n"), false);
         assert!(merged.restored.is_empty());
         assert_eq!(merged.text, update);
         assert_eq!(merged.model_lines, "## Health\n- Likes tea.\n");
         // Next time, dropping the reworded line still brings it back.
-        let again = merge(&merged.text, "- Likes tea.\n", Some(&merged.model_lines));
+        let again = merge(
+            &merged.text,
+            "- Likes tea.\n",
+            Some(&merged.model_lines),
+            false,
+        );
         assert_eq!(
             again.restored,
             vec!["* allergic to PEANUTS, severe: carries an EpiPen".to_owned()]
@@ -297,7 +373,12 @@ mod tests {
 
     #[test]
     fn without_a_record_every_line_is_kept() {
-        let merged = merge("- Likes tea.\n- Trip in May.\n", "- Trip in June.\n", None);
+        let merged = merge(
+            "- Likes tea.\n- Trip in May.\n",
+            "- Trip in June.\n",
+            None,
+            false,
+        );
         assert_eq!(
             merged.text,
             "- Trip in June.\n\n- Likes tea.\n- Trip in May.\n"
