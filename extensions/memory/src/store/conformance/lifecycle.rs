@@ -3,9 +3,11 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use super::{execute, first_row, Conformant};
+use super::{execute, fact, first_row, soft_delete, Conformant};
 use crate::error::MemoryError;
+use crate::search::CorpusStats;
 use crate::store::sql::{Driver, SqlStore};
+use crate::types::SearchRequest;
 
 /// 2026-01-01 00:00:00 UTC, the fixture's clock.
 pub(crate) const BASE: i64 = 1_767_225_600;
@@ -225,4 +227,56 @@ pub(super) async fn supersede_confirm_and_resolve_conflict_write_what_they_say<S
         .await
         .unwrap_err();
     assert!(matches!(error, MemoryError::NotFound(_)), "{error}");
+}
+
+/// Full-text candidates as a search reads them, with statistics read afresh.
+async fn search_fts<S: Conformant>(
+    store: &S,
+    request: &SearchRequest,
+    limit: usize,
+) -> crate::error::Result<Vec<(String, f64)>> {
+    crate::search::search_fts(store, &CorpusStats::default(), request, limit).await
+}
+
+/// A soft-deleted memory leaves full-text and vector search but keeps its row, which a request
+/// including deleted memories finds.
+pub(super) async fn soft_delete_hides_a_row_from_every_list_but_keeps_it<S: Conformant>(store: &S) {
+    store.ensure_vector_index(2, "m").await.unwrap();
+    let id = store
+        .insert_memory(&fact("ana", "the boiler code is 1234"), &[])
+        .await
+        .unwrap();
+    let batch = store.next_index_batch(10).await.unwrap();
+    store
+        .store_vectors(&[(batch[0].clone(), Some(vec![1.0, 0.0]))])
+        .await
+        .unwrap();
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    assert!(soft_delete(store, &id, at).await);
+    assert!(!soft_delete(store, &id, at).await, "already deleted");
+    let request = SearchRequest {
+        query: "boiler".into(),
+        user_id: Some("ana".into()),
+        limit: 5,
+        ..SearchRequest::default()
+    };
+    assert!(search_fts(store, &request, 5).await.unwrap().is_empty());
+    assert!(store
+        .search_vector(&request, &[1.0, 0.0], 5, -1.0)
+        .await
+        .unwrap()
+        .is_empty());
+    let kept = store.get(&id).await.unwrap().expect("the row is kept");
+    assert_eq!(kept.valid_until, Some(at));
+    let with_deleted = SearchRequest {
+        include_deleted: true,
+        ..request
+    };
+    let found: Vec<String> = search_fts(store, &with_deleted, 5)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found, vec![id]);
 }

@@ -20,7 +20,8 @@ use sqlx::{Database, QueryBuilder};
 
 #[cfg(feature = "postgres")]
 use crate::store::postgres::PostgresStore;
-use crate::store::sql::{Bind, Driver, Run, SqlStore};
+use crate::store::rows::ts;
+use crate::store::sql::{Bind, Driver, Run, SqlStore, WriteScope};
 use crate::store::{MemoryBackend, MemoryStore, NewMemory};
 use crate::types::MemoryKind;
 
@@ -139,6 +140,26 @@ pub(crate) fn person_in(name: &str, text: &str) -> ExtractedEntity {
         confidence: 1.0,
         ..person(name)
     }
+}
+
+/// Soft-deletes an active memory and drops its vector, as corrections, decay and expiry retire
+/// memories (the service retires none alone); false if it was not active.
+pub(crate) async fn soft_delete<S: SqlStore>(store: &S, id: &str, at: DateTime<Utc>) -> bool {
+    let mut tx = store.write(WriteScope::Store).await.unwrap();
+    let mut update = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
+    update
+        .int(ts(at))
+        .push(" WHERE id = ")
+        .text(id)
+        .push(" AND valid_until IS NULL");
+    let changed = S::Db::execute(&mut tx, update).await.unwrap() == 1;
+    let ids = [id.to_owned()];
+    if changed {
+        store.drop_vectors(&mut tx, &ids).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    store.vectors_dropped(&ids);
+    changed
 }
 
 /// A memory row, written with plain SQL; what a test does not set keeps its default.
@@ -357,7 +378,11 @@ on_both_backends!(
         lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say,
         indexing::the_embedding_cache_round_trips_by_model,
         indexing::sentence_keys_live_and_go_with_their_turn,
-        indexing::the_indexer_takes_owners_in_turn_newest_first;
+        indexing::the_indexer_takes_owners_in_turn_newest_first,
+        records::rank_keys_name_an_episodes_session,
+        records::stats_count_only_the_users_own_queue,
+        lifecycle::soft_delete_hides_a_row_from_every_list_but_keeps_it,
+        sessions_and_people::a_new_session_reports_each_closed_session_once;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

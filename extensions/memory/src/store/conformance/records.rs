@@ -2,7 +2,7 @@
 //! neighbours, touching, counting and listing. Rows are written with plain SQL
 //! ([`insert_row`]), so that these checks stand on the reading side alone.
 
-use super::{insert_row as insert, row, Conformant, Row};
+use super::{fact, insert_row as insert, row, Conformant, Row};
 use crate::store::rows::from_ts as at;
 use crate::types::{ListRequest, MemoryKind, MemoryType, SearchRequest, SessionKey};
 
@@ -524,4 +524,53 @@ pub(super) async fn context_values_reflections_and_enrichment_candidates<S: Conf
     assert!(!candidates.contains(&"enriched".to_owned()));
     assert!(!candidates.contains(&"tried".to_owned()));
     assert!(!candidates.contains(&"ref_new".to_owned()), "facts only");
+}
+
+/// Ranking keys name an episode's session; nobody's episodes and facts are in none.
+pub(super) async fn rank_keys_name_an_episodes_session<S: Conformant>(store: &S) {
+    let episode = |content: &str, user: Option<&str>| crate::store::NewMemory {
+        kind: MemoryKind::Episode,
+        user_id: user.map(str::to_owned),
+        ..fact("ana", content)
+    };
+    let turn = store
+        .insert_memory(&episode("ana's turn", Some("ana")), &[])
+        .await
+        .unwrap();
+    let nobodys = store
+        .insert_memory(&episode("nobody's turn", None), &[])
+        .await
+        .unwrap();
+    let fact = store
+        .insert_memory(&fact("ana", "a fact"), &[])
+        .await
+        .unwrap();
+    let ids = vec![turn.clone(), nobodys.clone(), fact.clone()];
+    let keys = store
+        .rank_keys(&ids, &SearchRequest::default(), true)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 3);
+    assert_eq!(
+        keys[&turn].session,
+        Some(SessionKey::new("ana", None, "s1"))
+    );
+    assert_eq!(
+        keys[&nobodys].session, None,
+        "nobody's: in no user's session"
+    );
+    assert_eq!(keys[&fact].session, None, "only episodes have a session");
+}
+
+/// The index queue a user's statistics count is their own.
+/// `memory_stats` counts the caller's memories waiting for a vector, not the whole store's.
+pub(super) async fn stats_count_only_the_users_own_queue<S: Conformant>(store: &S) {
+    for (user, text) in [("ana", "one"), ("ana", "two"), ("bo", "three")] {
+        let mut memory = fact("ana", text);
+        memory.user_id = Some(user.into());
+        store.insert_memory(&memory, &[]).await.unwrap();
+    }
+    assert_eq!(store.stats(Some("ana")).await.unwrap().pending_index, 2);
+    assert_eq!(store.stats(Some("bo")).await.unwrap().pending_index, 1);
+    assert_eq!(store.stats(None).await.unwrap().pending_index, 3);
 }

@@ -1,11 +1,12 @@
 //! Sessions (opened, closed, consolidated and pending again), a session's turns in event
 //! order, people by name and relation, and a turn that fails writing nothing.
 
+use chrono::{TimeZone, Utc};
 use sqlx::QueryBuilder;
 
 use super::{at, count, entity_ids, execute, fact, turn, Conformant};
 use crate::store::sql::Driver;
-use crate::types::SessionKey;
+use crate::types::{MemoryKind, SessionKey};
 
 /// A turn that opens a session closes the user's other open sessions in the same chat and
 /// reports each unconsolidated one once; a turn after consolidation makes the session pending
@@ -286,4 +287,86 @@ pub(super) async fn a_failed_turn_writes_nothing<S: Conformant>(store: &S) {
         .await
         .unwrap();
     assert!(stored.memory_id.is_some() && stored.new_session);
+}
+
+/// A turn that opens a session reports the user's other sessions it closes, each once; a
+/// consolidated one is not reported, and a chat's sessions close only within the chat.
+/// A turn that opens a session closes its user's other open sessions in the same chat and
+/// reports each once; a consolidated session is not reported, and another user's sessions, or
+/// the same user's in another chat, stay open.
+pub(super) async fn a_new_session_reports_each_closed_session_once<S: Conformant>(store: &S) {
+    let turn = |user: &str, session: &str| {
+        let mut memory = fact("ana", "hello there");
+        memory.kind = MemoryKind::Episode;
+        memory.user_id = Some(user.into());
+        memory.session_id = Some(session.into());
+        memory
+    };
+    let first = store
+        .insert_turn(&turn("ana", "s1"), &[], Some("e1"), true)
+        .await
+        .unwrap();
+    assert!(first.new_session);
+    assert!(first.closed_sessions.is_empty());
+    store
+        .insert_turn(&turn("bo", "b1"), &[], Some("e2"), true)
+        .await
+        .unwrap();
+    let second = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.closed_sessions,
+        vec![SessionKey::new("ana", None, "s1")]
+    );
+    let same = store
+        .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
+        .await
+        .unwrap();
+    assert!(!same.new_session);
+    assert!(same.closed_sessions.is_empty());
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    store
+        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), &[], at)
+        .await
+        .unwrap();
+    let third = store
+        .insert_turn(&turn("ana", "s3"), &[], Some("e5"), true)
+        .await
+        .unwrap();
+    assert!(
+        third.closed_sessions.is_empty(),
+        "s1 was reported before and s2 is consolidated: {:?}",
+        third.closed_sessions
+    );
+    let bo = store
+        .insert_turn(&turn("bo", "b2"), &[], Some("e6"), true)
+        .await
+        .unwrap();
+    assert_eq!(bo.closed_sessions, vec![SessionKey::new("bo", None, "b1")]);
+    // A session in a chat is closed only by a new session in that chat.
+    let mut in_chat = turn("ana", "c1");
+    in_chat.chat_id = Some("team".into());
+    let chat = store
+        .insert_turn(&in_chat, &[], Some("e7"), true)
+        .await
+        .unwrap();
+    assert!(
+        chat.new_session && chat.closed_sessions.is_empty(),
+        "{chat:?}"
+    );
+    let personal = store
+        .insert_turn(&turn("ana", "s4"), &[], Some("e8"), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        personal.closed_sessions,
+        vec![SessionKey::new("ana", None, "s3")]
+    );
+    // Closed is not consolidated: the scheduled job still finds s1 pending.
+    let pending = store.pending_consolidations(None).await.unwrap();
+    assert!(pending
+        .iter()
+        .any(|pending| pending.session == SessionKey::new("ana", None, "s1")));
 }

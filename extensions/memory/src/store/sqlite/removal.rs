@@ -35,35 +35,6 @@ pub(super) async fn after_removal(
 }
 
 impl MemoryStore {
-    /// Soft-deletes an active memory and drops its vector; returns false if it was not active.
-    /// Only tests retire one memory this way: the service does it through corrections, decay
-    /// and expiry.
-    ///
-    /// # Errors
-    /// The database fails.
-    #[cfg(test)]
-    pub(crate) async fn soft_delete(
-        &self,
-        id: &str,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<bool> {
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        let changed =
-            sqlx::query("UPDATE memories SET valid_until = ? WHERE id = ? AND valid_until IS NULL")
-                .bind(crate::store::rows::ts(at))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        if changed == 1 {
-            self.drop_vector(&mut tx, id).await?;
-        }
-        tx.commit().await?;
-        self.forget_vectors(&[id.to_owned()]);
-        Ok(changed == 1)
-    }
-
     pub(super) async fn purge_in_tx(
         &self,
         tx: &mut Transaction<'_, Sqlite>,

@@ -5,8 +5,9 @@ use chrono::{TimeZone, Utc};
 
 use super::{fact, index_all, open, open_fast, pseudo_vector, FullTextSearch};
 use crate::store::backend::*;
+use crate::store::conformance::soft_delete;
 use crate::store::VectorStatus;
-use crate::types::{MemoryKind, SearchRequest, SessionKey};
+use crate::types::{SearchRequest, SessionKey};
 
 #[tokio::test]
 async fn a_dimension_or_model_change_disables_vectors_and_keeps_everything() {
@@ -90,54 +91,6 @@ async fn a_dimension_or_model_change_disables_vectors_and_keeps_everything() {
 }
 
 #[tokio::test]
-async fn soft_delete_hides_a_row_from_every_list_but_keeps_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("memory.db")).await;
-    store.ensure_vector_index(2, "m").await.unwrap();
-    let id = store
-        .insert_memory(&fact("the boiler code is 1234"), &[])
-        .await
-        .unwrap();
-    let batch = store.next_index_batch(10).await.unwrap();
-    store
-        .store_vectors(&[(batch[0].clone(), Some(vec![1.0, 0.0]))])
-        .await
-        .unwrap();
-    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
-    assert!(store.soft_delete(&id, at).await.unwrap());
-    assert!(
-        !store.soft_delete(&id, at).await.unwrap(),
-        "already deleted"
-    );
-    let request = SearchRequest {
-        query: "boiler".into(),
-        user_id: Some("ana".into()),
-        limit: 5,
-        ..SearchRequest::default()
-    };
-    assert!(store.search_fts(&request, 5).await.unwrap().is_empty());
-    assert!(store
-        .search_vector(&request, &[1.0, 0.0], 5, -1.0)
-        .await
-        .unwrap()
-        .is_empty());
-    let kept = store.get(&id).await.unwrap().expect("the row is kept");
-    assert_eq!(kept.valid_until, Some(at));
-    let with_deleted = SearchRequest {
-        include_deleted: true,
-        ..request
-    };
-    let found: Vec<String> = store
-        .search_fts(&with_deleted, 5)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    assert_eq!(found, vec![id]);
-}
-
-#[tokio::test]
 async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("memory.db");
@@ -182,7 +135,7 @@ async fn the_vector_mirror_agrees_with_exact_search_and_follows_other_processes(
     assert_eq!(reader.mirror_size().await.unwrap().memory_rows, 301);
     // A forgotten memory leaves the writer's mirror at once.
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
-    assert!(writer.soft_delete(&late, at).await.unwrap());
+    assert!(soft_delete(&writer, &late, at).await);
     let after = writer
         .nearest_approximate(&pseudo_vector(5000, 128), Some("ana"), None, 1)
         .await
@@ -217,44 +170,9 @@ async fn stored_vectors_are_read_from_the_mirror() {
     }
     // A forgotten memory's vector is gone.
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
-    assert!(store.soft_delete(&ids[4], at).await.unwrap());
+    assert!(soft_delete(&store, &ids[4], at).await);
     let left = store.stored_vectors(&asked).await.unwrap();
     assert_eq!(left.keys().collect::<Vec<_>>(), [&ids[3]]);
-}
-
-#[tokio::test]
-async fn rank_keys_name_an_episodes_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("memory.db")).await;
-    let episode = |content: &str, user: Option<&str>| crate::store::NewMemory {
-        kind: MemoryKind::Episode,
-        user_id: user.map(str::to_owned),
-        ..fact(content)
-    };
-    let turn = store
-        .insert_memory(&episode("ana's turn", Some("ana")), &[])
-        .await
-        .unwrap();
-    let nobodys = store
-        .insert_memory(&episode("nobody's turn", None), &[])
-        .await
-        .unwrap();
-    let fact = store.insert_memory(&fact("a fact"), &[]).await.unwrap();
-    let ids = vec![turn.clone(), nobodys.clone(), fact.clone()];
-    let keys = store
-        .rank_keys(&ids, &SearchRequest::default(), true)
-        .await
-        .unwrap();
-    assert_eq!(keys.len(), 3);
-    assert_eq!(
-        keys[&turn].session,
-        Some(SessionKey::new("ana", None, "s1"))
-    );
-    assert_eq!(
-        keys[&nobodys].session, None,
-        "nobody's: in no user's session"
-    );
-    assert_eq!(keys[&fact].session, None, "only episodes have a session");
 }
 
 #[tokio::test]
@@ -421,89 +339,6 @@ async fn a_first_pass_ranks_only_the_newest_memories_with_common_words_alone() {
     .await
     .unwrap();
     assert_eq!(similar[0].id, oldest_short);
-}
-
-/// A turn that opens a session closes its user's other open sessions in the same chat and
-/// reports each once; a consolidated session is not reported, and another user's sessions, or
-/// the same user's in another chat, stay open.
-#[tokio::test]
-async fn a_new_session_reports_each_closed_session_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("memory.db")).await;
-    let turn = |user: &str, session: &str| {
-        let mut memory = fact("hello there");
-        memory.kind = MemoryKind::Episode;
-        memory.user_id = Some(user.into());
-        memory.session_id = Some(session.into());
-        memory
-    };
-    let first = store
-        .insert_turn(&turn("ana", "s1"), &[], Some("e1"), true)
-        .await
-        .unwrap();
-    assert!(first.new_session);
-    assert!(first.closed_sessions.is_empty());
-    store
-        .insert_turn(&turn("bo", "b1"), &[], Some("e2"), true)
-        .await
-        .unwrap();
-    let second = store
-        .insert_turn(&turn("ana", "s2"), &[], Some("e3"), true)
-        .await
-        .unwrap();
-    assert_eq!(
-        second.closed_sessions,
-        vec![SessionKey::new("ana", None, "s1")]
-    );
-    let same = store
-        .insert_turn(&turn("ana", "s2"), &[], Some("e4"), true)
-        .await
-        .unwrap();
-    assert!(!same.new_session);
-    assert!(same.closed_sessions.is_empty());
-    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
-    store
-        .mark_session_consolidated(&SessionKey::new("ana", None, "s2"), &[], at)
-        .await
-        .unwrap();
-    let third = store
-        .insert_turn(&turn("ana", "s3"), &[], Some("e5"), true)
-        .await
-        .unwrap();
-    assert!(
-        third.closed_sessions.is_empty(),
-        "s1 was reported before and s2 is consolidated: {:?}",
-        third.closed_sessions
-    );
-    let bo = store
-        .insert_turn(&turn("bo", "b2"), &[], Some("e6"), true)
-        .await
-        .unwrap();
-    assert_eq!(bo.closed_sessions, vec![SessionKey::new("bo", None, "b1")]);
-    // A session in a chat is closed only by a new session in that chat.
-    let mut in_chat = turn("ana", "c1");
-    in_chat.chat_id = Some("team".into());
-    let chat = store
-        .insert_turn(&in_chat, &[], Some("e7"), true)
-        .await
-        .unwrap();
-    assert!(
-        chat.new_session && chat.closed_sessions.is_empty(),
-        "{chat:?}"
-    );
-    let personal = store
-        .insert_turn(&turn("ana", "s4"), &[], Some("e8"), true)
-        .await
-        .unwrap();
-    assert_eq!(
-        personal.closed_sessions,
-        vec![SessionKey::new("ana", None, "s3")]
-    );
-    // Closed is not consolidated: the scheduled job still finds s1 pending.
-    let pending = store.pending_consolidations(None).await.unwrap();
-    assert!(pending
-        .iter()
-        .any(|pending| pending.session == SessionKey::new("ana", None, "s1")));
 }
 
 /// Export then import is exact to the last bit of a float: a decayed confidence such as

@@ -375,18 +375,3 @@ async fn a_forget_keeps_the_vector_mirror_without_reloading_it() {
     store.erase_user("ana").await.unwrap();
     assert_eq!(store.mirror_size().await.unwrap().memory_rows, 0);
 }
-
-/// `memory_stats` counts the caller's memories waiting for a vector, not the whole store's.
-#[tokio::test]
-async fn stats_count_only_the_users_own_queue() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir.path().join("memory.db")).await;
-    for (user, text) in [("ana", "one"), ("ana", "two"), ("bo", "three")] {
-        let mut memory = fact(text);
-        memory.user_id = Some(user.into());
-        store.insert_memory(&memory, &[]).await.unwrap();
-    }
-    assert_eq!(store.stats(Some("ana")).await.unwrap().pending_index, 2);
-    assert_eq!(store.stats(Some("bo")).await.unwrap().pending_index, 1);
-    assert_eq!(store.stats(None).await.unwrap().pending_index, 3);
-}
