@@ -35,12 +35,18 @@ impl FullTextSearch for MemoryStore {
     }
 }
 
+/// A store on the file at `path`, as the tests open it (every commit synced).
 pub(crate) async fn open(path: &std::path::Path) -> MemoryStore {
+    open_syncing(path, "full").await
+}
+
+/// As [`open`], with SQLite's `synchronous` at `synchronous`.
+async fn open_syncing(path: &std::path::Path, synchronous: &str) -> MemoryStore {
     MemoryStore::open(
         path,
         &crate::store::StoreOptions {
             busy_timeout: Duration::from_secs(5),
-            synchronous: "full".into(),
+            synchronous: synchronous.into(),
             max_connections: 2,
             vector_oversample: 8,
             wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
@@ -55,19 +61,9 @@ pub(super) fn fact(content: &str) -> crate::store::NewMemory {
     crate::store::conformance::fact("ana", content)
 }
 
+/// As [`open`], syncing nothing: for tests that write many rows.
 pub(super) async fn open_fast(path: &std::path::Path) -> MemoryStore {
-    MemoryStore::open(
-        path,
-        &crate::store::StoreOptions {
-            busy_timeout: Duration::from_secs(5),
-            synchronous: "off".into(),
-            max_connections: 2,
-            vector_oversample: 8,
-            wal_truncate_frames: crate::store::DEFAULT_WAL_TRUNCATE_FRAMES,
-        },
-    )
-    .await
-    .unwrap()
+    open_syncing(path, "off").await
 }
 
 pub(super) async fn index_all(store: &MemoryStore, dims: usize) {
