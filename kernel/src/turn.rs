@@ -9,6 +9,15 @@ use crate::extension::{ContextRequest, ToolError, ToolScope, ToolSpec};
 use crate::kernel::Kernel;
 use crate::llm::{ChatMessage, ChatRequest, LlmToolCall};
 
+/// The message that ends the user's session and starts a new one (seeds 002 and 003). It is
+/// published like any message, so that extensions act on it (markdown memory consolidates the
+/// session, the memory store closes it), and is never sent to the model.
+pub const NEW_SESSION_COMMAND: &str = "/new";
+
+/// The agent's answer to [`NEW_SESSION_COMMAND`], once every extension has handled it (seed
+/// 002: "reply \"Session cleared.\"").
+pub const SESSION_CLEARED: &str = "Session cleared.";
+
 /// A user's message to the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnInput {
@@ -105,6 +114,9 @@ impl Kernel {
     /// Publishes the `user_message`, prepares the prompt, lets the model call tools (dispatched by
     /// name, at most `[kernel] max_tool_rounds` round trips), then publishes the `agent_response`.
     /// `history` holds earlier messages of the session, oldest first, without a system message.
+    /// [`NEW_SESSION_COMMAND`] alone is published and waited for (every extension has handled
+    /// it, a consolidation included) and answered [`SESSION_CLEARED`], without the model; the
+    /// caller starts a new session id.
     ///
     /// # Errors
     /// [`KernelError::NoLlm`] without a model; [`KernelError::Llm`] if the model fails; nothing of
@@ -115,22 +127,28 @@ impl Kernel {
         input: &TurnInput,
         history: &[ChatMessage],
     ) -> Result<TurnOutcome, KernelError> {
+        let user_message = Event::new(
+            self.context().now(),
+            EventPayload::UserMessage {
+                text: input.text.clone(),
+            },
+        )
+        .with_scope(
+            Some(input.session_id.clone()),
+            Some(input.user_id.clone()),
+            input.chat_id.clone(),
+        );
+        if input.text.trim() == NEW_SESSION_COMMAND {
+            self.publish(user_message).await?;
+            self.settle().await;
+            return Ok(TurnOutcome {
+                reply: SESSION_CLEARED.to_owned(),
+                tool_calls: Vec::new(),
+                rounds: 0,
+            });
+        }
         let llm = self.context().llm().ok_or(KernelError::NoLlm)?;
-        let user_event = self
-            .publish(
-                Event::new(
-                    self.context().now(),
-                    EventPayload::UserMessage {
-                        text: input.text.clone(),
-                    },
-                )
-                .with_scope(
-                    Some(input.session_id.clone()),
-                    Some(input.user_id.clone()),
-                    input.chat_id.clone(),
-                ),
-            )
-            .await?;
+        let user_event = self.publish(user_message).await?;
         let prepared = self.prepare_turn(input, history.len()).await;
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(ChatMessage::system(prepared.system_prompt));

@@ -55,26 +55,6 @@ pub(crate) async fn chat(
         if text.is_empty() {
             break;
         }
-        if text == "/new" {
-            // Published like any message, so extensions that act on /new (markdown memory) do.
-            let event = mnemo_kernel::Event::new(
-                kernel.context().now(),
-                mnemo_kernel::EventPayload::UserMessage {
-                    text: "/new".to_owned(),
-                },
-            )
-            .with_scope(
-                Some(session.clone()),
-                Some(user.to_owned()),
-                chat_id.map(str::to_owned),
-            );
-            kernel.publish(event).await?;
-            kernel.context().router().settle().await;
-            session = new_session_id();
-            history.clear();
-            writeln!(stdout, "(new session {session})")?;
-            continue;
-        }
         let input = TurnInput {
             user_id: user.to_owned(),
             session_id: session.clone(),
@@ -90,6 +70,13 @@ pub(crate) async fn chat(
             eprint!("\r\x1b[K");
         }
         match result {
+            // The kernel published /new and waited for the extensions (a consolidation
+            // included): the conversation goes on in a new session.
+            Ok(outcome) if text == mnemo_kernel::NEW_SESSION_COMMAND => {
+                session = new_session_id();
+                history.clear();
+                writeln!(stdout, "{} (new session {session})", outcome.reply)?;
+            }
             Ok(outcome) => {
                 show_tool_calls(&mut stdout, &outcome.tool_calls)?;
                 writeln!(stdout, "{}", outcome.reply)?;

@@ -64,6 +64,11 @@ async fn chat_runs_a_tool_calling_turn_and_the_next_prompt_holds_the_fact() {
     );
     assert!(stdout.contains("[remember_fact"), "{stdout}");
     assert!(stdout.contains("Noted: oat milk."), "{stdout}");
+    // Seed 002: /new is answered "Session cleared." without the model.
+    assert!(
+        stdout.contains("Session cleared. (new session "),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("With oat milk, as you told me."),
         "{stdout}"

@@ -77,6 +77,7 @@ scenarios!(
     markdown_fallback,
     markdown_compression,
     markdown_memory_history,
+    markdown_new_session,
     markdown_only,
     markdown_session_per_chat,
     markdown_shared_session_id,

@@ -14,9 +14,6 @@ use crate::error::{record_failure, MemoryError, Result};
 use crate::store::NewMemory;
 use crate::types::{IngestedEvent, MemoryKind, SessionCompleted};
 
-/// User messages that are commands to the host, not conversation.
-const SESSION_COMMANDS: [&str; 1] = ["/new"];
-
 impl MemoryService {
     /// Refuses empty or over-long memory text, naming the limit.
     pub(crate) fn check_content(&self, field: &str, content: &str) -> Result<()> {
@@ -228,7 +225,7 @@ impl MemoryService {
         let is_user = event.topic() == mnemo_kernel::TOPIC_USER_MESSAGE;
         // "/new" tells the host (and the markdown mirror) to start a new session; it is not
         // something the user said, so it is neither a turn nor reflected on.
-        if is_user && SESSION_COMMANDS.contains(&text.trim()) {
+        if is_user && text.trim() == mnemo_kernel::NEW_SESSION_COMMAND {
             tracing::debug!(event_id = %event.id, "a session command; not stored as a turn");
             return Ok(None);
         }
