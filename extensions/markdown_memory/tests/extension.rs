@@ -10,7 +10,7 @@ use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm, Scripte
 use mnemo_kernel::{Event, EventPayload, ToolError, ToolScope};
 use serde_json::{json, Value};
 
-use common::{announce, at, start};
+use common::{announce, at, buffered, start};
 
 fn scope() -> ToolScope {
     ToolScope {
@@ -146,7 +146,7 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
     first.shutdown().await;
     let buffer =
         fs::read_to_string(dir.path().join("markdown/.sessions/ana/_personal/s1.jsonl")).unwrap();
-    assert_eq!(buffer.lines().count(), 2);
+    assert_eq!(buffered(&buffer).len(), 2);
 
     // A long memory written by hand: the prompt must ask to compress it.
     fs::write(
@@ -179,12 +179,19 @@ async fn buffered_messages_survive_a_restart_and_new_consolidates_them() {
     assert!(prompt.contains("over the limit of 256 bytes"), "{prompt}");
     assert!(!prompt.contains("/new"), "{prompt}");
 
-    // The hand-written line the model dropped while compressing comes back, once; the whole
-    // previous file is kept in MEMORY.history/.
+    // A compression the size budget asked for stands, though it dropped a hand-written line:
+    // the history says which line went, once, and the whole previous file is kept in
+    // MEMORY.history/.
     assert_eq!(
         fs::read_to_string(dir.path().join("markdown/MEMORY.md")).unwrap(),
-        "# Memory\n- The user has a cat named Miso.\n- an old fact\n"
+        "# Memory\n- The user has a cat named Miso.\n"
     );
+    let history = fs::read_to_string(dir.path().join("markdown/HISTORY.md")).unwrap();
+    assert!(
+        history.contains("[memory-compressed] session s1: MEMORY.md was over its 256-byte budget"),
+        "{history}"
+    );
+    assert_eq!(history.matches("- an old fact").count(), 1, "{history}");
     assert_eq!(
         fs::read_to_string(
             dir.path()
@@ -234,7 +241,7 @@ async fn a_shared_workspace_drops_forgotten_messages_and_an_erased_users_session
     )
     .await;
     let lines = fs::read_to_string(&buffer).unwrap();
-    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert_eq!(buffered(&lines).len(), 2, "{lines}");
     assert!(lines.contains("ok, noted"));
     announce(
         &kernel,
@@ -242,7 +249,7 @@ async fn a_shared_workspace_drops_forgotten_messages_and_an_erased_users_session
         json!({"content": "The gate code is 7781 for the whole summer", "user_id": "ana", "session_id": "s1", "kind": "episode"}),
     )
     .await;
-    assert_eq!(fs::read_to_string(&buffer).unwrap().lines().count(), 1);
+    assert_eq!(buffered(&fs::read_to_string(&buffer).unwrap()).len(), 1);
     assert_eq!(
         fs::read_to_string(dir.path().join("markdown/MEMORY.md")).unwrap(),
         "# Memory\n- likes tea\n"

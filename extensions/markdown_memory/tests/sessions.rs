@@ -14,7 +14,7 @@ use mnemo_kernel::{ContextRequest, Event, EventPayload};
 use mnemo_markdown_memory::{SessionKey, Workspace};
 use serde_json::json;
 
-use common::{announce, start};
+use common::{announce, buffered, start};
 
 /// `user` says `text` in `session` (of `chat`).
 async fn say(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str, text: &str) {
@@ -86,7 +86,7 @@ async fn users_and_chats_that_reuse_a_session_id_keep_apart() {
         ("bob/_personal/s1.jsonl", 3),
     ] {
         let text = fs::read_to_string(sessions.join(path)).unwrap();
-        assert_eq!(text.lines().count(), lines, "{path}: {text}");
+        assert_eq!(buffered(&text).len(), lines, "{path}: {text}");
     }
 
     // Bob's fourth message passes the window: only his turns go to the model.

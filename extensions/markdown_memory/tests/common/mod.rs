@@ -41,3 +41,15 @@ pub(crate) async fn announce(kernel: &Kernel, topic: &str, data: Value) {
         .unwrap();
     kernel.settle().await;
 }
+
+/// The messages of a session buffer's text: every line but its first, the session's metadata
+/// (`{"_type":"metadata","created_at":…}`), which must be there.
+pub(crate) fn buffered(text: &str) -> Vec<&str> {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with("{\"_type\":\"metadata\",\"created_at\":"),
+        "a buffer starts with its metadata: {text}"
+    );
+    lines.collect()
+}
