@@ -100,6 +100,7 @@ scenarios!(
     shared_session_id,
     supersession_and_expiry,
     tools_change_only_this_conversation,
+    typed_tools,
     virtual_clock,
 );
 

@@ -215,6 +215,9 @@ pub struct SearchRequest {
     pub until: Option<DateTime<Utc>>,
     /// Only memories carrying every one of these tags.
     pub tags: Vec<String>,
+    /// Only memories whose metadata (their attributes, as `store_memory` keeps them) holds each
+    /// of these keys with this value; empty = no such filter.
+    pub metadata: serde_json::Map<String, Value>,
     /// Most results.
     pub limit: usize,
     /// How to rank.

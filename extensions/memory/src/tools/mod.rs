@@ -83,7 +83,10 @@ pub(crate) fn tool_set(
             "search_memory" => tools.add(SearchMemory(service))?,
             "remember" => tools.add(Remember(service))?,
             "correct_fact" => tools.add(CorrectFact(service))?,
-            "forget_memory" => tools.add(ForgetMemory(service))?,
+            "forget_memory" => tools.add(ForgetMemory {
+                service,
+                seed_answer: profile == ToolProfile::Typed,
+            })?,
             "remember_fact" => tools.add(RememberFact(service))?,
             "confirm_fact" => tools.add(ConfirmFact(service))?,
             "memory_stats" => tools.add(MemoryStats(service))?,

@@ -3,8 +3,17 @@
 
 use super::*;
 
-/// `search_memories` (seed 001): search, optionally of one memory type.
+/// `search_memories` (seed 001): search, optionally of one memory type or by metadata. As the
+/// seed's tool, 5 results by default, vector neighbours at least 0.3 similar, and each hit as
+/// `{content, type, score, created_at, metadata}` (with its `id`, which `forget_memory` takes).
 pub(super) struct SearchMemories(pub(super) Arc<MemoryService>);
+
+/// Seed 001's default number of results.
+const TYPED_SEARCH_LIMIT: usize = 5;
+/// Seed 001's `min_score`: the least cosine similarity of a vector neighbour.
+const TYPED_MIN_SCORE: f32 = 0.3;
+/// Attributes mnemo keeps for itself beside a memory's metadata, not shown as metadata.
+const INTERNAL_ATTRIBUTES: [&str; 2] = ["supersedes", "enrichment_attempts"];
 
 /// Arguments of `search_memories`.
 #[derive(Deserialize, JsonSchema)]
@@ -14,6 +23,8 @@ pub(super) struct SearchMemoriesArgs {
     memory_type: Option<MemoryType>,
     #[schemars(range(min = 1))]
     limit: Option<usize>,
+    /// only memories whose metadata has each of these keys with this value, e.g. {"category": "user_profile"}
+    metadata: Option<Map<String, Value>>,
 }
 
 #[async_trait]
@@ -25,7 +36,8 @@ impl Tool for SearchMemories {
     }
 
     fn description(&self) -> String {
-        "Search memories by meaning and keywords, optionally of one type.".to_owned()
+        "Search memories by meaning and keywords, optionally of one type or with given metadata."
+            .to_owned()
     }
 
     fn limits(&self) -> Limits {
@@ -38,14 +50,59 @@ impl Tool for SearchMemories {
         scope: &ToolScope,
         args: SearchMemoriesArgs,
     ) -> Result<Value, ToolError> {
+        let metadata = args.metadata.unwrap_or_default();
+        check_metadata(self.name(), &metadata)?;
+        if let Some(key) = metadata.keys().find(|key| !is_plain_key(key)) {
+            return Err(ToolError::invalid(
+                self.name(),
+                format!(
+                    "argument `metadata`: key {key:?} is not a plain name (no quotes, backslashes or control characters)"
+                ),
+            ));
+        }
         let request = SearchRequest {
             memory_type: args.memory_type,
-            limit: args.limit.unwrap_or(self.0.config().search_limit),
+            metadata,
+            min_similarity: Some(TYPED_MIN_SCORE),
+            limit: args.limit.unwrap_or(TYPED_SEARCH_LIMIT),
             ..caller_request(&self.0, scope, args.query)
         };
         let hits = search(&self.0, self.name(), request).await?;
-        Ok(Value::Array(hits.iter().map(SearchHit::summary).collect()))
+        Ok(Value::Array(hits.iter().map(typed_hit).collect()))
     }
+}
+
+/// A metadata key a filter may name: one JSON path step, without quotes, backslashes or control
+/// characters.
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty() && !key.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+}
+
+/// A hit as seed 001's `search_memories` returns it.
+fn typed_hit(hit: &SearchHit) -> Value {
+    let memory = &hit.memory;
+    let memory_type = memory.memory_type.clone().unwrap_or_else(|| {
+        match memory.kind {
+            MemoryKind::Episode => MemoryType::Conversation,
+            _ => MemoryType::Fact,
+        }
+        .as_str()
+        .to_owned()
+    });
+    let metadata: Map<String, Value> = memory
+        .attributes
+        .iter()
+        .filter(|(key, _)| !INTERNAL_ATTRIBUTES.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    json!({
+        "id": memory.id,
+        "content": memory.content,
+        "type": memory_type,
+        "score": (hit.score * 1e6).round() / 1e6,
+        "created_at": memory.created_at.to_rfc3339(),
+        "metadata": metadata,
+    })
 }
 
 /// `store_memory` (seed 001): a memory of one type, with free-form metadata.
@@ -92,7 +149,13 @@ impl Tool for StoreMemory {
             .store_typed(scope, memory_type, &args.content, metadata)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
-        Ok(json!({"id": id, "memory_type": memory_type.as_str()}))
+        // Seed 001's answer: the stored memory.
+        Ok(json!({
+            "id": id,
+            "content": args.content.trim(),
+            "type": memory_type.as_str(),
+            "created_at": scope.at.to_rfc3339(),
+        }))
     }
 }
 
@@ -123,8 +186,14 @@ fn check_metadata(tool: &str, metadata: &Map<String, Value>) -> Result<(), ToolE
     Ok(())
 }
 
-/// `forget_memory`: removes one of the caller's memories for good.
-pub(super) struct ForgetMemory(pub(super) Arc<MemoryService>);
+/// `forget_memory`: removes one of the caller's memories for good. Under the typed profile it
+/// answers as seed 001's does, `{success, id}`, and an id that names none of the caller's
+/// memories is `success: false`; elsewhere such an id is an error that says so.
+pub(super) struct ForgetMemory {
+    pub(super) service: Arc<MemoryService>,
+    /// Answer as seed 001's tool does.
+    pub(super) seed_answer: bool,
+}
 
 /// Arguments of `forget_memory`.
 #[derive(Deserialize, JsonSchema)]
@@ -153,12 +222,15 @@ impl Tool for ForgetMemory {
         scope: &ToolScope,
         args: ForgetMemoryArgs,
     ) -> Result<Value, ToolError> {
-        super::check_in_conversation(self.name(), &self.0, scope, &args.memory_id).await?;
-        self.0
-            .forget(&scope.user_id, &args.memory_id)
-            .await
-            .map_err(|error| tool_error(self.name(), error))?;
-        Ok(json!({"id": args.memory_id, "forgotten": true}))
+        super::check_in_conversation(self.name(), &self.service, scope, &args.memory_id).await?;
+        match self.service.forget(&scope.user_id, &args.memory_id).await {
+            Ok(()) if self.seed_answer => Ok(json!({"success": true, "id": args.memory_id})),
+            Ok(()) => Ok(json!({"id": args.memory_id, "forgotten": true})),
+            Err(MemoryError::NotFound(_)) if self.seed_answer => {
+                Ok(json!({"success": false, "id": args.memory_id}))
+            }
+            Err(error) => Err(tool_error(self.name(), error)),
+        }
     }
 }
 

@@ -89,8 +89,12 @@ impl Run<'_> {
                                     problems.push("expected an error".to_owned());
                                 }
                                 if let Some(equals) = &expect.equals {
-                                    if value != equals {
-                                        problems.push(format!("expected {equals}"));
+                                    match substitute(&self.saved, equals) {
+                                        Ok(equals) if value != &equals => {
+                                            problems.push(format!("expected {equals}"));
+                                        }
+                                        Ok(_) => {}
+                                        Err(err) => problems.push(err),
                                     }
                                 }
                                 check_text(expect, &value.to_string(), &mut problems);

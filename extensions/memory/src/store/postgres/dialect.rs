@@ -64,6 +64,14 @@ impl Dialect for Postgres {
             .push_bind(tag.to_owned())
             .push("::text)");
     }
+
+    /// JSON containment, which compares the value with its JSON type.
+    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, _path: &str, entry: &str) {
+        builder
+            .push("m.attributes::jsonb @> CAST(")
+            .push_bind(entry.to_owned())
+            .push(" AS jsonb)");
+    }
 }
 
 #[async_trait]

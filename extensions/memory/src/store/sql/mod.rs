@@ -108,6 +108,10 @@ pub(crate) trait Dialect: Driver {
     fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]);
     /// Appends "the tags of memory `m` hold `tag`".
     fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str);
+    /// Appends "the attributes of memory `m` hold `key` with the value `entry` gives it", where
+    /// `entry` is the JSON object `{key: value}` as text and `path` SQLite's JSON path to `key`
+    /// (`$."key"`); both are bound, never written into the SQL.
+    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, path: &str, entry: &str);
 }
 
 /// Binding values while a query is built: `builder.push(" AND user_id = ").text(user)`.

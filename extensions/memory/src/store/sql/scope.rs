@@ -47,7 +47,8 @@ pub(crate) fn push_scope<D: Dialect>(
     }
 }
 
-/// Appends the filters of `request` (owner, kinds, session, time, tags, deleted) for alias `m`.
+/// Appends the filters of `request` (owner, kinds, session, time, tags, metadata, deleted) for
+/// alias `m`.
 pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest) {
     if !request.include_deleted {
         builder.push(" AND m.valid_until IS NULL");
@@ -107,5 +108,15 @@ pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, reques
     for tag in &request.tags {
         builder.push(" AND ");
         D::push_tagged(builder, tag);
+    }
+    for (key, value) in &request.metadata {
+        let mut entry = serde_json::Map::new();
+        entry.insert(key.clone(), value.clone());
+        builder.push(" AND ");
+        D::push_attribute_equals(
+            builder,
+            &format!("$.\"{key}\""),
+            &serde_json::Value::Object(entry).to_string(),
+        );
     }
 }

@@ -52,6 +52,19 @@ impl Dialect for Sqlite {
             .text(tag)
             .push(")");
     }
+
+    /// The stored value and the wanted one read by the same `json_extract`, so that both come
+    /// back as the same SQL value (text, number, or an object's or list's JSON text).
+    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, path: &str, entry: &str) {
+        builder
+            .push("json_extract(m.attributes, ")
+            .text(path)
+            .push(") = json_extract(")
+            .text(entry)
+            .push(", ")
+            .text(path)
+            .push(")");
+    }
 }
 
 #[async_trait]
