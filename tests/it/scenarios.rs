@@ -68,6 +68,7 @@ scenarios!(
     consolidation_incremental,
     consolidation_sanity,
     context_current_message,
+    context_window_turns,
     enrichment,
     enrichment_failures,
     kernel_basics,

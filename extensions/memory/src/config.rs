@@ -84,7 +84,8 @@ pub struct MemoryConfig {
     /// A new fact supersedes an older one of the same owner, chat and subjects at least this
     /// similar (cosine); no LLM is involved.
     pub supersede_similarity: f32,
-    /// Turns of the current session shown in the context.
+    /// Turns of the current session shown in the context, each a user message and the agent's
+    /// reply (seed 001's "last 5 turns (user + assistant)"): the last twice as many messages.
     pub context_window: usize,
     /// Messages from other sessions shown in the context (vector similarity above min_similarity).
     pub context_messages: usize,

@@ -218,7 +218,10 @@ impl ContextProvider for MemoryExtension {
                 .await?
         };
         let store = self.service.store()?;
-        let turns = if config.context_window == 0 {
+        // Seed 001's window: the last `context_window` turns, each a user message and the
+        // agent's reply, so twice as many messages.
+        let window = config.context_window.saturating_mul(2);
+        let turns = if window == 0 {
             Vec::new()
         } else {
             store
@@ -228,11 +231,11 @@ impl ContextProvider for MemoryExtension {
                         request.chat_id.clone(),
                         request.session_id.clone(),
                     ),
-                    config.context_window + request.history_messages + 1,
+                    window + request.history_messages + 1,
                 )
                 .await?
         };
-        let turns = conversation_so_far(turns, request, config.context_window);
+        let turns = conversation_so_far(turns, request, window);
         let people = store.known_people(&request.user_id).await?;
         let subject_ids: Vec<String> = facts
             .iter()
