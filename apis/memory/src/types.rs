@@ -104,6 +104,18 @@ pub struct Memory {
     pub subject_ids: Vec<String>,
 }
 
+impl Memory {
+    /// Its seed-001 type, as a `memory_type` filter reads it: the type it was stored with, else
+    /// `conversation` for an episode and its kind's name for the rest.
+    pub fn type_name(&self) -> &str {
+        match (&self.memory_type, self.kind) {
+            (Some(memory_type), _) => memory_type,
+            (None, MemoryKind::Episode) => MemoryType::Conversation.as_str(),
+            (None, kind) => kind.as_str(),
+        }
+    }
+}
+
 /// How a hybrid search fuses its candidate lists (`fusion` in `[extensions.memory]`). A search
 /// of one list (another [`SearchMode`]) ranks by RRF, which keeps the list's own order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -266,6 +278,11 @@ pub struct SearchHit {
 }
 
 impl SearchHit {
+    /// The score as hits show it, to six decimals.
+    pub fn shown_score(&self) -> f64 {
+        (self.score * 1e6).round() / 1e6
+    }
+
     /// The hit as a model (the search tools) and `mnemo search --json` see it: `id`, `kind`,
     /// `content`, `score` (to six decimals), `event_time`, `session_id`, `tags`, `confidence`,
     /// `matched_by` (the lists that found it) and `supersedes`.
@@ -275,7 +292,7 @@ impl SearchHit {
             "id": memory.id,
             "kind": memory.kind.as_str(),
             "content": memory.content,
-            "score": (self.score * 1e6).round() / 1e6,
+            "score": self.shown_score(),
             "event_time": memory.event_time.to_rfc3339(),
             "session_id": memory.session_id,
             "tags": memory.tags,

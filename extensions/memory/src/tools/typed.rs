@@ -81,14 +81,6 @@ fn is_plain_key(key: &str) -> bool {
 /// A hit as seed 001's `search_memories` returns it.
 fn typed_hit(hit: &SearchHit) -> Value {
     let memory = &hit.memory;
-    let memory_type = memory.memory_type.clone().unwrap_or_else(|| {
-        match memory.kind {
-            MemoryKind::Episode => MemoryType::Conversation,
-            _ => MemoryType::Fact,
-        }
-        .as_str()
-        .to_owned()
-    });
     let metadata: Map<String, Value> = memory
         .attributes
         .iter()
@@ -98,8 +90,8 @@ fn typed_hit(hit: &SearchHit) -> Value {
     json!({
         "id": memory.id,
         "content": memory.content,
-        "type": memory_type,
-        "score": (hit.score * 1e6).round() / 1e6,
+        "type": memory.type_name(),
+        "score": hit.shown_score(),
         "created_at": memory.created_at.to_rfc3339(),
         "metadata": metadata,
     })
