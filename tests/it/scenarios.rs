@@ -69,6 +69,7 @@ scenarios!(
     consolidation_sanity,
     context_current_message,
     context_window_turns,
+    context_small_store,
     enrichment,
     enrichment_failures,
     kernel_basics,

@@ -23,6 +23,12 @@ pub struct MemoryConfig {
     pub busy_timeout_ms: u64,
     /// Facts injected into the system prompt before each turn.
     pub context_limit: usize,
+    /// A caller whose scope holds at most this many memories gets up to `context_limit` facts
+    /// in every context, the most relevant by the same fusion, even when none is similar to the
+    /// prompt (seed 000: "include top N memory entries regardless of similarity", for a
+    /// personal assistant's small store). Larger stores keep the similarity floor, so an
+    /// unrelated prompt brings no unrelated facts; 0 = never.
+    pub context_fill_below: usize,
     /// Results of `search_memory` when the caller gives no limit.
     pub search_limit: usize,
     /// Most results one search may return.
@@ -147,6 +153,7 @@ impl Default for MemoryConfig {
             synchronous: "full".to_owned(),
             busy_timeout_ms: 5_000,
             context_limit: 10,
+            context_fill_below: 500,
             search_limit: 10,
             max_search_limit: 50,
             candidates_per_list: 50,

@@ -66,6 +66,10 @@ pub const NAME: &str = mnemo_memory_api::EXTENSION_NAME;
 /// The job that soft-deletes expired memories.
 pub const JOB_EXPIRE: &str = "expire_memories";
 
+/// A cosine similarity below every real one: a search with it as its floor keeps every
+/// neighbour.
+const NO_SIMILARITY_FLOOR: f32 = -1.0;
+
 /// The `memory` extension.
 #[derive(Debug)]
 pub struct MemoryExtension {
@@ -197,13 +201,28 @@ impl ContextProvider for MemoryExtension {
         let facts = if config.context_limit == 0 {
             Vec::new()
         } else {
-            self.service
-                .search(&SearchRequest {
-                    kinds: vec![MemoryKind::Fact],
-                    limit: config.context_limit,
-                    ..base.clone()
-                })
-                .await?
+            let wanted = SearchRequest {
+                kinds: vec![MemoryKind::Fact],
+                limit: config.context_limit,
+                ..base.clone()
+            };
+            let similar = self.service.search(&wanted).await?;
+            if similar.len() < config.context_limit
+                && self
+                    .service
+                    .holds_at_most(&wanted, config.context_fill_below)
+                    .await?
+            {
+                // A small store: its best facts whether or not any is similar (seed 000).
+                self.service
+                    .search(&SearchRequest {
+                        min_similarity: Some(NO_SIMILARITY_FLOOR),
+                        ..wanted
+                    })
+                    .await?
+            } else {
+                similar
+            }
         };
         let messages = if config.context_messages == 0 {
             Vec::new()

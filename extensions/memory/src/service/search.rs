@@ -3,6 +3,7 @@
 
 use super::MemoryService;
 use crate::error::Result;
+use crate::store::TextScope;
 use crate::types::{CandidateList, SearchHit, SearchRequest};
 
 impl MemoryService {
@@ -20,6 +21,25 @@ impl MemoryService {
             Ok(hits)
         })
         .await
+    }
+
+    /// Whether the scope `request` searches holds at most `count` memories (0: never), as the
+    /// search's cached corpus statistics count them: a small store's context is filled with
+    /// its best facts even when none is similar to the prompt.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn holds_at_most(&self, request: &SearchRequest, count: usize) -> Result<bool> {
+        if count == 0 {
+            return Ok(false);
+        }
+        let held = self
+            .state()?
+            .searcher
+            .stats()
+            .document_count(self.store()?.as_ref(), TextScope::of(request))
+            .await?;
+        Ok(usize::try_from(held).is_ok_and(|held| held <= count))
     }
 
     /// The candidate lists [`Self::search`] fuses, each at most `depth` long, with each list's
