@@ -82,6 +82,7 @@ scenarios!(
     markdown_new_session,
     markdown_only,
     markdown_session_per_chat,
+    markdown_reference_settings,
     markdown_shared_session_id,
     markdown_tools,
     markdown_two_sessions,

@@ -9,6 +9,9 @@ use crate::names;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MarkdownMemoryConfig {
+    /// Where the memory lives: `filesystem`, the one backend, as in seed 004's `backend` key
+    /// (any other name is refused with the choices named).
+    pub backend: StorageBackend,
     /// Directory of the memory files; a relative path is taken under the kernel's data directory.
     pub workspace: String,
     /// The agent whose `agents/{agent_id}/` memory and daily log the tools use.
@@ -43,9 +46,20 @@ pub struct MarkdownMemoryConfig {
     pub max_content_chars: usize,
 }
 
+/// Where the markdown memory keeps its files (`backend`; seed 004: "currently only supports
+/// filesystem, but is included for future pluggability").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageBackend {
+    /// Plain files under `workspace`.
+    #[default]
+    Filesystem,
+}
+
 impl Default for MarkdownMemoryConfig {
     fn default() -> Self {
         Self {
+            backend: StorageBackend::Filesystem,
             workspace: "markdown".to_owned(),
             agent_id: "assistant".to_owned(),
             tool_prefix: "md_".to_owned(),
@@ -168,6 +182,25 @@ mod tests {
         assert_eq!(back, config);
         let empty: MarkdownMemoryConfig = serde_json::from_str("{}").unwrap();
         assert_eq!(empty, config);
+    }
+
+    #[test]
+    fn backend_is_filesystem_and_nothing_else() {
+        let reference: MarkdownMemoryConfig =
+            serde_json::from_str(r#"{"backend":"filesystem","workspace":".agnx/memory"}"#).unwrap();
+        assert_eq!(reference.backend, StorageBackend::Filesystem);
+        assert!(
+            reference.problems().is_empty(),
+            "{:?}",
+            reference.problems()
+        );
+        let err = serde_json::from_str::<MarkdownMemoryConfig>(r#"{"backend":"sqlite"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown variant `sqlite`, expected `filesystem`"),
+            "{err}"
+        );
     }
 
     #[test]
