@@ -3,8 +3,9 @@
 //!
 //! Jobs (cron expressions from config, UTC): `execute_entity_enrichment` (02:00) re-extracts
 //! entities with the accurate NER strategy for memories with few entities; `execute_consolidation`
-//! (03:00) consolidates every pending session into facts with the LLM, as the consolidator also
-//! does for each `memory.session_completed` event; `execute_decay` (04:00) applies Ebbinghaus
+//! (03:00) announces every pending session as `memory.session_completed` and consolidates it
+//! into facts with the LLM, as the consolidator does for each such event the memory extension
+//! publishes when a user starts a new session; `execute_decay` (04:00) applies Ebbinghaus
 //! decay, which fades facts nobody recalls out of the context.
 
 mod consolidate;
@@ -145,6 +146,11 @@ impl MemoryMaintenanceExtension {
         let (mut done, mut failed, mut skipped, mut facts) = (0, 0u64, 0, 0);
         let mut first_failure = None;
         for session in pending {
+            // As the reference does, the night job announces each session it found complete,
+            // so that every subscriber sees it, as when a user starts a new session. This
+            // extension handles the announcement here, as its handler would, so that the run's
+            // report counts what was consolidated.
+            announce_completed(ctx, &session.session).await;
             match self.consolidate_one(ctx, memory, &session.session).await? {
                 Outcome::Consolidated { saved, .. } => {
                     done += 1;
@@ -200,6 +206,31 @@ impl MemoryMaintenanceExtension {
             JobReport::new(format!("{enriched} memories enriched, {failed} failed"))
                 .with_failed(failed),
         )
+    }
+}
+
+/// Publishes `memory.session_completed` for `session` to every subscriber but this extension,
+/// which consolidates it itself; a failure to publish (shutdown) is logged, not fatal.
+async fn announce_completed(ctx: &KernelContext, session: &SessionKey) {
+    let completed = SessionCompleted {
+        session: session.clone(),
+    };
+    let published = match completed.to_payload() {
+        Ok(payload) => {
+            let event = Event::new(ctx.now(), payload).with_scope(
+                None,
+                Some(session.user_id.clone()),
+                session.chat_id.clone(),
+            );
+            ctx.publish_except(event, NAME)
+                .await
+                .map(drop)
+                .map_err(|error| error.to_string())
+        }
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = published {
+        tracing::warn!(%session, %error, "could not announce a completed session");
     }
 }
 
