@@ -196,8 +196,18 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Forget a memory by id: removed from the store, its indexes and caches.
+    /// Forget a memory by id, as `[extensions.memory] forget` says: removed from the store, its
+    /// indexes and caches ("hard"), or soft-deleted ("soft"; `mnemo restore` brings it back).
     Forget {
+        /// The memory's id.
+        id: String,
+        /// Remove it for good whatever `forget` says, a soft-deleted memory too.
+        #[arg(long)]
+        purge: bool,
+    },
+    /// Bring back a soft-deleted memory (forgotten under `forget = "soft"`, expired, corrected
+    /// or decayed): active again, and given its vector by the indexer.
+    Restore {
         /// The memory's id.
         id: String,
     },

@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _};
 use mnemo_devtools::progress::Progress;
 use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::ToolScope;
-use mnemo_memory::{MemoryKind, MemoryService, SearchHit, SearchRequest};
+use mnemo_memory::{ForgetMode, MemoryKind, MemoryService, SearchHit, SearchRequest};
 use mnemo_server::SamplingLlm;
 use serde_json::{json, Value};
 
@@ -209,21 +209,44 @@ pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
-pub(crate) async fn forget(config: Config, id: &str) -> anyhow::Result<bool> {
+pub(crate) async fn forget(config: Config, id: &str, purge: bool) -> anyhow::Result<bool> {
     let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
-    let result = service.purge(&[id.to_owned()]).await;
+    let softly = !purge && service.config().forget == ForgetMode::Soft;
+    let ids = [id.to_owned()];
+    let result = if softly {
+        service.forget_softly(&ids).await
+    } else {
+        service.purge(&ids).await
+    };
     // Extensions with their own copies (the markdown mirror) act on the announcement. Only the
     // bus is waited for: `Kernel::settle` would also run the indexer over its whole queue.
     kernel.context().router().settle().await;
     kernel.shutdown().await;
-    if result? == 1 {
-        println!(
+    match (result?, softly) {
+        (1, false) => println!(
             "forgot {id}: removed with its full-text entry, vector, entity links and cached vector"
-        );
+        ),
+        (1, true) => println!(
+            "forgot {id}: soft-deleted (forget = \"soft\"); `mnemo restore {id}` brings it back, `mnemo forget {id} --purge` removes it for good"
+        ),
+        (_, false) => bail!("no memory `{id}`"),
+        (_, true) => bail!("no active memory `{id}` (a soft-deleted one is removed with --purge)"),
+    }
+    Ok(true)
+}
+
+/// `mnemo restore`: brings back a soft-deleted memory.
+pub(crate) async fn restore(config: Config, id: &str) -> anyhow::Result<bool> {
+    let kernel = start_for_store(config).await?;
+    let service = memory_service(&kernel)?;
+    let result = service.restore(id).await;
+    kernel.shutdown().await;
+    if result? {
+        println!("restored {id}: active again; the indexer gives it its vector");
         Ok(true)
     } else {
-        bail!("no memory `{id}`")
+        bail!("no soft-deleted memory `{id}`")
     }
 }
 
@@ -281,6 +304,7 @@ pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<b
     let stats = stats?;
     let value: Value = json!({
         "counts": {"episode": stats.episodes, "fact": stats.facts, "reflection": stats.reflections},
+        "faded_facts": stats.faded_facts,
         "entities": stats.entities,
         "pending_index": stats.pending_index,
         "latest": stats.latest.map(|time| time.to_rfc3339()),
@@ -289,9 +313,10 @@ pub(crate) async fn stats(config: Config, json_output: bool) -> anyhow::Result<b
         println!("{value}");
     } else {
         println!(
-            "episodes {}, facts {}, reflections {}, entities {}, waiting for a vector {}, newest {}",
+            "episodes {}, facts {}, faded facts {}, reflections {}, entities {}, waiting for a vector {}, newest {}",
             stats.episodes,
             stats.facts,
+            stats.faded_facts,
             stats.reflections,
             stats.entities,
             stats.pending_index,

@@ -139,7 +139,8 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             )
             .await
         }
-        Command::Forget { id } => commands::forget(load_config(&cli)?, id).await,
+        Command::Forget { id, purge } => commands::forget(load_config(&cli)?, id, *purge).await,
+        Command::Restore { id } => commands::restore(load_config(&cli)?, id).await,
         Command::ForgetUser { user } => commands::forget_user(load_config(&cli)?, user).await,
         Command::Mcp { user, chat } => {
             let config = load_config(&cli)?;

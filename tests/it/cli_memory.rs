@@ -1,5 +1,6 @@
 //! The memory commands as a user runs them: `chat` against a local OpenAI-compatible HTTP
-//! server through a tool-calling turn, and `remember` / `search` / `forget` / `stats`.
+//! server through a tool-calling turn, and `remember` / `search` / `forget` / `restore` /
+//! `stats`.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -133,6 +134,55 @@ fn remember_search_forget_and_stats() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("no memory"));
     let stats: Value = serde_json::from_str(&run(&["stats", "--json"])).unwrap();
     assert_eq!(stats["counts"]["fact"], 1);
+}
+
+/// Under `forget = "soft"` (the reference design's "never physically removed"), `mnemo forget`
+/// hides a memory and keeps its row; `mnemo restore` brings it back, and `--purge` removes it
+/// for good, after which there is nothing to restore.
+#[test]
+fn a_soft_forget_is_restored_by_an_admin_and_purged_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{CONFIG}forget = \"soft\"\n");
+    let run = |args: &[&str]| common::mnemo(dir.path(), &config).args(args).output().unwrap();
+    let ok = |args: &[&str]| {
+        let output = run(args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let search = |query: &str| -> Vec<Value> {
+        let hits: Value =
+            serde_json::from_str(&ok(&["search", query, "--user", "ana", "--json"])).unwrap();
+        hits.as_array().unwrap().clone()
+    };
+    ok(&["remember", "Ana's bike lock code is 8812", "--user", "ana"]);
+    let hits = search("bike lock code");
+    assert_eq!(hits.len(), 1);
+    let id = hits[0]["id"].as_str().unwrap().to_owned();
+
+    assert!(ok(&["forget", &id]).contains("soft-deleted"));
+    assert!(search("bike lock code").is_empty(), "forgotten: not found");
+    let again = run(&["forget", &id]);
+    assert!(!again.status.success(), "a soft-deleted memory is not active");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--purge"));
+
+    assert!(ok(&["restore", &id]).contains("restored"));
+    let hits = search("bike lock code");
+    assert_eq!(hits.len(), 1, "restored: found again");
+    assert_eq!(hits[0]["id"], id.as_str());
+    let twice = run(&["restore", &id]);
+    assert!(!twice.status.success(), "an active memory is not restored");
+
+    ok(&["forget", &id]);
+    assert!(ok(&["forget", &id, "--purge"]).contains("removed"));
+    let gone = run(&["restore", &id]);
+    assert!(!gone.status.success(), "purged: nothing to restore");
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("no soft-deleted memory"));
+    let stats: Value = serde_json::from_str(&ok(&["stats", "--json"])).unwrap();
+    assert_eq!(stats["counts"]["fact"].as_u64().unwrap_or(0), 0, "{stats}");
 }
 
 #[test]

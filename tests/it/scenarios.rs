@@ -75,6 +75,7 @@ scenarios!(
     enrichment_failures,
     kernel_basics,
     maintenance_without_llm,
+    forget_soft,
     markdown_beside_memory,
     markdown_consolidation,
     markdown_fallback,

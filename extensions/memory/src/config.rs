@@ -119,6 +119,24 @@ pub struct MemoryConfig {
     pub entity_memory_limit: usize,
     /// Which memory tools the model is offered.
     pub tools: ToolProfile,
+    /// What forgetting a memory (the `forget_memory` tool, `DELETE /v1/memories/{id}`, `mnemo
+    /// forget`) does: remove it for good, or soft-delete it as the reference design does.
+    pub forget: ForgetMode,
+}
+
+/// What forgetting one memory does (`[extensions.memory] forget`). Erasing a user
+/// (`forget-user`) and an explicit purge (`mnemo forget --purge`) always remove for good.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForgetMode {
+    /// Removed for good, everywhere: row, text index, vector, entity links, cached vectors and
+    /// the markdown copies. What a user who asks to forget expects.
+    #[default]
+    Hard,
+    /// Soft-deleted (seed 003: "records are never physically removed"): never retrieved again,
+    /// its vector dropped and its markdown copies removed, but the row stays, so an admin can
+    /// bring it back (`mnemo restore`) or remove it for good (`mnemo forget --purge`).
+    Soft,
 }
 
 /// A set of memory tools offered to the model (`[extensions.memory] tools`).
@@ -188,6 +206,7 @@ impl Default for MemoryConfig {
             consolidation_page_size: 30,
             entity_memory_limit: 20,
             tools: ToolProfile::Default,
+            forget: ForgetMode::Hard,
         }
     }
 }

@@ -42,7 +42,7 @@ use mnemo_kernel::{
     SchedulerProvider, ToolError, ToolProvider, ToolSet, TOPIC_AGENT_RESPONSE, TOPIC_USER_MESSAGE,
 };
 
-pub use config::{MemoryConfig, ToolProfile, DATABASE_URL_ENV};
+pub use config::{ForgetMode, MemoryConfig, ToolProfile, DATABASE_URL_ENV};
 pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{

@@ -4,24 +4,67 @@
 use std::sync::PoisonError;
 
 use super::{announce, MemoryService};
+use crate::config::ForgetMode;
 use crate::error::{MemoryError, Result};
 
 impl MemoryService {
-    /// Forgets one of the owner's memories for good (see [`Self::purge`]). Decay and corrections
-    /// soft-delete instead, so that what they hide stays recoverable.
+    /// Forgets one of the owner's memories as `[extensions.memory] forget` says: for good (see
+    /// [`Self::purge`]), or soft-deleted (see [`Self::forget_softly`]).
     ///
     /// # Errors
-    /// [`MemoryError::NotFound`] when it is not a memory of the owner.
+    /// [`MemoryError::NotFound`] when it is not an active memory of the owner (under `soft`,
+    /// one forgotten before is not active).
     pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
+        let not_found = || {
+            MemoryError::NotFound(format!("no memory `{memory_id}` of yours to forget"))
+        };
         match self.store()?.get(memory_id).await? {
             Some(memory) if memory.user_id.as_deref() == Some(owner) => {
-                self.purge(&[memory_id.to_owned()]).await?;
+                let ids = [memory_id.to_owned()];
+                let forgotten = match self.config().forget {
+                    ForgetMode::Hard => self.purge(&ids).await?,
+                    ForgetMode::Soft => self.forget_softly(&ids).await?,
+                };
+                if forgotten == 0 {
+                    return Err(not_found());
+                }
                 Ok(())
             }
-            _ => Err(MemoryError::NotFound(format!(
-                "no memory `{memory_id}` of yours to forget"
-            ))),
+            _ => Err(not_found()),
         }
+    }
+
+    /// Soft-deletes the active memories among `ids`, whoever owns them (see
+    /// `SoftForget::retire`: never retrieved again, the row kept for an admin), then announces
+    /// each on `memory.forgotten` as [`Self::purge`] does, so that the markdown mirror drops its
+    /// copies. Returns how many were soft-deleted.
+    ///
+    /// # Errors
+    /// The store fails; nothing changes then.
+    pub async fn forget_softly(&self, ids: &[String]) -> Result<u64> {
+        let state = self.state()?;
+        let retired = state.store.retire(ids, self.now()?).await?;
+        state.searcher.stats().clear();
+        let count = retired.len() as u64;
+        self.announce_forgotten(retired).await;
+        Ok(count)
+    }
+
+    /// Brings back a soft-deleted memory (see `SoftForget::restore`) and wakes the indexer to
+    /// give it its vector again; `false` when no soft-deleted memory has this id. A copy the
+    /// markdown mirror dropped is not brought back.
+    ///
+    /// # Errors
+    /// The store fails; nothing changes then.
+    pub async fn restore(&self, memory_id: &str) -> Result<bool> {
+        let state = self.state()?;
+        let restored = state.store.restore(memory_id).await?;
+        if restored {
+            tracing::info!(%memory_id, "memory restored");
+            state.searcher.stats().clear();
+            self.index_wakeup.notify_one();
+        }
+        Ok(restored)
     }
 
     /// Removes memories for good, whoever owns them: row, full-text entry, vector, entity links
@@ -36,7 +79,16 @@ impl MemoryService {
         let removed = state.store.purge(ids).await?;
         state.searcher.stats().clear();
         let count = removed.len() as u64;
-        for forgotten in removed {
+        self.announce_forgotten(removed).await;
+        Ok(count)
+    }
+
+    /// Announces each of `forgotten` on `memory.forgotten`.
+    async fn announce_forgotten(&self, forgotten: Vec<crate::types::MemoryForgotten>) {
+        let Ok(state) = self.state() else {
+            return;
+        };
+        for forgotten in forgotten {
             tracing::info!(memory_id = %forgotten.memory_id, "memory forgotten");
             let scope = (
                 forgotten.session_id.clone(),
@@ -51,7 +103,6 @@ impl MemoryService {
             )
             .await;
         }
-        Ok(count)
     }
 
     /// Removes everything stored about `user_id` (see `MemoryRemoval::erase_user`; their keys

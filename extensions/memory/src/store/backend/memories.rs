@@ -196,6 +196,30 @@ pub(crate) trait MemoryRemoval: Send + Sync {
 }
 
 /// A fact's life after it is stored: corrections, confirmation, conflicts, supersession,
+/// Forgetting that keeps the row (`forget = "soft"`, the reference design's "records are
+/// never physically removed"), and bringing such a memory back. Written once for both backends
+/// (`store/sql/retire.rs`).
+#[async_trait]
+pub(crate) trait SoftForget: Send + Sync {
+    /// Soft-deletes the active memories among `ids` at `at`, in one transaction: `valid_until`
+    /// is set, so that no search, context, listing or export of active memories finds them,
+    /// and their vectors and sentence keys are dropped; the row, its text and its links stay
+    /// for an admin to restore ([`Self::restore`]) or purge. Returns what was soft-deleted, for
+    /// the `memory.forgotten` announcements; ids unknown or not active are skipped.
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    async fn retire(&self, ids: &[String], at: DateTime<Utc>) -> Result<Vec<MemoryForgotten>>;
+
+    /// Brings back the soft-deleted memory `id` (forgotten softly, expired, corrected or
+    /// decayed): active again and queued for its vector. `false` when no soft-deleted memory
+    /// has this id (an active one is left as it is).
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    async fn restore(&self, id: &str) -> Result<bool>;
+}
+
 /// decay and expiry.
 #[async_trait]
 pub(crate) trait FactLifecycle: Send + Sync {

@@ -23,7 +23,7 @@ pub(crate) use indexes::{
 };
 pub(crate) use inspection::InspectionQueries;
 pub(crate) use memories::{
-    FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval, SearchRecords,
+    FactLifecycle, MemoryIngest, MemoryRecords, MemoryRemoval, SearchRecords, SoftForget,
 };
 pub(crate) use people_and_sessions::{PeopleRecords, SessionLeases, SessionRecords};
 
@@ -32,6 +32,7 @@ pub(crate) trait MemoryBackend:
     MemoryRecords
     + MemoryIngest
     + MemoryRemoval
+    + SoftForget
     + FactLifecycle
     + FullTextIndex
     + VectorIndex

@@ -33,16 +33,16 @@ pub(crate) struct Decayed {
 /// The owners a write changes ('' for memories of nobody); one owner's writes take that
 /// owner's turn, several owners' the store's.
 #[derive(Debug, Default)]
-struct Owners(BTreeSet<String>);
+pub(super) struct Owners(BTreeSet<String>);
 
 impl Owners {
     /// Adds `owner`.
-    fn add(&mut self, owner: Option<&str>) {
+    pub(super) fn add(&mut self, owner: Option<&str>) {
         self.0.insert(owner.unwrap_or_default().to_owned());
     }
 
     /// The turn a write of these owners takes.
-    fn scope(&self) -> WriteScope<'_> {
+    pub(super) fn scope(&self) -> WriteScope<'_> {
         match (self.0.len(), self.0.first()) {
             (1, Some(owner)) => WriteScope::Owner(owner),
             _ => WriteScope::Store,
@@ -51,7 +51,7 @@ impl Owners {
 }
 
 /// The owners of the memories `ids` (those that exist).
-async fn owners_of<S: SqlStore>(store: &S, ids: &[String]) -> Result<Owners> {
+pub(super) async fn owners_of<S: SqlStore>(store: &S, ids: &[String]) -> Result<Owners> {
     let mut owners = Owners::default();
     for chunk in ids.chunks(500) {
         let mut query =

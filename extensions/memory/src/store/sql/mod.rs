@@ -22,6 +22,7 @@ mod lifecycle;
 mod people;
 mod records;
 mod removal;
+mod retire;
 mod scope;
 mod sessions;
 mod shared_runs;

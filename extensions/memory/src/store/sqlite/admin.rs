@@ -12,21 +12,33 @@ use crate::store::backend::StoreAdmin;
 use crate::store::sql::integrity_counts;
 use crate::store::IntegrityReport;
 
+/// Tries of the closing checkpoint while readers keep the log busy.
+const CLOSE_CHECKPOINT_TRIES: u32 = 10;
+/// The pause between two of them.
+const CLOSE_CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
 #[async_trait]
 impl StoreAdmin for MemoryStore {
     async fn close(&self) {
         self.checkpointer.abort();
         let _write = self.write_lock.lock().await;
-        match checkpoint(&self.pool, "TRUNCATE").await {
-            Ok((false, _)) => {}
-            Ok((true, log_frames)) => {
-                tracing::info!(
-                    log_frames,
-                    "readers kept the wal at close; the next open checkpoints it"
-                );
-            }
-            Err(error) => {
-                tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+        // A reader finishing, or the checkpointer's last statement still running on its
+        // connection (an aborted task does not stop a statement under way), makes the first
+        // try busy; a few more tries within a quarter of a second empty the log.
+        for attempt in 1..=CLOSE_CHECKPOINT_TRIES {
+            match checkpoint(&self.pool, "TRUNCATE").await {
+                Ok((false, _)) => break,
+                Ok((true, log_frames)) if attempt == CLOSE_CHECKPOINT_TRIES => {
+                    tracing::info!(
+                        log_frames,
+                        "readers kept the wal at close; the next open checkpoints it"
+                    );
+                }
+                Ok((true, _)) => tokio::time::sleep(CLOSE_CHECKPOINT_PAUSE).await,
+                Err(error) => {
+                    tracing::warn!(%error, "closing checkpoint failed; the next open recovers the log");
+                    break;
+                }
             }
         }
         self.pool.close().await;
