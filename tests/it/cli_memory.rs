@@ -143,7 +143,12 @@ fn remember_search_forget_and_stats() {
 fn a_soft_forget_is_restored_by_an_admin_and_purged_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let config = format!("{CONFIG}forget = \"soft\"\n");
-    let run = |args: &[&str]| common::mnemo(dir.path(), &config).args(args).output().unwrap();
+    let run = |args: &[&str]| {
+        common::mnemo(dir.path(), &config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let ok = |args: &[&str]| {
         let output = run(args);
         assert!(
@@ -166,7 +171,10 @@ fn a_soft_forget_is_restored_by_an_admin_and_purged_for_good() {
     assert!(ok(&["forget", &id]).contains("soft-deleted"));
     assert!(search("bike lock code").is_empty(), "forgotten: not found");
     let again = run(&["forget", &id]);
-    assert!(!again.status.success(), "a soft-deleted memory is not active");
+    assert!(
+        !again.status.success(),
+        "a soft-deleted memory is not active"
+    );
     assert!(String::from_utf8_lossy(&again.stderr).contains("--purge"));
 
     assert!(ok(&["restore", &id]).contains("restored"));

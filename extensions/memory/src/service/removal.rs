@@ -15,9 +15,8 @@ impl MemoryService {
     /// [`MemoryError::NotFound`] when it is not an active memory of the owner (under `soft`,
     /// one forgotten before is not active).
     pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
-        let not_found = || {
-            MemoryError::NotFound(format!("no memory `{memory_id}` of yours to forget"))
-        };
+        let not_found =
+            || MemoryError::NotFound(format!("no memory `{memory_id}` of yours to forget"));
         match self.store()?.get(memory_id).await? {
             Some(memory) if memory.user_id.as_deref() == Some(owner) => {
                 let ids = [memory_id.to_owned()];
