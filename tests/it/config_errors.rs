@@ -157,6 +157,54 @@ async fn the_shipped_config_starts() {
     kernel.shutdown().await;
 }
 
+/// Every config under `examples/` starts a kernel on the product's own extensions.
+#[tokio::test]
+async fn every_example_config_starts() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let mut started = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kernel = start_with(mnemo_host::builtin_extensions(), &text)
+            .await
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        kernel.shutdown().await;
+        started += 1;
+    }
+    assert!(started >= 2, "markdown-only.toml and reference.toml");
+}
+
+/// `examples/reference.toml` is the reference design (seed 003) where mnemo's defaults differ:
+/// Reciprocal Rank Fusion with k = 60, its orchestrator tools, soft forgetting and soft-deleting
+/// decay.
+#[test]
+fn the_reference_profile_sets_what_the_reference_says() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/reference.toml"
+    ))
+    .unwrap();
+    let file: toml::Table = toml::from_str(&text).unwrap();
+    let mut section = file["extensions"]["memory"].as_table().unwrap().clone();
+    // The kernel's own key of every section, not the extension's.
+    section.remove("enabled");
+    let memory: mnemo_memory::MemoryConfig = toml::Value::Table(section).try_into().unwrap();
+    assert_eq!(memory.fusion, mnemo_memory_api::FusionMethod::Rrf);
+    assert!((memory.rrf_k - 60.0).abs() < f64::EPSILON);
+    assert_eq!(memory.tools, mnemo_memory::ToolProfile::Reference);
+    assert_eq!(memory.forget, mnemo_memory::ForgetMode::Soft);
+    let defaults = mnemo_memory::MemoryConfig::default();
+    assert_eq!(defaults.fusion, mnemo_memory_api::FusionMethod::Scores);
+    assert_eq!(defaults.forget, mnemo_memory::ForgetMode::Hard);
+    assert_eq!(
+        file["extensions"]["memory_maintenance"]["decay_action"].as_str(),
+        Some("soft_delete")
+    );
+}
+
 #[test]
 fn the_binary_exits_non_zero_with_a_one_line_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -235,5 +283,21 @@ fn an_accurate_strategy_chosen_by_hand_warns_without_a_model() {
             .lines()
             .any(|line| line.contains("WARN") && line.contains("`accurate` lists `llm`")),
         "{stderr}"
+    );
+}
+
+/// `decay_action` is one of two words; another is refused, naming both, and nothing starts.
+#[tokio::test]
+async fn an_unknown_decay_action_names_both_choices() {
+    let err =
+        start("[extensions.memory]\n[extensions.memory_maintenance]\ndecay_action = \"delete\"\n")
+            .await
+            .unwrap_err();
+    assert!(
+        err.lines()
+            .any(|line| line.contains("[extensions.memory_maintenance]")
+                && line.contains("decay_action")
+                && line.contains("unknown variant `delete`, expected `archive` or `soft_delete`")),
+        "{err}"
     );
 }

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::types::{
-    DecayReport, EpisodePage, ListRequest, Memory, MemoryKind, NewFact, PendingSession, SavedFacts,
-    SearchHit, SearchRequest, SessionKey,
+    DecayAction, DecayReport, EpisodePage, ListRequest, Memory, MemoryKind, NewFact,
+    PendingSession, SavedFacts, SearchHit, SearchRequest, SessionKey,
 };
 
 /// What other extensions may do with memory.
@@ -101,7 +101,8 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// The store fails.
     async fn get_pending_consolidations(&self) -> Result<Vec<PendingSession>>;
 
-    /// Active facts of the same owner that may contradict `fact_id` (hybrid search on its text).
+    /// Active facts of the same owner that may contradict `fact_id` (hybrid search on its text),
+    /// but for those decay faded: out of the context, a new fact does not retire them.
     ///
     /// # Errors
     /// The fact does not exist, or the store fails.
@@ -113,13 +114,15 @@ pub trait MemoryApi: Send + Sync + 'static {
     /// Either fact is missing, or the store fails.
     async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()>;
 
-    /// Ebbinghaus decay of active facts; facts below `threshold` fade: they leave the context
-    /// the agent is given, search still finds them (ranked lower), and a recall brings them
-    /// back. Nothing is deleted.
+    /// Ebbinghaus decay of active facts; what happens to a fact below `threshold` is `action`'s:
+    /// [`DecayAction::Archive`] fades it (it leaves the context the agent is given, search
+    /// still finds it, ranked lower, and a recall brings it back; nothing is deleted);
+    /// [`DecayAction::SoftDelete`] soft-deletes it and drops its vector, so that it is never
+    /// retrieved again (facts an earlier run faded included). Protected facts never decay.
     ///
     /// # Errors
     /// The store fails; nothing is half-applied.
-    async fn run_decay(&self, threshold: f64) -> Result<DecayReport>;
+    async fn run_decay(&self, threshold: f64, action: DecayAction) -> Result<DecayReport>;
 
     /// True when the ner extension has a provider beyond the fast ones.
     fn accurate_ner_available(&self) -> bool;

@@ -25,7 +25,7 @@ pub use records::{
     Person,
 };
 pub use types::{
-    CandidateList, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch, ListRequest,
-    Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, SavedFacts,
+    CandidateList, DecayAction, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch,
+    ListRequest, Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, SavedFacts,
     ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
 };

@@ -452,13 +452,32 @@ pub struct EpisodePage {
     pub next_offset: Option<usize>,
 }
 
+/// What a decay run does with a fact whose confidence falls below the threshold
+/// (`[extensions.memory_maintenance] decay_action`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecayAction {
+    /// The fact fades (`faded_at`): it leaves the context the agent is given, search still
+    /// finds it, and a recall brings it back. Nothing the user said silently disappears.
+    #[default]
+    Archive,
+    /// The reference design's: the fact is soft-deleted (`valid_until`) and its vector
+    /// dropped, as expiry does; it is never retrieved again, and its row stays for audit.
+    SoftDelete,
+}
+
 /// What a decay run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecayReport {
-    /// Facts whose confidence was lowered.
+    /// Facts whose confidence was lowered and that stay active.
     pub decayed: usize,
-    /// Facts that fell below the threshold and faded: out of the context, still searchable.
+    /// Facts that fell below the threshold and faded: out of the context, still searchable
+    /// ([`DecayAction::Archive`]).
     pub faded: usize,
+    /// Facts that fell below the threshold and were soft-deleted, never retrieved again
+    /// ([`DecayAction::SoftDelete`]).
+    #[serde(default)]
+    pub soft_deleted: usize,
 }
 
 /// An entity with what is linked to it.
@@ -485,8 +504,12 @@ pub struct EntityInfo {
 pub struct MemoryStats {
     /// Active episodes (neither soft-deleted nor superseded, as for every count here).
     pub episodes: i64,
-    /// Active facts.
+    /// Active facts, but for those decay faded.
     pub facts: i64,
+    /// Facts decay faded: out of the context the agent is given, still searchable, back on a
+    /// recall. Counted apart from `facts`.
+    #[serde(default)]
+    pub faded_facts: i64,
     /// Active reflections.
     pub reflections: i64,
     /// Entities.

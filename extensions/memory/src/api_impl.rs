@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 use mnemo_memory_api::{
-    DecayReport, EpisodePage, ListRequest, Memory, MemoryApi, MemoryApiError, MemoryKind, NewFact,
-    PendingSession, Result, SavedFacts, SearchHit, SearchRequest, SessionKey, SkippedFact,
+    DecayAction, DecayReport, EpisodePage, ListRequest, Memory, MemoryApi, MemoryApiError,
+    MemoryKind, NewFact, PendingSession, Result, SavedFacts, SearchHit, SearchRequest, SessionKey,
+    SkippedFact,
 };
 use mnemo_ner_api::Strategy;
 use serde_json::Map;
@@ -159,6 +160,8 @@ impl MemoryApi for MemoryService {
                 user_id: fact.user_id.clone(),
                 kinds: vec![MemoryKind::Fact],
                 limit: limit + 1,
+                // A faded fact is out of the context: a new fact does not retire it.
+                exclude_faded: true,
                 ..SearchRequest::default()
             },
         )
@@ -177,10 +180,10 @@ impl MemoryApi for MemoryService {
             .await?)
     }
 
-    async fn run_decay(&self, threshold: f64) -> Result<DecayReport> {
+    async fn run_decay(&self, threshold: f64, action: DecayAction) -> Result<DecayReport> {
         // Decay counts from the last recall: the recalls noted so far first.
         self.flush_recalls().await?;
-        Ok(self.store()?.decay(threshold, self.now()?).await?)
+        Ok(self.store()?.decay(threshold, action, self.now()?).await?)
     }
 
     fn accurate_ner_available(&self) -> bool {

@@ -46,11 +46,12 @@ pub use config::{ForgetMode, MemoryConfig, ToolProfile, DATABASE_URL_ENV};
 pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
-    content_event_id, CandidateList, DecayReport, EntityInfo, EntitySummary, EpisodePage,
-    FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch, ListRequest, McpSessionRecord,
-    Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost, MemoryKind, MemoryStats,
-    MemoryType, NewFact, OwnerSummary, PendingSession, Person, SavedFacts, ScoreBreakdown,
-    SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey, SkippedFact, UserErased,
+    content_event_id, CandidateList, DecayAction, DecayReport, EntityInfo, EntitySummary,
+    EpisodePage, FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch, ListRequest,
+    McpSessionRecord, Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost, MemoryKind,
+    MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, SavedFacts,
+    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
+    SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;
 pub use service::{FactInput, MemoryService};

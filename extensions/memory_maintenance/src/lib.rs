@@ -6,7 +6,8 @@
 //! (03:00) announces every pending session as `memory.session_completed` and consolidates it
 //! into facts with the LLM, as the consolidator does for each such event the memory extension
 //! publishes when a user starts a new session; `execute_decay` (04:00) applies Ebbinghaus
-//! decay, which fades facts nobody recalls out of the context.
+//! decay, which fades facts nobody recalls out of the context (or, with `decay_action =
+//! "soft_delete"`, soft-deletes them as the reference design does).
 
 mod consolidate;
 
@@ -17,7 +18,7 @@ use mnemo_kernel::{
     BoxError, Event, EventHandler, Extension, ExtensionFactory, ExtensionSection, JobReport,
     JobSpec, KernelContext, SchedulerProvider, TypedEvent, ValidateConfig,
 };
-use mnemo_memory_api::{MemoryApi, MemoryKind, SessionCompleted, SessionKey};
+use mnemo_memory_api::{DecayAction, MemoryApi, MemoryKind, SessionCompleted, SessionKey};
 
 use consolidate::{InFlight, Outcome, Settings};
 use serde::{Deserialize, Serialize};
@@ -46,8 +47,12 @@ pub struct MemoryMaintenanceConfig {
     pub max_consolidation_attempts: i64,
     /// Similar older facts checked for contradiction with each new fact.
     pub conflict_candidates: usize,
-    /// Facts whose confidence decays below this are soft-deleted.
+    /// Facts whose confidence decays below this are taken out by `decay_action`.
     pub decay_threshold: f64,
+    /// What decay does with a fact below `decay_threshold`: `archive` (it fades out of the
+    /// context and stays searchable) or `soft_delete` (the reference design's: never
+    /// retrieved again).
+    pub decay_action: DecayAction,
     /// Memories with at most this many entity links are re-extracted.
     pub enrichment_max_entities: usize,
     /// Failed enrichments of one memory before it is no longer retried (`mnemo jobs retry`
@@ -66,6 +71,7 @@ impl Default for MemoryMaintenanceConfig {
             max_consolidation_attempts: 5,
             conflict_candidates: 5,
             decay_threshold: 0.05,
+            decay_action: DecayAction::Archive,
             enrichment_max_entities: 2,
             max_enrichment_attempts: 3,
             enrichment_batch: 50,
@@ -306,9 +312,15 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
             JobSpec {
                 name: JOB_DECAY.to_owned(),
                 cron: self.config.decay_cron.clone(),
-                description:
-                    "Ebbinghaus decay of facts; those below the threshold fade out of the context"
-                        .to_owned(),
+                description: match self.config.decay_action {
+                    DecayAction::Archive => {
+                        "Ebbinghaus decay of facts; those below the threshold fade out of the context"
+                    }
+                    DecayAction::SoftDelete => {
+                        "Ebbinghaus decay of facts; those below the threshold are soft-deleted"
+                    }
+                }
+                .to_owned(),
             },
         ]
     }
@@ -317,10 +329,16 @@ impl SchedulerProvider for MemoryMaintenanceExtension {
         let memory = Self::memory(ctx)?;
         match name {
             JOB_DECAY => {
-                let report = memory.run_decay(self.config.decay_threshold).await?;
+                let report = memory
+                    .run_decay(self.config.decay_threshold, self.config.decay_action)
+                    .await?;
+                let removed = match self.config.decay_action {
+                    DecayAction::Archive => format!("{} faded", report.faded),
+                    DecayAction::SoftDelete => format!("{} soft-deleted", report.soft_deleted),
+                };
                 Ok(JobReport::new(format!(
-                    "{} facts decayed, {} faded",
-                    report.decayed, report.faded
+                    "{} facts decayed, {removed}",
+                    report.decayed
                 )))
             }
             JOB_ENRICHMENT => self.enrich(memory.as_ref()).await,

@@ -21,7 +21,10 @@ pub(crate) struct StatsView {
     /// Whose: the caller's, or null for everyone's (an admin key without `X-Mnemo-User`).
     user_id: Option<String>,
     episodes: i64,
+    /// Active facts, but for those decay faded.
     facts: i64,
+    /// Facts decay faded out of the context (still searchable), counted apart from `facts`.
+    faded_facts: i64,
     reflections: i64,
     entities: i64,
     /// Memories waiting for their vector.
@@ -53,6 +56,7 @@ pub(crate) async fn stats(
         user_id: user.map(str::to_owned),
         episodes: stats.episodes,
         facts: stats.facts,
+        faded_facts: stats.faded_facts,
         reflections: stats.reflections,
         entities: stats.entities,
         pending_index: stats.pending_index,

@@ -166,8 +166,8 @@ fn narrow(terms: &[String], frequencies: &[i64]) -> Option<Attempt> {
     }))
 }
 
-/// Active facts visible in `session`'s scope (its user's, in its chat) sharing words with
-/// `content`, best BM25 first.
+/// Active facts visible in `session`'s scope (its user's, in its chat), but for those decay
+/// faded, sharing words with `content`, best BM25 first.
 ///
 /// # Errors
 /// The database fails.
@@ -184,6 +184,9 @@ pub(crate) async fn similar_facts<S: SearchSource + ?Sized>(
         chat_id: session.chat_id.clone(),
         kinds: vec![MemoryKind::Fact],
         limit,
+        // A fact decay faded is out of the context: a new fact like it is kept, not refused
+        // as its duplicate.
+        exclude_faded: true,
         ..SearchRequest::default()
     };
     // An old near-duplicate must be found even when it shares only common words.

@@ -437,7 +437,7 @@ impl MemoryService {
         Ok(id)
     }
 
-    /// Active facts in `session`'s scope sharing words with `content`, best BM25 first (see
+    /// Active, unfaded facts in `session`'s scope sharing words with `content`, best BM25 first (see
     /// [`crate::search::similar_facts`]): what a new fact of that session may repeat.
     ///
     /// # Errors

@@ -238,7 +238,7 @@ impl Tool for ConfirmFact {
     }
 }
 
-/// `memory_stats`: the caller's memories counted by kind.
+/// `memory_stats`: the caller's active memories counted by kind, and their faded facts apart.
 pub(super) struct MemoryStats(pub(super) Arc<MemoryService>);
 
 /// `memory_stats` takes no arguments.
@@ -255,7 +255,9 @@ impl Tool for MemoryStats {
     }
 
     fn description(&self) -> String {
-        "Count the user's memories by kind, with the newest memory's time.".to_owned()
+        "Count the user's active memories by kind, and apart the facts that faded out of the \
+         context (still searchable), with the newest memory's time."
+            .to_owned()
     }
 
     async fn call(
@@ -273,6 +275,7 @@ impl Tool for MemoryStats {
             .map_err(|error| tool_error(self.name(), error))?;
         Ok(json!({
             "counts": {"episode": stats.episodes, "fact": stats.facts, "reflection": stats.reflections},
+            "faded_facts": stats.faded_facts,
             "entities": stats.entities,
             "latest": stats.latest.map(|time| time.to_rfc3339()),
             "pending_index": stats.pending_index,

@@ -102,7 +102,8 @@ function signOut() {
 }
 
 function showStats(stats) {
-  $("stats").textContent = `${stats.facts} facts · ${stats.episodes} turns · ${stats.reflections} reflections · ${stats.entities} entities · ${stats.pending_index} waiting for a vector`;
+  const faded = stats.faded_facts ? ` (${stats.faded_facts} faded)` : "";
+  $("stats").textContent = `${stats.facts} facts${faded} · ${stats.episodes} turns · ${stats.reflections} reflections · ${stats.entities} entities · ${stats.pending_index} waiting for a vector`;
 }
 
 // ---- panels -----------------------------------------------------------------------------

@@ -11,8 +11,8 @@ use mnemo_ner_api::ExtractedEntity;
 use crate::error::Result;
 use crate::store::{NewMemory, RankKey, StoredTurn, TurnRow};
 use crate::types::{
-    DecayReport, ListRequest, Memory, MemoryForgotten, MemoryKind, MemoryStats, SearchRequest,
-    UserErased,
+    DecayAction, DecayReport, ListRequest, Memory, MemoryForgotten, MemoryKind, MemoryStats,
+    SearchRequest, UserErased,
 };
 
 /// What a search reads and writes of memories: the keys ranking needs, and counting accesses.
@@ -195,7 +195,6 @@ pub(crate) trait MemoryRemoval: Send + Sync {
     async fn erase_user(&self, user_id: &str) -> Result<UserErased>;
 }
 
-/// A fact's life after it is stored: corrections, confirmation, conflicts, supersession,
 /// Forgetting that keeps the row (`forget = "soft"`, the reference design's "records are
 /// never physically removed"), and bringing such a memory back. Written once for both backends
 /// (`store/sql/retire.rs`).
@@ -220,6 +219,7 @@ pub(crate) trait SoftForget: Send + Sync {
     async fn restore(&self, id: &str) -> Result<bool>;
 }
 
+/// A fact's life after it is stored: corrections, confirmation, conflicts, supersession,
 /// decay and expiry.
 #[async_trait]
 pub(crate) trait FactLifecycle: Send + Sync {
@@ -250,12 +250,19 @@ pub(crate) trait FactLifecycle: Send + Sync {
 
     /// Ebbinghaus decay of active facts: confidence × exp(−rate × days since the later of the
     /// last access and the last decay), so no elapsed day is counted twice. Facts below
-    /// `threshold` are soft-deleted and lose their vector and entity links. Protected facts
-    /// (rate 0) are untouched.
+    /// `threshold` fade (`faded_at`, kept whole and searchable) under
+    /// [`DecayAction::Archive`], or are soft-deleted (`valid_until`) and lose their vector
+    /// under [`DecayAction::SoftDelete`], which also takes the facts an earlier run faded.
+    /// Protected facts (rate 0) are untouched.
     ///
     /// # Errors
     /// The database fails; the run is one transaction, so nothing is half-applied.
-    async fn decay(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport>;
+    async fn decay(
+        &self,
+        threshold: f64,
+        action: DecayAction,
+        now: DateTime<Utc>,
+    ) -> Result<DecayReport>;
 
     /// Marks `old_ids` superseded by `new_id` (and records `supersedes` on the new memory).
     ///

@@ -7,7 +7,7 @@ use super::{execute, fact, first_row, soft_delete, Conformant};
 use crate::error::MemoryError;
 use crate::search::CorpusStats;
 use crate::store::sql::{Driver, SqlStore};
-use crate::types::SearchRequest;
+use crate::types::{DecayAction, SearchRequest};
 
 /// 2026-01-01 00:00:00 UTC, the fixture's clock.
 pub(crate) const BASE: i64 = 1_767_225_600;
@@ -95,7 +95,10 @@ pub(crate) async fn fill<S: SqlStore>(store: &S) {
 /// and fades those that fall below the floor; a faded fact is not decayed again.
 pub(super) async fn decay_fades_and_spares_protected_facts<S: Conformant>(store: &S) {
     fill(store).await;
-    let report = store.decay(0.3, at(BASE + 10 * DAY)).await.unwrap();
+    let report = store
+        .decay(0.3, DecayAction::Archive, at(BASE + 10 * DAY))
+        .await
+        .unwrap();
     assert_eq!((report.decayed, report.faded), (2, 2));
     let rows = store
         .read(sqlx::QueryBuilder::new(
@@ -140,8 +143,120 @@ pub(super) async fn decay_fades_and_spares_protected_facts<S: Conformant>(store:
         assert_eq!(times, (decayed, faded), "{id}");
     }
     // A faded fact is not decayed again; the same moment decays nothing.
-    let report = store.decay(0.3, at(now)).await.unwrap();
+    let report = store
+        .decay(0.3, DecayAction::Archive, at(now))
+        .await
+        .unwrap();
     assert_eq!((report.decayed, report.faded), (0, 0));
+}
+
+/// The ids of `user`'s memories vector search finds near `[1, 0]`.
+async fn vector_hits<S: Conformant>(store: &S, user: &str) -> Vec<String> {
+    let request = SearchRequest {
+        user_id: Some(user.into()),
+        limit: 20,
+        ..SearchRequest::default()
+    };
+    let mut ids: Vec<String> = store
+        .search_vector(&request, &[1.0, 0.0], 20, -1.0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// With `decay_action = "soft_delete"` (the reference design's "facts with confidence < 0.05
+/// are soft-deleted during the nightly execute_decay task"), a fact below the floor is
+/// soft-deleted (`valid_until`, no `faded_at`) and loses its vector; the row stays. A fact an
+/// earlier run faded is soft-deleted too; a protected fact is untouched.
+pub(super) async fn decay_soft_deletes_below_the_floor_and_drops_vectors<S: Conformant>(store: &S) {
+    fill(store).await;
+    store.ensure_vector_index(2, "m").await.unwrap();
+    let batch = store.next_index_batch(20).await.unwrap();
+    let items: Vec<_> = batch
+        .into_iter()
+        .map(|item| (item, Some(vec![1.0, 0.0])))
+        .collect();
+    store.store_vectors(&items).await.unwrap();
+    assert_eq!(
+        vector_hits(store, "ana").await,
+        ["ep_a1", "fact_a1", "fact_a2", "fact_a3", "fact_a4"]
+    );
+    let now = BASE + 10 * DAY;
+    let report = store
+        .decay(0.3, DecayAction::SoftDelete, at(now))
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.decayed, report.faded, report.soft_deleted),
+        (2, 0, 2)
+    );
+    let rows = store
+        .read(sqlx::QueryBuilder::new(
+            "SELECT id, confidence, valid_until, faded_at FROM memories WHERE kind = 'fact' \
+             ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    let expected = [
+        ("fact_a1", 0.9 * (-0.1_f64 * 10.0).exp(), None),
+        ("fact_a2", 1.0, None),
+        // Below the floor: soft-deleted, its decayed confidence kept for audit.
+        ("fact_a3", 0.8 * (-0.5_f64 * 8.0).exp(), Some(now)),
+        ("fact_a4", (-0.1_f64 * 9.0).exp(), None),
+        ("fact_b1", 0.7 * (-0.2_f64 * 10.0).exp(), Some(now)),
+        ("fact_b2", 0.6, None),
+    ];
+    assert_eq!(rows.len(), expected.len());
+    for (row, (id, confidence, retired)) in rows.iter().zip(expected) {
+        assert_eq!(S::Db::text(row, "id").unwrap(), id);
+        let stored = S::Db::float(row, "confidence").unwrap();
+        assert_eq!(stored.to_bits(), confidence.to_bits(), "{id}");
+        let times = (
+            S::Db::opt_int(row, "valid_until").unwrap(),
+            S::Db::opt_int(row, "faded_at").unwrap(),
+        );
+        assert_eq!(times, (retired, None), "{id}");
+    }
+    // The soft-deleted facts' vectors are gone; the others' stay.
+    assert_eq!(
+        vector_hits(store, "ana").await,
+        ["ep_a1", "fact_a1", "fact_a2", "fact_a4"]
+    );
+    assert!(vector_hits(store, "bob")
+        .await
+        .iter()
+        .all(|id| id != "fact_b1"));
+    // A fact an earlier "archive" run faded is soft-deleted by the next "soft_delete" run.
+    execute(
+        store,
+        "UPDATE memories SET faded_at = decayed_at, confidence = 0.2 WHERE id = 'fact_a1'",
+        None,
+    )
+    .await;
+    let later = now + DAY;
+    let report = store
+        .decay(0.3, DecayAction::SoftDelete, at(later))
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.decayed, report.faded, report.soft_deleted),
+        (1, 0, 1)
+    );
+    let row = first_row(
+        store,
+        "SELECT valid_until FROM memories WHERE id = 'fact_a1'",
+        None,
+    )
+    .await;
+    assert_eq!(S::Db::opt_int(&row, "valid_until").unwrap(), Some(later));
+    assert_eq!(
+        vector_hits(store, "ana").await,
+        ["ep_a1", "fact_a2", "fact_a4"]
+    );
 }
 
 /// Supersession names the newer fact on the older ones (the first supersession stands) and

@@ -332,12 +332,22 @@ pub(super) async fn stats_count_active_memories_entities_and_the_queue<S: Confor
             ..row("r1", "x")
         },
         row("gone", "x"),
+        Row {
+            event_time: 6_000,
+            ..row("faded", "x")
+        },
     ] {
         insert(store, &memory).await;
     }
     sql(
         store,
         "UPDATE memories SET valid_until = 1 WHERE id = 'gone'",
+    )
+    .await;
+    // A fact decay faded is counted apart, and is not the newest active memory.
+    sql(
+        store,
+        "UPDATE memories SET faded_at = 6000 WHERE id = 'faded'",
     )
     .await;
     sql(
@@ -356,12 +366,19 @@ pub(super) async fn stats_count_active_memories_entities_and_the_queue<S: Confor
         (all.facts, all.episodes, all.reflections, all.entities),
         (2, 1, 1, 2)
     );
+    assert_eq!(all.faded_facts, 1);
     assert_eq!(all.pending_index, 2);
     assert_eq!(all.latest, Some(at(5_000)));
     let ana = store.stats(Some("ana")).await.unwrap();
     assert_eq!(
-        (ana.facts, ana.episodes, ana.reflections, ana.entities),
-        (2, 1, 0, 1)
+        (
+            ana.facts,
+            ana.faded_facts,
+            ana.episodes,
+            ana.reflections,
+            ana.entities
+        ),
+        (2, 1, 1, 0, 1)
     );
     assert_eq!(ana.pending_index, 1);
     assert_eq!(ana.latest, Some(at(3_000)));

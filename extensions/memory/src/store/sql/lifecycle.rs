@@ -17,7 +17,7 @@ use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
 use crate::store::rows::ts;
 use crate::store::NewMemory;
-use crate::types::{DecayReport, Memory, MemoryKind};
+use crate::types::{DecayAction, DecayReport, Memory, MemoryKind};
 
 /// A fact's decay in one run: its new confidence, and whether it fell below the threshold.
 #[derive(Debug)]
@@ -26,7 +26,8 @@ pub(crate) struct Decayed {
     pub(crate) id: String,
     /// Its confidence after the run.
     pub(crate) confidence: f64,
-    /// Whether it fades now.
+    /// Whether it fades now (below the threshold under [`DecayAction::Archive`]; a fact
+    /// soft-deleted instead does not fade).
     pub(crate) faded: bool,
 }
 
@@ -182,20 +183,28 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         tx.commit().await
     }
 
-    async fn decay(&self, threshold: f64, now: DateTime<Utc>) -> Result<DecayReport> {
+    async fn decay(
+        &self,
+        threshold: f64,
+        action: DecayAction,
+        now: DateTime<Utc>,
+    ) -> Result<DecayReport> {
         let mut tx = self.write(WriteScope::Store).await?;
-        let rows = S::Db::rows(
-            &mut tx,
-            QueryBuilder::new(
-                "SELECT id, confidence, decay_rate, created_at, last_accessed, decayed_at \
-                 FROM memories WHERE kind = 'fact' AND valid_until IS NULL \
-                 AND faded_at IS NULL AND decay_rate > 0",
-            ),
-        )
-        .await?;
+        let mut select = QueryBuilder::<S::Db>::new(
+            "SELECT id, confidence, decay_rate, created_at, last_accessed, decayed_at \
+             FROM memories WHERE kind = 'fact' AND valid_until IS NULL AND decay_rate > 0",
+        );
+        // A faded fact is not decayed again; soft-deleting takes those an earlier run faded too
+        // (their confidence is below the threshold already), so that switching the action
+        // leaves no fact half-forgotten.
+        if action == DecayAction::Archive {
+            select.push(" AND faded_at IS NULL");
+        }
+        let rows = S::Db::rows(&mut tx, select).await?;
         let mut report = DecayReport::default();
         let now_ts = ts(now);
         let mut decayed = Vec::new();
+        let mut deleted = Vec::new();
         for row in &rows {
             let confidence = S::Db::float(row, "confidence")?;
             let rate = S::Db::float(row, "decay_rate")?;
@@ -213,16 +222,22 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
                 continue;
             }
             let decayed_confidence = confidence * (-rate * days).exp();
+            let id = S::Db::text(row, "id")?;
+            let below = decayed_confidence < threshold;
             // Below the threshold a fact fades: out of the context, kept whole (text, entity
-            // links, vector) so that search finds it and a recall brings it back.
-            let faded = decayed_confidence < threshold;
-            if faded {
-                report.faded += 1;
-            } else {
-                report.decayed += 1;
+            // links, vector) so that search finds it and a recall brings it back. Or, as the
+            // reference design does, it is soft-deleted below (`valid_until`, vector dropped).
+            let faded = below && action == DecayAction::Archive;
+            match (below, action) {
+                (false, _) => report.decayed += 1,
+                (true, DecayAction::Archive) => report.faded += 1,
+                (true, DecayAction::SoftDelete) => {
+                    report.soft_deleted += 1;
+                    deleted.push(id.clone());
+                }
             }
             decayed.push(Decayed {
-                id: S::Db::text(row, "id")?,
+                id,
                 confidence: decayed_confidence,
                 faded,
             });
@@ -230,7 +245,19 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         if !decayed.is_empty() {
             S::write_decay(&mut tx, &decayed, now_ts).await?;
         }
+        for chunk in deleted.chunks(500) {
+            let mut retire = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
+            retire
+                .int(now_ts)
+                .push(" WHERE valid_until IS NULL AND id IN ")
+                .text_list(chunk);
+            S::Db::execute(&mut tx, retire).await?;
+        }
+        if !deleted.is_empty() {
+            self.drop_vectors(&mut tx, &deleted).await?;
+        }
         tx.commit().await?;
+        self.vectors_dropped(&deleted);
         Ok(report)
     }
 

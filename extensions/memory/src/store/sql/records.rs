@@ -63,8 +63,11 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
     }
 
     async fn stats(&self, user_id: Option<&str>) -> Result<MemoryStats> {
+        // A fact decay faded is counted apart: it is out of the context, not active.
         let mut builder = QueryBuilder::<S::Db>::new(
-            "SELECT m.kind, COUNT(*) AS n, MAX(m.event_time) AS latest FROM memories m \
+            "SELECT m.kind, COUNT(*) AS n, \
+             SUM(CASE WHEN m.faded_at IS NULL THEN 0 ELSE 1 END) AS faded, \
+             MAX(CASE WHEN m.faded_at IS NULL THEN m.event_time END) AS latest FROM memories m \
              WHERE m.valid_until IS NULL AND m.superseded_at IS NULL",
         );
         if let Some(user_id) = user_id {
@@ -73,10 +76,14 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
         builder.push(" GROUP BY m.kind");
         let mut stats = MemoryStats::default();
         for row in self.read(builder).await? {
-            let count = S::Db::int(&row, "n")?;
+            let faded = S::Db::opt_int(&row, "faded")?.unwrap_or(0);
+            let count = S::Db::int(&row, "n")? - faded;
             match S::Db::text(&row, "kind")?.as_str() {
                 "episode" => stats.episodes = count,
-                "fact" => stats.facts = count,
+                "fact" => {
+                    stats.facts = count;
+                    stats.faded_facts = faded;
+                }
                 "reflection" => stats.reflections = count,
                 _ => {}
             }

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::*;
+use crate::types::DecayAction;
 /// Runs the same call on a SQLite and a PostgreSQL store and checks that both return the same
 /// and leave the same rows.
 macro_rules! same_on_both {
@@ -41,10 +42,16 @@ async fn every_lifecycle_and_removal_call_leaves_what_sqlite_leaves() {
         sqlite.export_rows(None).await.unwrap(),
         postgres.export_rows(None).await.unwrap()
     );
-    same_on_both!(sqlite, postgres, |store| store
-        .decay(0.3, at(BASE + 10 * DAY)));
-    same_on_both!(sqlite, postgres, |store| store
-        .decay(0.3, at(BASE + 13 * DAY)));
+    same_on_both!(sqlite, postgres, |store| store.decay(
+        0.3,
+        DecayAction::Archive,
+        at(BASE + 10 * DAY)
+    ));
+    same_on_both!(sqlite, postgres, |store| store.decay(
+        0.3,
+        DecayAction::SoftDelete,
+        at(BASE + 13 * DAY)
+    ));
     same_on_both!(sqlite, postgres, |store| store.expire(at(BASE + 5 * DAY)));
     let old = ["fact_a1".to_owned(), "fact_b1".to_owned()];
     same_on_both!(sqlite, postgres, |store| store.supersede(
@@ -325,7 +332,10 @@ async fn fill_through_methods(store: &dyn MemoryBackend) -> Vec<String> {
         .await
         .unwrap();
     store.resolve_conflict(&bob, &ids[1]).await.unwrap();
-    store.decay(0.1, at(BASE + 50 * DAY)).await.unwrap();
+    store
+        .decay(0.1, DecayAction::Archive, at(BASE + 50 * DAY))
+        .await
+        .unwrap();
     ids
 }
 
