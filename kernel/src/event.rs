@@ -27,6 +27,10 @@ pub struct Event {
     pub user_id: Option<String>,
     /// The chat (group, channel) the event belongs to.
     pub chat_id: Option<String>,
+    /// The messaging provider the conversation came through (`telegram`, `slack`...), if the
+    /// host names one; the memory records it with the session the event opens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// What happened.
     pub payload: EventPayload,
 }
@@ -119,6 +123,7 @@ impl Event {
             session_id: None,
             user_id: None,
             chat_id: None,
+            provider: None,
             payload,
         }
     }
@@ -133,6 +138,12 @@ impl Event {
         self.session_id = session_id;
         self.user_id = user_id;
         self.chat_id = chat_id;
+        self
+    }
+
+    /// Sets the messaging provider the conversation came through (`telegram`).
+    pub fn with_provider(mut self, provider: Option<String>) -> Self {
+        self.provider = provider;
         self
     }
 
@@ -171,7 +182,8 @@ pub enum ConversationKind {
 /// A conversation event on the wire: one JSON object per line, read by replay and import.
 ///
 /// `{"id": "optional", "type": "user_message" | "agent_response", "at": "RFC 3339",
-///   "session_id": "...", "user_id": "...", "chat_id": "optional", "text": "..."}`
+///   "session_id": "...", "user_id": "...", "chat_id": "optional", "provider": "optional",
+///   "text": "..."}`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationEvent {
@@ -190,6 +202,10 @@ pub struct ConversationEvent {
     /// The chat, if the conversation happens in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<String>,
+    /// The messaging provider the conversation came through (`telegram`), if any: checked as
+    /// an id is, and recorded with the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// What was said.
     pub text: String,
 }
@@ -248,8 +264,8 @@ impl ConversationEvent {
         Ok(event)
     }
 
-    /// Checks every id by [`check_id`] (the optional `id` and `chat_id` too, when present) and
-    /// that the text holds no NUL character.
+    /// Checks every id by [`check_id`] (the optional `id`, `chat_id` and `provider` too, when
+    /// present) and that the text holds no NUL character.
     ///
     /// # Errors
     /// The first field that is invalid.
@@ -261,6 +277,9 @@ impl ConversationEvent {
         }
         if let Some(id) = &self.id {
             check_id("id", id)?;
+        }
+        if let Some(provider) = &self.provider {
+            check_id("provider", provider)?;
         }
         if self.text.contains('\0') {
             return Err(EventError::BadText(
@@ -283,14 +302,15 @@ impl ConversationEvent {
             session_id: Some(self.session_id),
             user_id: Some(self.user_id),
             chat_id: self.chat_id,
+            provider: self.provider,
             payload,
         }
     }
 }
 
-/// The one rule for every id that names an event, a user, a chat or a session, wherever it comes
-/// from (the wire, a tool call's scope, the command line): not empty or blank, at most
-/// [`MAX_ID_BYTES`] bytes, no control characters (tabs and newlines included).
+/// The one rule for every id that names an event, a user, a chat, a session or a messaging
+/// provider, wherever it comes from (the wire, a tool call's scope, the command line): not empty
+/// or blank, at most [`MAX_ID_BYTES`] bytes, no control characters (tabs and newlines included).
 ///
 /// # Errors
 /// [`EventError::EmptyField`] or [`EventError::BadId`], naming `field`.
@@ -363,6 +383,31 @@ mod tests {
             at: Utc::now(),
         };
         assert!(scope.validate().is_err());
+    }
+
+    /// A provider is optional, carried to the bus event, and checked as an id is: an over-long
+    /// one or one with control characters is refused, naming `provider`.
+    #[test]
+    fn provider_is_optional_and_checked() {
+        let line = |provider: Value| {
+            let mut event = serde_json::json!({"type": "user_message",
+                "at": "2026-03-01T10:00:00Z", "session_id": "s1", "user_id": "u1", "text": "hi"});
+            if !provider.is_null() {
+                event["provider"] = provider;
+            }
+            ConversationEvent::parse(&event.to_string())
+        };
+        assert_eq!(line(Value::Null).unwrap().into_event().provider, None);
+        let event = line(Value::from("telegram")).unwrap();
+        // The wire form writes it back: an event read and written is the same.
+        assert!(serde_json::to_string(&event)
+            .unwrap()
+            .contains(r#""provider":"telegram""#));
+        assert_eq!(event.into_event().provider.as_deref(), Some("telegram"));
+        for bad in ["t".repeat(300), "tele\ngram".to_owned(), " ".to_owned()] {
+            let error = line(Value::from(bad.clone())).unwrap_err();
+            assert!(error.to_string().contains("`provider`"), "{bad:?}: {error}");
+        }
     }
 
     #[test]

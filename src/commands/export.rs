@@ -51,6 +51,7 @@ fn markdown(records: &[Value]) -> String {
     let memories = rows("memories");
     let entities = rows("entities");
     let links = rows("memory_entities");
+    let session_rows = rows("sessions_consolidations");
     let mut users: Vec<String> = memories
         .iter()
         .map(|memory| memory["user_id"].as_str().unwrap_or("(nobody)").to_owned())
@@ -117,7 +118,26 @@ fn markdown(records: &[Value]) -> String {
         if !sessions.is_empty() {
             out.push_str("\n### Conversations\n");
             for session in sessions {
-                out.push_str(&format!("\n#### Session {}\n", visible(&session)));
+                // The messaging providers the session came through (one per chat it is in).
+                let mut providers: Vec<String> = session_rows
+                    .iter()
+                    .filter(|row| {
+                        row["user_id"] == user.as_str() && row["session_id"] == session.as_str()
+                    })
+                    .filter_map(|row| {
+                        row["provider"]
+                            .as_str()
+                            .map(|provider| visible(provider).into_owned())
+                    })
+                    .collect();
+                providers.sort();
+                providers.dedup();
+                let via = if providers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (via {})", providers.join(", "))
+                };
+                out.push_str(&format!("\n#### Session {}{via}\n", visible(&session)));
                 // In the order they were said (ids are hashes); the id decides between turns
                 // of the same second, so that the order is the same on every export.
                 let mut turns: Vec<&&&Value> = mine

@@ -167,3 +167,36 @@ fn reimporting_adds_no_markdown_copies_and_brings_no_forgotten_text_back() {
     assert_eq!(secret, 0, "the forgotten text came back in {files:?}");
     assert_eq!(occurrences(&markdown, KEPT).0, 1);
 }
+
+/// Seed 000: "Link sessions to provider/chat_id/user_id". An imported turn's `provider` is its
+/// session's, shown in the readable export; a malformed one is a problem named by its line and
+/// by the field.
+#[test]
+fn an_imported_turns_provider_is_its_sessions_and_a_bad_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("events.jsonl");
+    let with_provider = |id: &str, minute: u32, provider: &str| {
+        let mut line: Value =
+            serde_json::from_str(&event(Some(id), minute, "We fly on Friday")).unwrap();
+        line["provider"] = json!(provider);
+        line.to_string()
+    };
+    let lines = [
+        with_provider("e1", 0, "telegram"),
+        with_provider("e2", 1, "tele\tgram"),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let output = import(dir.path(), CONFIG, &file);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("events.jsonl:2:") && stderr.contains("`provider`"),
+        "{stderr}"
+    );
+    let markdown = run(dir.path(), CONFIG, &["export", "--format", "markdown"]);
+    let markdown = text(&markdown.stdout);
+    assert!(
+        markdown.contains("#### Session s1 (via telegram)"),
+        "{markdown}"
+    );
+}

@@ -44,7 +44,7 @@ fn screenshot_dir() -> PathBuf {
 
 fn turn(id: &str, minute: u32, text: &str) -> Value {
     json!({"id": id, "type": "user_message", "at": format!("2026-11-20T10:{minute:02}:00Z"),
-           "session_id": "s1", "text": text})
+           "session_id": "s1", "provider": "telegram", "text": text})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,6 +218,10 @@ async fn a_person_inspects_searches_and_forgets_in_a_real_browser() {
     assert!(
         made_by.contains("job run execute_consolidation"),
         "the run that made it: {made_by:?}"
+    );
+    assert!(
+        made_by.contains("in session s1 via telegram"),
+        "the session it was drawn from, and the provider that session came through: {made_by:?}"
     );
     let detail = browser.text("#detail-body").await.unwrap();
     assert!(

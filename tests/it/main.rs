@@ -23,6 +23,8 @@ mod http_api;
 mod http_inspection;
 mod http_isolation;
 mod http_mcp;
+mod http_people;
+mod http_provider;
 mod http_python_client;
 mod http_sampling;
 mod http_schemathesis;

@@ -12,9 +12,10 @@ use serde_json::Value;
 use crate::api::MemoryApi;
 use crate::error::Result;
 use crate::records::{
-    EntitySummary, IngestedEvent, KeyRecord, McpSessionRecord, OwnerSummary, Person,
+    EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord, OwnerSummary, Person,
+    Subject,
 };
-use crate::types::{Memory, MemoryStats, MemoryType};
+use crate::types::{Memory, MemoryStats, MemoryType, SessionKey};
 
 /// The configured limits a host checks requests against before it calls the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,16 +76,19 @@ pub trait MemoryHost: MemoryApi {
     /// The store fails.
     async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>>;
 
-    /// Remembers a fact for the caller, about `subjects` (people by name); its id and the
-    /// people's ids.
+    /// Remembers a fact for the caller, about `subjects` (people by name, by external id, or
+    /// both: a known external id names its person, an unknown one anchors the person named);
+    /// its id and the people's names.
     ///
     /// # Errors
-    /// The content is invalid, or the store fails.
+    /// The content is invalid, a subject's external id conflicts with the caller's people (it
+    /// anchors another person, or the person named carries another one; nothing is written
+    /// then), or the store fails.
     async fn remember(
         &self,
         scope: &ToolScope,
         content: &str,
-        subjects: &[String],
+        subjects: &[Subject],
         expires_at: Option<DateTime<Utc>>,
         shared: bool,
     ) -> Result<(String, Vec<String>)>;
@@ -136,11 +140,28 @@ pub trait MemoryHost: MemoryApi {
     /// The store fails.
     async fn replaced_by(&self, id: &str) -> Result<Vec<Memory>>;
 
+    /// The messaging provider `session` came through (`telegram`), as its user's turns named
+    /// it (the first one named); `None` when none did, or the session is not recorded.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn session_provider(&self, session: &SessionKey) -> Result<Option<String>>;
+
     /// The person `reference` names among `owner`'s people (a name, an alias or a relation).
     ///
     /// # Errors
     /// The store fails.
     async fn find_person(&self, owner: &str, reference: &str) -> Result<Option<Person>>;
+
+    /// The person among `owner`'s people that `external` anchors (never another owner's).
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn person_by_external_id(
+        &self,
+        owner: &str,
+        external: &ExternalId,
+    ) -> Result<Option<Person>>;
 
     /// Every person `owner` told about.
     ///

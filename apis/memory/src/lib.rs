@@ -21,8 +21,8 @@ pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use host::{HostLimits, MemoryHost};
 pub use records::{
-    content_event_id, EntitySummary, IngestedEvent, KeyRecord, McpSessionRecord, OwnerSummary,
-    Person,
+    content_event_id, EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord,
+    OwnerSummary, Person, Subject, MAX_EXTERNAL_ID_CHARS,
 };
 pub use types::{
     CandidateList, DecayAction, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch,

@@ -25,6 +25,92 @@ pub struct Person {
     pub provider: Option<String>,
 }
 
+/// The most characters of an external id or its provider.
+pub const MAX_EXTERNAL_ID_CHARS: usize = 64;
+
+/// A person's stable identity from an outside provider, e.g. their Telegram user id: the same
+/// person whatever name they are called by (seed 000's identity anchoring). Unique among one
+/// owner's people; never matched across owners.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExternalId {
+    /// Who issued the id: `telegram`, `slack`, ...
+    pub provider: String,
+    /// The id the provider gave the person.
+    pub external_id: String,
+}
+
+impl ExternalId {
+    /// An external id, trimmed, its provider in lower case (`Telegram` is `telegram`); refused
+    /// when either part is blank, longer than [`MAX_EXTERNAL_ID_CHARS`] or holds a control
+    /// character.
+    ///
+    /// # Errors
+    /// [`crate::MemoryApiError::Invalid`] naming the part and the problem.
+    pub fn new(provider: &str, external_id: &str) -> crate::Result<Self> {
+        let check = |field: &str, text: &str| {
+            let text = text.trim();
+            let chars = text.chars().count();
+            if text.is_empty() {
+                Err(format!("`{field}` must not be blank"))
+            } else if chars > MAX_EXTERNAL_ID_CHARS {
+                Err(format!(
+                    "`{field}` is {chars} characters; the limit is {MAX_EXTERNAL_ID_CHARS}"
+                ))
+            } else if text.chars().any(char::is_control) {
+                Err(format!("`{field}` must not contain control characters"))
+            } else {
+                Ok(text.to_owned())
+            }
+        };
+        Ok(Self {
+            provider: check("provider", provider)
+                .map_err(crate::MemoryApiError::Invalid)?
+                .to_lowercase(),
+            external_id: check("external_id", external_id)
+                .map_err(crate::MemoryApiError::Invalid)?,
+        })
+    }
+
+    /// The id a person carries, if they carry one whole.
+    pub fn of(person: &Person) -> Option<Self> {
+        match (&person.provider, &person.external_id) {
+            (Some(provider), Some(external_id)) => Some(Self {
+                provider: provider.clone(),
+                external_id: external_id.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ExternalId {
+    /// `telegram id `12345``, for messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} id `{}`", self.provider, self.external_id)
+    }
+}
+
+/// Who a fact is about: how the user calls them ("my wife", "Sarah"), their external id, or
+/// both. A known external id names its person whatever the name; an unknown one anchors the
+/// person the name resolves to (or creates).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Subject {
+    /// A name or reference; `None` only with an external id that is known already.
+    pub name: Option<String>,
+    /// The person's stable id from a provider.
+    pub external: Option<ExternalId>,
+}
+
+impl Subject {
+    /// A subject by name or reference alone.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            external: None,
+        }
+    }
+}
+
 /// An owner of memories, for the admin's list of users.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OwnerSummary {

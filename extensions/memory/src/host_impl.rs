@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::{Event, ToolScope};
 use mnemo_memory_api::{
-    EntitySummary, HostLimits, IngestedEvent, KeyRecord, McpSessionRecord, Memory, MemoryHost,
-    MemoryStats, MemoryType, OwnerSummary, Person, Result,
+    EntitySummary, ExternalId, HostLimits, IngestedEvent, KeyRecord, McpSessionRecord, Memory,
+    MemoryHost, MemoryStats, MemoryType, OwnerSummary, Person, Result, SessionKey, Subject,
 };
 use serde_json::{Map, Value};
 
@@ -55,7 +55,7 @@ impl MemoryHost for MemoryService {
         &self,
         scope: &ToolScope,
         content: &str,
-        subjects: &[String],
+        subjects: &[Subject],
         expires_at: Option<DateTime<Utc>>,
         shared: bool,
     ) -> Result<(String, Vec<String>)> {
@@ -97,8 +97,20 @@ impl MemoryHost for MemoryService {
         Ok(MemoryService::replaced_by(self, id).await?)
     }
 
+    async fn session_provider(&self, session: &SessionKey) -> Result<Option<String>> {
+        Ok(MemoryService::session_provider(self, session).await?)
+    }
+
     async fn find_person(&self, owner: &str, reference: &str) -> Result<Option<Person>> {
         Ok(MemoryService::find_person(self, owner, reference).await?)
+    }
+
+    async fn person_by_external_id(
+        &self,
+        owner: &str,
+        external: &ExternalId,
+    ) -> Result<Option<Person>> {
+        Ok(MemoryService::person_by_external_id(self, owner, external).await?)
     }
 
     async fn get_known_people(&self, owner: &str) -> Result<Vec<Person>> {

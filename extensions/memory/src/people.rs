@@ -1,7 +1,9 @@
-//! People: resolving "my wife", "Sarah" or "my wife Sarah" to person entities (seed 000).
+//! People: resolving "my wife", "Sarah" or "my wife Sarah" to person entities, and a person's
+//! external id (seed 000's identity anchoring: "stable IDs across username changes").
 
-use crate::error::Result;
+use crate::error::{MemoryError, Result};
 use crate::store::{MemoryBackend, Person};
+use crate::types::{ExternalId, Subject};
 
 /// Relations people use for the people in their lives.
 pub(crate) const RELATIONS: &[&str] = &[
@@ -210,6 +212,181 @@ pub(crate) async fn resolve_or_create_person(
         .upsert_person(owner, &name, parsed.relation.as_deref())
         .await?;
     Ok(Some((person, !existed)))
+}
+
+/// The refusal of an external id that anchors `holder`, another of the owner's people.
+pub(crate) fn already_anchors(external: &ExternalId, holder: &Person) -> MemoryError {
+    MemoryError::Invalid(format!(
+        "{external} already anchors `{}` ({}), another person: one external id names one \
+         person; nothing was changed",
+        holder.name, holder.id
+    ))
+}
+
+/// The refusal of `external` for `person`, who carries `carried`.
+pub(crate) fn carries_another(
+    person: &Person,
+    carried: &ExternalId,
+    external: &ExternalId,
+) -> MemoryError {
+    MemoryError::Invalid(format!(
+        "`{}` ({}) carries {carried}, not {external}: a person carries one external id; \
+         nothing was changed",
+        person.name, person.id
+    ))
+}
+
+/// The name a subject with an external id is called by: its name, or its text as given when it
+/// names no relation (a platform's user name such as "sally_99" is a name too); `None` for a
+/// reference by relation alone ("my wife").
+fn called_by(reference: &str) -> Option<String> {
+    let parsed = parse_person_to_create(reference);
+    match (parsed.name, parsed.relation) {
+        (Some(name), _) => Some(name),
+        (None, Some(_)) => None,
+        (None, None) => Some(reference.trim().to_owned()).filter(|name| !name.is_empty()),
+    }
+}
+
+/// The person [`resolve_or_create_person`] would take for `reference`, if they exist: the
+/// person of its relation, else the one of its name (or of `name_hint`, or, with an external
+/// id, of the text as given). Reads only.
+async fn person_to_anchor(
+    store: &dyn MemoryBackend,
+    owner: &str,
+    reference: &str,
+    name_hint: Option<&str>,
+) -> Result<Option<Person>> {
+    let parsed = parse_person_to_create(reference);
+    if let Some(relation) = &parsed.relation {
+        if let Some(person) = store.person_by_relation(owner, relation).await? {
+            return Ok(Some(person));
+        }
+    }
+    let name = parsed
+        .name
+        .or_else(|| name_hint.map(str::to_owned))
+        .or(parsed.relation)
+        .or_else(|| called_by(reference));
+    match name {
+        Some(name) => store.person_by_name(owner, &name).await,
+        None => Ok(None),
+    }
+}
+
+/// Checks subjects before anything is written: each has a name or an external id; one name is
+/// not given two external ids; an external id no person carries yet comes with a name, and that
+/// name's person carries no other. A subject whose external id is known names its person.
+///
+/// # Errors
+/// [`MemoryError::Invalid`] naming the subject and the problem; or the store fails.
+pub(crate) async fn check_subjects(
+    store: &dyn MemoryBackend,
+    owner: &str,
+    subjects: &[Subject],
+    name_hint: Option<&str>,
+) -> Result<()> {
+    for (index, subject) in subjects.iter().enumerate() {
+        let name = subject.name.as_deref().map(str::trim);
+        let Some(external) = &subject.external else {
+            if name.is_none() {
+                return Err(MemoryError::Invalid(format!(
+                    "subject {}: give a `name`, or an `external_id` with its `provider`",
+                    index + 1
+                )));
+            }
+            continue;
+        };
+        let twin = subjects[..index].iter().find(|other| {
+            other
+                .name
+                .as_deref()
+                .map(str::trim)
+                .zip(name)
+                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+                && other
+                    .external
+                    .as_ref()
+                    .is_some_and(|theirs| theirs != external)
+        });
+        if let (Some(twin), Some(name)) = (twin, name) {
+            return Err(MemoryError::Invalid(format!(
+                "subject {}: `{name}` is given {external} and {} in one call; a person carries \
+                 one external id",
+                index + 1,
+                twin.external
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            )));
+        }
+        if store
+            .person_by_external_id(owner, external)
+            .await?
+            .is_some()
+        {
+            continue;
+        }
+        let Some(name) = name.filter(|name| !name.is_empty()) else {
+            return Err(MemoryError::Invalid(format!(
+                "subject {}: no person carries {external} yet; give the subject a `name` to \
+                 make them",
+                index + 1
+            )));
+        };
+        if let Some(person) = person_to_anchor(store, owner, name, name_hint).await? {
+            if let Some(carried) = ExternalId::of(&person) {
+                return Err(carries_another(&person, &carried, external));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finds or creates the owner's person for a subject: a known external id names its person
+/// whatever the subject calls them (a new name becomes an alias); an unknown one anchors the
+/// person the name resolves to or creates. Returns the person and whether it was created.
+///
+/// # Errors
+/// The external id conflicts with the owner's people (see [`check_subjects`]), or the store
+/// fails.
+pub(crate) async fn resolve_subject(
+    store: &dyn MemoryBackend,
+    owner: &str,
+    subject: &Subject,
+    name_hint: Option<&str>,
+) -> Result<Option<(Person, bool)>> {
+    let Some(external) = &subject.external else {
+        return match subject.name.as_deref() {
+            Some(name) => resolve_or_create_person(store, owner, name, name_hint).await,
+            None => Ok(None),
+        };
+    };
+    if let Some(person) = store.person_by_external_id(owner, external).await? {
+        let called = subject.name.as_deref().and_then(called_by);
+        let person = store
+            .anchor_person(owner, &person.id, external, called.as_deref())
+            .await?;
+        return Ok(Some((person, false)));
+    }
+    check_subjects(store, owner, std::slice::from_ref(subject), name_hint).await?;
+    let Some(name) = subject.name.as_deref() else {
+        return Ok(None);
+    };
+    let (person, created) = match resolve_or_create_person(store, owner, name, name_hint).await? {
+        Some(found) => found,
+        None => {
+            let Some(name) = called_by(name) else {
+                return Ok(None);
+            };
+            let existed = store.person_by_name(owner, &name).await?.is_some();
+            (store.upsert_person(owner, &name, None).await?, !existed)
+        }
+    };
+    let person = store
+        .anchor_person(owner, &person.id, external, None)
+        .await?;
+    Ok(Some((person, created)))
 }
 
 #[cfg(test)]

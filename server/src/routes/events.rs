@@ -39,6 +39,10 @@ pub(crate) struct EventBody {
     user_id: Option<IdText>,
     /// The chat it happens in.
     chat_id: Option<IdText>,
+    /// The messaging provider the conversation came through (`telegram`, `slack`...), if any.
+    /// Recorded with the session by the user's turn that opens it, and shown in a memory's
+    /// provenance; a session keeps the first provider its turns named.
+    provider: Option<IdText>,
     /// What was said: not blank, at most the server's `max_content_chars` (20,000 by default;
     /// the maximum here is this server's).
     #[schema(min_length = 1, max_length = 20000)]
@@ -156,6 +160,7 @@ impl EventBody {
             session_id: self.session_id.0,
             user_id: String::new(),
             chat_id: self.chat_id.map(|chat| chat.0),
+            provider: self.provider.map(|provider| provider.0),
             text: self.text,
         };
         (event, self.user_id.map(|user| user.0))

@@ -10,7 +10,7 @@ use mnemo_memory_api::{ListRequest, Memory, MemoryKind, MemoryType};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::views::{id_text, IdText, MemoryView, NameText};
+use super::views::{id_text, IdText, MemoryView, SubjectBody};
 use super::{ApiJson, ApiPath, ApiQuery};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
@@ -31,10 +31,14 @@ pub(crate) struct RememberBody {
     #[schema(min_length = 1, max_length = 20000)]
     // and `content_pattern()`, by `fit_to_config`
     content: String,
-    /// Who it is about ("my wife", "Sarah"); each becomes a person in the user's registry.
+    /// Who it is about ("my wife", "Sarah"), or a person by their id on a messaging platform
+    /// (`{"name": "Sarah", "external_id": "12345", "provider": "telegram"}`): each becomes a
+    /// person in the user's registry. A known external id names its person whatever the name
+    /// (a new name becomes an alias); one that anchors another of the user's people, or a
+    /// person already carrying another, is refused and nothing is stored.
     #[serde(default)]
     #[schema(max_items = 16)]
-    subjects: Vec<NameText>,
+    subjects: Vec<SubjectBody>,
     /// `fact` (default, permanent until it decays), `context` (until the end of the day) or
     /// `conversation` (30 days).
     #[serde(default, rename = "type")]
@@ -83,12 +87,12 @@ pub(crate) async fn remember(
     if body.shared && scope.chat_id.is_none() {
         return Err(ApiError::invalid("`shared` needs a `chat_id`"));
     }
-    let subjects: Vec<String> = body.subjects.into_iter().map(|name| name.0).collect();
-    if let Some(name) = subjects.iter().find(|name| name.trim().is_empty()) {
-        return Err(ApiError::invalid(format!(
-            "`subjects`: `{name}` is not a name"
-        )));
-    }
+    let subjects = body
+        .subjects
+        .into_iter()
+        .map(SubjectBody::subject)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| ApiError::invalid(format!("`subjects`: {error}")))?;
     let remembered = if body.memory_type == MemoryType::Fact {
         let (id, subjects) = state
             .memory

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use mnemo_memory_api::{Memory, MemoryKind};
+use mnemo_memory_api::{Memory, MemoryKind, SessionKey};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -48,6 +48,9 @@ pub(crate) struct MadeByView {
     how: String,
     /// The session it was said in or drawn from.
     session_id: Option<String>,
+    /// The messaging provider that session came through (`telegram`), as its turns named it;
+    /// null when none did.
+    provider: Option<String>,
     /// When it was made.
     at: DateTime<Utc>,
     /// For consolidation and reflection: the job run it was made in, among the newest 1,000
@@ -136,6 +139,14 @@ pub(crate) async fn provenance(
         replaced_by.push(MemoryView::from(newer));
     }
 
+    // The session is its user's in its chat, as the turns that opened it recorded it.
+    let provider = match (&memory.user_id, &memory.session_id) {
+        (Some(user_id), Some(session_id)) => {
+            let session = SessionKey::new(user_id.clone(), memory.chat_id.clone(), session_id);
+            state.memory.session_provider(&session).await?
+        }
+        _ => None,
+    };
     let how = how_made(&memory);
     let job_run = match job_extension(how) {
         None => None,
@@ -166,6 +177,7 @@ pub(crate) async fn provenance(
         made_by: MadeByView {
             how: how.to_owned(),
             session_id: memory.session_id.clone(),
+            provider,
             at: memory.created_at,
             job_run,
         },

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::TurnInput;
-use mnemo_memory_api::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
+use mnemo_memory_api::{ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::views::{id_text, whole_number, IdText, MemoryView, NameText};
-use super::ApiJson;
+use super::{ApiJson, ApiQuery};
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
 use crate::AppState;
@@ -330,11 +330,28 @@ pub(crate) struct PersonView {
     /// How the user relates to them ("wife", "boss").
     relation: Option<String>,
     aliases: Vec<String>,
+    /// Their stable id on `provider` (a Telegram user id), once a memory's subject gave it.
+    external_id: Option<String>,
+    /// The platform of `external_id` (`telegram`).
+    provider: Option<String>,
 }
 
-/// The people in the caller's memory.
+/// Which people to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PeopleQuery {
+    /// Only the people with this id on a platform (with `provider`, the one person it anchors).
+    external_id: Option<IdText>,
+    /// Only the people anchored on this platform: `telegram`, `slack`, ... (without case).
+    provider: Option<IdText>,
+}
+
+/// The people in the caller's memory; `provider` and `external_id` keep those anchored by
+/// them: both together, the one person that id anchors (none if no one carries it).
 #[utoipa::path(
     get, path = "/v1/people", tag = "search",
+    params(PeopleQuery),
     responses(
         (status = 200, description = "People", body = PeopleView),
         (status = "default", description = "An error", body = ErrorBody),
@@ -343,8 +360,31 @@ pub(crate) struct PersonView {
 pub(crate) async fn people(
     State(state): State<Arc<AppState>>,
     principal: Principal,
+    ApiQuery(query): ApiQuery<PeopleQuery>,
 ) -> Result<axum::Json<PeopleView>, ApiError> {
-    let people = state.memory.get_known_people(principal.user()?).await?;
+    let user = principal.user()?;
+    let provider = id_text(&query.provider);
+    let external_id = id_text(&query.external_id);
+    let people = if let (Some(provider), Some(external_id)) = (provider, external_id) {
+        let external = ExternalId::new(provider, external_id)?;
+        state
+            .memory
+            .person_by_external_id(user, &external)
+            .await?
+            .into_iter()
+            .collect()
+    } else {
+        let provider = provider.map(|provider| provider.trim().to_lowercase());
+        let external_id = external_id.map(str::trim);
+        let mut people = state.memory.get_known_people(user).await?;
+        people.retain(|person| {
+            provider
+                .as_ref()
+                .is_none_or(|provider| person.provider.as_ref() == Some(provider))
+                && external_id.is_none_or(|id| person.external_id.as_deref() == Some(id))
+        });
+        people
+    };
     Ok(axum::Json(PeopleView {
         people: people
             .into_iter()
@@ -353,6 +393,8 @@ pub(crate) async fn people(
                 name: person.name,
                 relation: person.relation,
                 aliases: person.aliases,
+                external_id: person.external_id,
+                provider: person.provider,
             })
             .collect(),
     }))

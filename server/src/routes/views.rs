@@ -202,3 +202,67 @@ pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(
 pub(crate) fn id_text(id: &Option<IdText>) -> Option<&str> {
     id.as_ref().map(|id| id.0.as_str())
 }
+
+/// Who a memory is about: a name or how the user calls them ("my wife", "Sarah"), or a person
+/// with their stable id on a messaging platform, the same person whatever name they go by
+/// (seed 000's identity anchoring).
+#[derive(Debug, Clone, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum SubjectBody {
+    /// A name or reference.
+    Name(NameText),
+    /// A person by their external id.
+    Anchored(AnchoredSubject),
+}
+
+/// A person with their id on a messaging platform: a known id names its person (a new `name`
+/// becomes an alias); an unknown one anchors the person `name` resolves to, or a new one.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnchoredSubject {
+    /// How the user calls them; needed the first time the id is given.
+    pub(crate) name: Option<NameText>,
+    /// Their id on the platform, e.g. a Telegram user id; unique among the user's people.
+    pub(crate) external_id: IdText,
+    /// The platform: `telegram`, `slack`, ... (compared in lower case).
+    pub(crate) provider: IdText,
+}
+
+impl<'de> Deserialize<'de> for SubjectBody {
+    /// A string is a name, an object a person by external id; anything else is refused saying
+    /// what a subject may be.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match Value::deserialize(deserializer)? {
+            text @ Value::String(_) => NameText::deserialize(text)
+                .map(Self::Name)
+                .map_err(D::Error::custom),
+            object @ Value::Object(_) => AnchoredSubject::deserialize(object)
+                .map(Self::Anchored)
+                .map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "a subject is a name or an object with `external_id` and `provider` (and \
+                 `name`), not `{other}`"
+            ))),
+        }
+    }
+}
+
+impl SubjectBody {
+    /// The subject as the memory takes it.
+    ///
+    /// # Errors
+    /// The external id is not one ([`mnemo_memory_api::ExternalId::new`]).
+    pub(crate) fn subject(self) -> mnemo_memory_api::Result<mnemo_memory_api::Subject> {
+        Ok(match self {
+            Self::Name(name) => mnemo_memory_api::Subject::named(name.0),
+            Self::Anchored(anchored) => mnemo_memory_api::Subject {
+                name: anchored.name.map(|name| name.0),
+                external: Some(mnemo_memory_api::ExternalId::new(
+                    &anchored.provider.0,
+                    &anchored.external_id.0,
+                )?),
+            },
+        })
+    }
+}

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::MemoryService;
 use crate::error::Result;
 use crate::store::{EntitySummary, IndexItem, IntegrityReport, OwnerSummary, VectorStatus};
-use crate::types::{Memory, MemoryStats};
+use crate::types::{Memory, MemoryStats, SessionKey};
 
 impl MemoryService {
     /// Gives the sessions and memories that the maintenance jobs gave up on after repeated
@@ -56,6 +56,15 @@ impl MemoryService {
     /// The store is not open, or fails.
     pub async fn replaced_by(&self, id: &str) -> Result<Vec<Memory>> {
         self.store()?.replaced_by(id).await
+    }
+
+    /// The messaging provider `session` came through (`telegram`), as its user's turns named
+    /// it; `None` when none did.
+    ///
+    /// # Errors
+    /// The store is not open, or fails.
+    pub async fn session_provider(&self, session: &SessionKey) -> Result<Option<String>> {
+        self.store()?.session_provider(session).await
     }
 
     /// The storage backend (`sqlite` or `postgres`) and the bytes its database takes (see

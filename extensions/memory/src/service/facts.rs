@@ -10,7 +10,9 @@ use super::MemoryService;
 use crate::error::{MemoryError, Result};
 use crate::store::{NewMemory, Person};
 use crate::text::{is_stopword, terms};
-use crate::types::{Memory, MemoryKind, MemoryType, SearchRequest, SessionKey};
+use crate::types::{
+    ExternalId, Memory, MemoryKind, MemoryType, SearchRequest, SessionKey, Subject,
+};
 
 /// A fact to save through [`MemoryService::save_fact`].
 #[derive(Debug, Clone, Default)]
@@ -192,6 +194,49 @@ impl MemoryService {
         crate::people::find_person(self.store()?.as_ref(), owner, reference).await
     }
 
+    /// The owner's person that `external` anchors; another owner's never.
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn person_by_external_id(
+        &self,
+        owner: &str,
+        external: &ExternalId,
+    ) -> Result<Option<Person>> {
+        self.store()?.person_by_external_id(owner, external).await
+    }
+
+    /// Checks a fact's subjects for `owner` before anything is written (see
+    /// [`crate::people::check_subjects`]): each names someone, and no external id conflicts
+    /// with the owner's people.
+    ///
+    /// # Errors
+    /// [`MemoryError::Invalid`] naming the subject and the problem; or the store fails.
+    pub async fn check_subjects(
+        &self,
+        owner: &str,
+        content: &str,
+        subjects: &[Subject],
+    ) -> Result<()> {
+        let name_hint = self.person_hint(content);
+        crate::people::check_subjects(
+            self.store()?.as_ref(),
+            owner,
+            subjects,
+            name_hint.as_deref(),
+        )
+        .await
+    }
+
+    /// The first person the fast entity extraction finds in `content`: the name of a person
+    /// a subject knows only by relation ("my wife's name is Sarah").
+    fn person_hint(&self, content: &str) -> Option<String> {
+        self.fast_entities(content)
+            .into_iter()
+            .find(|entity| entity.entity_type == mnemo_ner_api::EntityType::Person)
+            .map(|entity| entity.canonical)
+    }
+
     /// Finds or creates the owner's person for a reference (seed 000's resolution table).
     ///
     /// # Errors
@@ -215,15 +260,18 @@ impl MemoryService {
     }
 
     /// Stores a fact about `subjects` for the caller; returns its id and the subjects' names.
-    /// A shared fact in a chat is visible to the whole chat; otherwise it is personal.
+    /// A subject's known external id names its person whatever they are called; an unknown one
+    /// anchors the person named. A shared fact in a chat is visible to the whole chat;
+    /// otherwise it is personal.
     ///
     /// # Errors
-    /// The content is invalid, or the store fails.
+    /// The content is invalid, a subject names nobody or its external id conflicts with the
+    /// caller's people (nothing is written then), or the store fails.
     pub async fn remember(
         &self,
         scope: &ToolScope,
         content: &str,
-        subjects: &[String],
+        subjects: &[Subject],
         expires_at: Option<DateTime<Utc>>,
         shared: bool,
     ) -> Result<(String, Vec<String>)> {
@@ -237,17 +285,25 @@ impl MemoryService {
                 )));
             }
         }
-        let name_hint = self
-            .fast_entities(content)
-            .into_iter()
-            .find(|entity| entity.entity_type == mnemo_ner_api::EntityType::Person)
-            .map(|entity| entity.canonical);
+        let name_hint = self.person_hint(content);
+        let store = self.store()?;
+        crate::people::check_subjects(
+            store.as_ref(),
+            &scope.user_id,
+            subjects,
+            name_hint.as_deref(),
+        )
+        .await?;
         let mut subject_ids = Vec::new();
         let mut names = Vec::new();
         for subject in subjects {
-            if let Some((person, _)) = self
-                .resolve_or_create_person(&scope.user_id, subject, name_hint.as_deref())
-                .await?
+            if let Some((person, _)) = crate::people::resolve_subject(
+                store.as_ref(),
+                &scope.user_id,
+                subject,
+                name_hint.as_deref(),
+            )
+            .await?
             {
                 // "my wife" and "Sarah" may be one person: linked and named once.
                 if !subject_ids.contains(&person.id) {

@@ -29,6 +29,8 @@ pub(super) struct OwnedTurn {
     pub(super) entities: Vec<ExtractedEntity>,
     pub(super) event_id: Option<String>,
     pub(super) record_session: bool,
+    /// The messaging provider its event named, recorded with the session.
+    pub(super) provider: Option<String>,
 }
 
 impl OwnedTurn {
@@ -38,6 +40,7 @@ impl OwnedTurn {
             entities: &self.entities,
             event_id: self.event_id.as_deref(),
             record_session: self.record_session,
+            provider: self.provider.as_deref(),
         }
     }
 }

@@ -222,6 +222,10 @@ impl MemoryService {
             )));
         };
         self.check_content("text", text)?;
+        if let Some(provider) = event.provider.as_deref() {
+            mnemo_kernel::check_id("provider", provider)
+                .map_err(|error| MemoryError::Invalid(error.to_string()))?;
+        }
         let is_user = event.topic() == mnemo_kernel::TOPIC_USER_MESSAGE;
         // "/new" tells the host (and the markdown mirror) to start a new session; it is not
         // something the user said, so it is neither a turn nor reflected on.
@@ -260,6 +264,7 @@ impl MemoryService {
                 entities,
                 event_id: (!event.id.is_empty()).then(|| event.id.clone()),
                 record_session: is_user,
+                provider: event.provider.clone(),
             },
         }))
     }

@@ -272,4 +272,7 @@ pub(crate) struct TurnRow<'a> {
     pub(crate) event_id: Option<&'a str>,
     /// Whether it opens or reopens its session's consolidation row (a user's turn).
     pub(crate) record_session: bool,
+    /// The messaging provider its event named (`telegram`): the session keeps the first one
+    /// its turns name.
+    pub(crate) provider: Option<&'a str>,
 }

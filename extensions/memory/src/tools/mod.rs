@@ -15,7 +15,10 @@ use serde_json::{json, Map, Value};
 use crate::config::ToolProfile;
 use crate::error::MemoryError;
 use crate::service::{FactInput, MemoryService};
-use crate::types::{MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
+use crate::types::{
+    ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest, Subject,
+    MAX_EXTERNAL_ID_CHARS,
+};
 
 mod people;
 mod reference;

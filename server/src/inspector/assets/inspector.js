@@ -216,7 +216,7 @@ async function openMemory(id) {
       el("p", { class: "content", id: "detail-content" }, memory.content),
       el("dl", { class: "fields" }, fields.map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)])),
       el("h3", {}, "Made by"),
-      el("p", { id: "made-by" }, `${made.how}` + (made.session_id ? ` in session ${made.session_id}` : "") + `, ${when(made.at)}`,
+      el("p", { id: "made-by" }, `${made.how}` + (made.session_id ? ` in session ${made.session_id}` : "") + (made.provider ? ` via ${made.provider}` : "") + `, ${when(made.at)}`,
         run ? el("span", {}, ` — job run ${run.name} started ${when(run.at)}: `, el("span", { class: run.ok ? "ok" : "bad" }, run.report)) : null),
       ...chain("Sources", provenance.sources, "None: it was said or told directly."),
       ...chain("Replaced", provenance.replaced, "No earlier version."),

@@ -259,6 +259,15 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 top,
                 count,
             },
+            RawStep::ExpectSession {
+                user_id,
+                session_id,
+                chat_id,
+                provider,
+            } => Step::ExpectSession {
+                who: who(user_id, session_id, chat_id),
+                provider,
+            },
             RawStep::WriteFile { path, .. } | RawStep::ExpectFile { path, .. }
                 if !inside_data_dir(&path) =>
             {

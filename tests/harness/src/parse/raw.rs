@@ -121,6 +121,16 @@ pub(super) enum RawStep {
         #[serde(default)]
         count: Option<usize>,
     },
+    ExpectSession {
+        #[serde(default)]
+        user_id: Option<String>,
+        #[serde(default)]
+        session_id: Option<String>,
+        #[serde(default)]
+        chat_id: Option<String>,
+        #[serde(default)]
+        provider: Option<String>,
+    },
     WriteFile {
         path: String,
         text: String,

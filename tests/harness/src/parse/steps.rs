@@ -183,6 +183,13 @@ pub enum Step {
         /// The expected number.
         equals: u64,
     },
+    /// What the store recorded of one session (the last event's by default) must match.
+    ExpectSession {
+        /// The session: its user, chat and id.
+        who: Who,
+        /// The messaging provider it must have come through; `None`: it must have none.
+        provider: Option<String>,
+    },
     /// Write a file in the data directory, as a person editing it by hand would.
     WriteFile {
         /// Relative to the data directory; never leaves it.

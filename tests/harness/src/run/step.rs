@@ -396,6 +396,37 @@ impl Run<'_> {
                     Err(err) => self.unexpected(line, label, err.to_string()),
                 }
             }
+            Step::ExpectSession { who, provider } => {
+                let scope = self.scope(who);
+                let session = mnemo_memory_api::SessionKey::new(
+                    scope.user_id,
+                    scope.chat_id,
+                    scope.session_id.unwrap_or_default(),
+                );
+                let label = format!("expect_session {session}");
+                let Some(memory) = self
+                    .kernel
+                    .context()
+                    .services()
+                    .get::<dyn mnemo_memory_api::MemoryHost>()
+                else {
+                    let detail = "the memory extension is not enabled".to_owned();
+                    self.unexpected(line, label, detail);
+                    return;
+                };
+                match memory.session_provider(&session).await {
+                    Ok(found) => {
+                        let seen = format!("provider {found:?}");
+                        self.report.log.push(format!("session {session}: {seen}"));
+                        let mut problems = Vec::new();
+                        if found != *provider {
+                            problems.push(format!("expected provider {provider:?}"));
+                        }
+                        self.outcome(line, label, problems, seen);
+                    }
+                    Err(err) => self.unexpected(line, label, err.to_string()),
+                }
+            }
             Step::WriteFile { path, text } => {
                 let full = self.kernel.context().data_dir().join(path);
                 let written = match full.parent() {

@@ -158,6 +158,7 @@ pub(crate) trait MemoryIngest: Send + Sync {
                 entities,
                 event_id,
                 record_session,
+                provider: None,
             }])
             .await?;
         Ok(stored.pop().unwrap_or_default())

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 use crate::store::Person;
-use crate::types::{EpisodePage, Memory, PendingSession, SessionKey};
+use crate::types::{EpisodePage, ExternalId, Memory, PendingSession, SessionKey};
 
 /// Sessions: consolidation records and the turns of one session.
 #[async_trait]
@@ -21,6 +21,13 @@ pub(crate) trait SessionRecords: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn is_session_consolidated(&self, session: &SessionKey) -> Result<bool>;
+
+    /// The messaging provider `session` came through (`telegram`), as its user's turns named
+    /// it; `None` when none did, or the session is not recorded.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn session_provider(&self, session: &SessionKey) -> Result<Option<String>>;
 
     /// Records that the consolidation of `session` read `episode_ids`, in one transaction: they
     /// are marked, and the session counts as consolidated unless a user turn it has not read
@@ -99,6 +106,32 @@ pub(crate) trait PeopleRecords: Send + Sync {
     /// # Errors
     /// The database fails.
     async fn rename_person(&self, person: &Person, name: &str) -> Result<()>;
+
+    /// The owner's person that `external` anchors; another owner's never.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn person_by_external_id(
+        &self,
+        owner: &str,
+        external: &ExternalId,
+    ) -> Result<Option<Person>>;
+
+    /// Anchors the owner's person `person_id` to `external`, and keeps `called` (a name it was
+    /// called by) as an alias when it is a new name for them, in one transaction; returns the
+    /// person as it is now. Anchoring a person to the id it carries changes nothing.
+    ///
+    /// # Errors
+    /// [`crate::error::MemoryError::Invalid`] when `external` anchors another of the owner's
+    /// people, or the person carries another external id; `NotFound` when the owner has no
+    /// such person. Nothing is changed then. Or the database fails.
+    async fn anchor_person(
+        &self,
+        owner: &str,
+        person_id: &str,
+        external: &ExternalId,
+        called: Option<&str>,
+    ) -> Result<Person>;
 
     /// Every person the owner told us about, by name.
     ///

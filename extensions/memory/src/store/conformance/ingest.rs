@@ -92,6 +92,7 @@ pub(super) async fn a_batch_of_turns_is_stored_whole_or_not_at_all<S: Conformant
             entities: &[],
             event_id: Some(id),
             record_session: true,
+            provider: None,
         })
         .collect();
     let error = store.insert_turns(&rows).await.unwrap_err();

@@ -9,6 +9,7 @@ mod entities;
 mod indexing;
 mod ingest;
 pub(crate) mod lifecycle;
+mod people_anchors;
 mod records;
 mod sessions_and_people;
 mod shared_runs;
@@ -367,6 +368,7 @@ on_both_backends!(
         sessions_and_people::sessions_are_opened_closed_and_pending_again,
         sessions_and_people::turns_come_in_event_order,
         sessions_and_people::people_by_name_relation_and_rename,
+        people_anchors::people_are_anchored_by_external_id_per_owner,
         sessions_and_people::a_failed_turn_writes_nothing,
         records::get_load_and_rank_keys_with_session_neighbours,
         records::requests_filter_by_scope_kind_tags_time_and_state,
@@ -375,6 +377,7 @@ on_both_backends!(
         records::listings_page_newest_first,
         records::context_values_reflections_and_enrichment_candidates,
         lifecycle::decay_fades_and_spares_protected_facts,
+        lifecycle::decay_soft_deletes_below_the_floor_and_drops_vectors,
         lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say,
         indexing::the_embedding_cache_round_trips_by_model,
         lifecycle::decay_soft_deletes_below_the_floor_and_drops_vectors,

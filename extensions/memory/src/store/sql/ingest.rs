@@ -68,6 +68,7 @@ async fn store_turn<S: SqlStore>(
         entities,
         event_id,
         record_session,
+        provider,
     } = *turn;
     let owner = memory.user_id.as_deref().unwrap_or_default();
     if let Some(event_id) = event_id {
@@ -81,14 +82,17 @@ async fn store_turn<S: SqlStore>(
     let mut new_session = false;
     let mut closed_sessions = Vec::new();
     if let (true, Some(session)) = (record_session, memory.session_key()) {
+        // The session's messaging provider is the first one its user's turns name.
         let mut record = QueryBuilder::<S::Db>::new(
             "INSERT INTO sessions_consolidations \
-             (user_id, chat_id, session_id, first_seen_at) VALUES (",
+             (user_id, chat_id, session_id, first_seen_at, provider) VALUES (",
         );
         push_session_values(&mut record, &session);
         record
             .push(", ")
             .int(ts(memory.event_time))
+            .push(", ")
+            .opt_text(provider)
             .push(") ON CONFLICT DO NOTHING");
         new_session = S::Db::execute(connection, record).await? == 1;
         if new_session {
@@ -103,12 +107,23 @@ async fn store_turn<S: SqlStore>(
                     .collect();
         } else {
             // A turn after the session was consolidated makes it pending again: the next
-            // consolidation reads the episodes it has not read yet.
+            // consolidation reads the episodes it has not read yet. A session opened without a
+            // provider takes the first one a later turn names; one it has stays.
             let mut reopen = QueryBuilder::<S::Db>::new(
-                "UPDATE sessions_consolidations SET consolidated_at = NULL, attempts = 0",
+                "UPDATE sessions_consolidations SET consolidated_at = NULL, \
+                 attempts = CASE WHEN consolidated_at IS NULL THEN attempts ELSE 0 END",
             );
+            if let Some(provider) = provider {
+                reopen
+                    .push(", provider = COALESCE(provider, ")
+                    .text(provider)
+                    .push(")");
+            }
             push_session_key(&mut reopen, &session);
-            reopen.push(" AND consolidated_at IS NOT NULL");
+            reopen.push(match provider {
+                Some(_) => " AND (consolidated_at IS NOT NULL OR provider IS NULL)",
+                None => " AND consolidated_at IS NOT NULL",
+            });
             S::Db::execute(connection, reopen).await?;
         }
     }

@@ -1,6 +1,7 @@
-//! People, for both backends: the person entities of an owner, by name or relation. Creating or
-//! changing a person takes the owner's turn, and a person is looked for and created in the same
-//! transaction, so that two writers adding the same person make one.
+//! People, for both backends: the person entities of an owner, by name, relation or external id.
+//! Creating or changing a person takes the owner's turn, and a person is looked for and created
+//! (or anchored to an external id) in the same transaction, so that two writers adding the same
+//! person make one, and one external id never anchors two of an owner's people.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -11,6 +12,7 @@ use crate::error::{MemoryError, Result};
 use crate::store::backend::PeopleRecords;
 use crate::store::rows::{json_list, new_id};
 use crate::store::Person;
+use crate::types::ExternalId;
 
 /// The columns of `entities` that [`person`] reads.
 const PERSON_COLUMNS: &str =
@@ -53,6 +55,18 @@ fn person_named<D: Dialect>(owner: &str, name: &str) -> QueryBuilder<'static, D>
     ));
     D::push_same_name(&mut query, "value", name.trim());
     query.push(")) ORDER BY mention_count DESC LIMIT 1");
+    query
+}
+
+/// The owner's person that `external` anchors (the unique index `idx_entities_external`).
+fn person_anchored<D: Dialect>(owner: &str, external: &ExternalId) -> QueryBuilder<'static, D> {
+    let mut query = people::<D>(owner);
+    query
+        .push(" AND provider = ")
+        .text(&external.provider)
+        .push(" AND external_id = ")
+        .text(&external.external_id)
+        .push(" LIMIT 1");
     query
 }
 
@@ -133,6 +147,75 @@ impl<S: SqlStore> PeopleRecords for S {
             .text(&person.id);
         S::Db::execute(&mut tx, update).await?;
         tx.commit().await
+    }
+
+    async fn person_by_external_id(
+        &self,
+        owner: &str,
+        external: &ExternalId,
+    ) -> Result<Option<Person>> {
+        first_person::<S::Db>(&self.read(person_anchored(owner, external)).await?)
+    }
+
+    async fn anchor_person(
+        &self,
+        owner: &str,
+        person_id: &str,
+        external: &ExternalId,
+        called: Option<&str>,
+    ) -> Result<Person> {
+        // Dropped without a commit on a refusal: nothing is changed.
+        let mut tx = self.write(WriteScope::Owner(owner)).await?;
+        let mut query = people::<S::Db>(owner);
+        query.push(" AND id = ").text(person_id);
+        let Some(mut person) = first_person::<S::Db>(&S::Db::rows(&mut tx, query).await?)? else {
+            return Err(MemoryError::NotFound(format!(
+                "no person `{person_id}` among the people of `{owner}`"
+            )));
+        };
+        let holder = S::Db::rows(&mut tx, person_anchored(owner, external)).await?;
+        if let Some(holder) = first_person::<S::Db>(&holder)? {
+            if holder.id != person.id {
+                return Err(crate::people::already_anchors(external, &holder));
+            }
+        }
+        match ExternalId::of(&person) {
+            Some(carried) if carried != *external => {
+                return Err(crate::people::carries_another(&person, &carried, external));
+            }
+            Some(_) => {}
+            None => {
+                let mut update = QueryBuilder::<S::Db>::new("UPDATE entities SET provider = ");
+                update
+                    .text(&external.provider)
+                    .push(", external_id = ")
+                    .text(&external.external_id)
+                    .push(" WHERE id = ")
+                    .text(&person.id);
+                S::Db::execute(&mut tx, update).await?;
+                person.provider = Some(external.provider.clone());
+                person.external_id = Some(external.external_id.clone());
+            }
+        }
+        let called = called.map(str::trim).filter(|called| {
+            !called.is_empty()
+                && !person.name.eq_ignore_ascii_case(called)
+                && !person
+                    .aliases
+                    .iter()
+                    .any(|alias| alias.eq_ignore_ascii_case(called))
+        });
+        if let Some(called) = called {
+            person.aliases.push(called.to_owned());
+            let mut update = QueryBuilder::<S::Db>::new("UPDATE entities SET aliases = ");
+            update
+                .text(Value::from(person.aliases.clone()).to_string())
+                .push(" WHERE id = ")
+                .text(&person.id);
+            S::Db::execute(&mut tx, update).await?;
+        }
+        tx.commit().await?;
+        Ok(person)
     }
 
     async fn known_people(&self, owner: &str) -> Result<Vec<Person>> {

@@ -129,6 +129,15 @@ impl<S: SqlStore> SessionRecords for S {
         })
     }
 
+    async fn session_provider(&self, session: &SessionKey) -> Result<Option<String>> {
+        let mut query = QueryBuilder::<S::Db>::new("SELECT provider FROM sessions_consolidations");
+        push_session_key(&mut query, session);
+        match self.read(query).await?.first() {
+            Some(row) => S::Db::opt_text(row, "provider"),
+            None => Ok(None),
+        }
+    }
+
     async fn mark_session_consolidated(
         &self,
         session: &SessionKey,
