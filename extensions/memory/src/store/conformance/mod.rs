@@ -380,7 +380,6 @@ on_both_backends!(
         lifecycle::decay_soft_deletes_below_the_floor_and_drops_vectors,
         lifecycle::supersede_confirm_and_resolve_conflict_write_what_they_say,
         indexing::the_embedding_cache_round_trips_by_model,
-        lifecycle::decay_soft_deletes_below_the_floor_and_drops_vectors,
         indexing::sentence_keys_live_and_go_with_their_turn,
         indexing::the_indexer_takes_owners_in_turn_newest_first,
         records::rank_keys_name_an_episodes_session,
