@@ -12,6 +12,7 @@ use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::QueryBuilder;
 
+use super::retire::{forgotten_ids, soft_delete};
 use super::{insert_memory, Bind, Driver, Run, SqlStore, WriteScope};
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
@@ -245,19 +246,9 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         if !decayed.is_empty() {
             S::write_decay(&mut tx, &decayed, now_ts).await?;
         }
-        for chunk in deleted.chunks(500) {
-            let mut retire = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
-            retire
-                .int(now_ts)
-                .push(" WHERE valid_until IS NULL AND id IN ")
-                .text_list(chunk);
-            S::Db::execute(&mut tx, retire).await?;
-        }
-        if !deleted.is_empty() {
-            self.drop_vectors(&mut tx, &deleted).await?;
-        }
+        let deleted = soft_delete(self, &mut tx, &deleted, now_ts).await?;
         tx.commit().await?;
-        self.vectors_dropped(&deleted);
+        self.vectors_dropped(&forgotten_ids(&deleted));
         Ok(report)
     }
 

@@ -1,10 +1,11 @@
 //! Forgetting that keeps the row, and bringing a soft-deleted memory back ([`SoftForget`]),
 //! written once for both backends. Soft-deleting is the write expiry makes (`valid_until`, the
-//! vectors dropped); restoring undoes it and queues the memory for its vector again.
+//! vectors dropped), and decay under `decay_action = "soft_delete"` makes it through
+//! [`soft_delete`] too; restoring undoes it and queues the memory for its vector again.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::QueryBuilder;
+use sqlx::{Database, QueryBuilder};
 
 use super::lifecycle::owners_of;
 use super::{forgotten, Bind, Run, SqlStore, FORGOTTEN_COLUMNS};
@@ -12,6 +13,40 @@ use crate::error::Result;
 use crate::store::backend::SoftForget;
 use crate::store::rows::ts;
 use crate::types::MemoryForgotten;
+
+/// Soft-deletes the active memories among `ids` at `at` on `connection`, inside the caller's
+/// transaction: `valid_until` set, vectors and sentence keys dropped. The caller tells the store
+/// with `vectors_dropped` once it has committed. Returns what was soft-deleted; the write a
+/// forget under `forget = "soft"` and a decay under `decay_action = "soft_delete"` share.
+pub(crate) async fn soft_delete<S: SqlStore>(
+    store: &S,
+    connection: &mut <S::Db as Database>::Connection,
+    ids: &[String],
+    at: i64,
+) -> Result<Vec<MemoryForgotten>> {
+    let mut retired = Vec::new();
+    for chunk in ids.chunks(500) {
+        let mut retire = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
+        retire
+            .int(at)
+            .push(" WHERE valid_until IS NULL AND id IN ")
+            .text_list(chunk)
+            .push(format!(" RETURNING {FORGOTTEN_COLUMNS}"));
+        for row in S::Db::rows(connection, retire).await? {
+            retired.push(forgotten::<S::Db>(&row)?);
+        }
+    }
+    if !retired.is_empty() {
+        let retired_ids = forgotten_ids(&retired);
+        store.drop_vectors(connection, &retired_ids).await?;
+    }
+    Ok(retired)
+}
+
+/// The memory ids of `forgotten`.
+pub(crate) fn forgotten_ids(forgotten: &[MemoryForgotten]) -> Vec<String> {
+    forgotten.iter().map(|m| m.memory_id.clone()).collect()
+}
 
 #[async_trait]
 impl<S: SqlStore> SoftForget for S {
@@ -21,22 +56,9 @@ impl<S: SqlStore> SoftForget for S {
         }
         let owners = owners_of(self, ids).await?;
         let mut tx = self.write(owners.scope()).await?;
-        let mut retired = Vec::new();
-        for chunk in ids.chunks(500) {
-            let mut retire = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
-            retire
-                .int(ts(at))
-                .push(" WHERE valid_until IS NULL AND id IN ")
-                .text_list(chunk)
-                .push(format!(" RETURNING {FORGOTTEN_COLUMNS}"));
-            for row in S::Db::rows(&mut tx, retire).await? {
-                retired.push(forgotten::<S::Db>(&row)?);
-            }
-        }
-        let retired_ids: Vec<String> = retired.iter().map(|m| m.memory_id.clone()).collect();
-        self.drop_vectors(&mut tx, &retired_ids).await?;
+        let retired = soft_delete(self, &mut tx, ids, ts(at)).await?;
         tx.commit().await?;
-        self.vectors_dropped(&retired_ids);
+        self.vectors_dropped(&forgotten_ids(&retired));
         Ok(retired)
     }
 
