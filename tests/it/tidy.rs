@@ -141,11 +141,10 @@ const HEAVY: [&str; 6] = [
     "rayon",
 ];
 
-/// Every package a workspace package compiles as a normal (not dev, not build) dependency,
-/// directly or through others, by `cargo metadata`'s resolved graph.
-fn compiled_dependencies(package: &str) -> std::collections::BTreeSet<String> {
+/// `cargo metadata` of the workspace, for this machine's platform, read once.
+fn metadata() -> &'static serde_json::Value {
     static METADATA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    let metadata = METADATA.get_or_init(|| {
+    METADATA.get_or_init(|| {
         // Only this machine's platform: other platforms' crates were never downloaded.
         let rustc = std::process::Command::new("rustc")
             .arg("-vV")
@@ -170,7 +169,40 @@ fn compiled_dependencies(package: &str) -> std::collections::BTreeSet<String> {
             String::from_utf8_lossy(&output.stderr)
         );
         serde_json::from_slice(&output.stdout).unwrap()
-    });
+    })
+}
+
+/// The workspace links one integration-test binary, `it` (tests/it/main.rs): every crate's
+/// integration tests are a module of it, so that no crate links a test binary of its own.
+#[test]
+fn the_workspace_links_one_integration_test_binary() {
+    let mut binaries = Vec::new();
+    for package in metadata()["packages"].as_array().unwrap() {
+        if !package["source"].is_null() {
+            continue;
+        }
+        for target in package["targets"].as_array().unwrap() {
+            if target["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k == "test")
+            {
+                binaries.push(format!(
+                    "{} {}",
+                    package["name"].as_str().unwrap(),
+                    target["name"].as_str().unwrap()
+                ));
+            }
+        }
+    }
+    assert_eq!(binaries, ["mnemo it"]);
+}
+
+/// Every package a workspace package compiles as a normal (not dev, not build) dependency,
+/// directly or through others, by `cargo metadata`'s resolved graph.
+fn compiled_dependencies(package: &str) -> std::collections::BTreeSet<String> {
+    let metadata = metadata();
     let names: std::collections::HashMap<&str, &str> = metadata["packages"]
         .as_array()
         .unwrap()

@@ -9,7 +9,7 @@
 //!   L2-normalised, as sentence-transformers does. A text longer than `max_seq_len` tokens is
 //!   read as up to `max_passages` overlapping passages whose vectors are averaged (see
 //!   `local.rs`), instead of being cut at `max_seq_len`. Tried and tested with
-//!   `sentence-transformers/all-MiniLM-L6-v2` (384 dimensions; `tests/fidelity.rs` checks it against
+//!   `sentence-transformers/all-MiniLM-L6-v2` (384 dimensions; `tests/it/embedding/fidelity.rs` checks it against
 //!   reference vectors from sentence-transformers); any BERT-family sentence model in the same
 //!   layout (`config.json`, `tokenizer.json`, `model.safetensors`, mean pooling) works through
 //!   `model_dir`. `scripts/fetch-model` installs all-MiniLM-L6-v2 into the default `model_dir`.

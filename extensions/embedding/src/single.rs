@@ -25,7 +25,7 @@
 //! Batches (the background indexer, imports) go through it too, one text at a time on each
 //! core: a text computes only its own tokens, where candle's batches pad every text to the
 //! longest. candle's path remains for CPUs without AVX2/FMA. Both must agree with the reference
-//! vectors: `tests/fidelity.rs`.
+//! vectors: `tests/it/embedding/fidelity.rs`.
 
 use candle_core::DType;
 use candle_nn::VarBuilder;

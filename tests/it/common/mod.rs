@@ -1,8 +1,17 @@
-//! What several CLI tests share: the `mnemo` binary run on a temporary directory.
+//! What several tests share: the `mnemo` binary run on a temporary directory, and the name of a
+//! test for running this binary again on it alone.
 
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+/// The name libtest gives the test `test` of the module `module` (its `module_path!()`): the
+/// path without this binary's crate name, for running this binary again on that test alone with
+/// `--exact` (the tests that are their own child processes do).
+pub(crate) fn test_name(module: &str, test: &str) -> String {
+    let path = module.split_once("::").map_or("", |(_, rest)| rest);
+    format!("{path}::{test}")
+}
 
 /// `mnemo` with `config` written to `dir/config.toml` and `dir/data` as its data directory,
 /// and no logging or model settings taken from the environment.

@@ -170,7 +170,7 @@ impl LoadedModel {
 
 #[cfg(test)]
 mod tests {
-    //! Needs the model, as `tests/fidelity.rs` does (`scripts/fetch-model`).
+    //! Needs the model, as `tests/it/embedding/fidelity.rs` does (`scripts/fetch-model`).
 
     use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! Every product of the packed forward against sentence-transformers' reference vectors.
 //!
-//! `tests/fidelity.rs` checks the provider end to end, which only ever runs the best kernels
+//! `tests/it/embedding/fidelity.rs` checks the provider end to end, which only ever runs the best kernels
 //! this CPU has (the product timed fastest, and AVX-512 for the rest); this checks each set the
 //! CPU can run: every product it has, and the forward a CPU with only AVX2 runs (scalar
 //! attention, GELU and layer norm).
-//! Needs the model, as `tests/fidelity.rs` does (`scripts/fetch-model`).
+//! Needs the model, as `tests/it/embedding/fidelity.rs` does (`scripts/fetch-model`).
 
 use std::path::PathBuf;
 

@@ -1,8 +1,6 @@
 //! The extension inside a real kernel: config checks, tool errors, and a session buffer that
 //! survives a restart.
 
-mod common;
-
 use std::fs;
 use std::sync::Arc;
 
@@ -10,7 +8,7 @@ use mnemo_kernel::host::{Config, ExtensionRegistry, Kernel, ScriptedLlm, Scripte
 use mnemo_kernel::{Event, EventPayload, ToolError, ToolScope};
 use serde_json::{json, Value};
 
-use common::{announce, at, buffered, start};
+use super::common::{announce, at, buffered, start};
 
 fn scope() -> ToolScope {
     ToolScope {

@@ -3,7 +3,7 @@
 //! its surface matches an unmatched labelled entity of the same sentence case-insensitively and
 //! the types agree.
 //!
-//! Run with `cargo test -p mnemo-ner --test labelled -- --nocapture` to see the numbers and every
+//! Run with `cargo test --test it ner::labelled -- --nocapture` to see the numbers and every
 //! miss. `MNEMO_NER_LABELLED=path/to/other.jsonl` measures another set of the same shape instead
 //! (the floors are then not asserted).
 
@@ -49,7 +49,7 @@ fn fast_strategy_precision_and_recall() {
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
     let path = other.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/ner-labelled.jsonl")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ner-labelled.jsonl")
     });
     let sentences = load(&path);
     let ner = NerService::default();

@@ -13,6 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use mnemo_markdown_memory::{StagedWrite, Workspace};
 
+use crate::common::test_name;
+
 /// Child mode: stage a write of `world/people.md` under this directory, print the temporary
 /// file's path, then commit it once a line arrives on stdin (or never, with `exit`: the process
 /// ends with the write unfinished, as a crash would leave it).
@@ -39,7 +41,8 @@ fn child(root: &Path) {
 /// Runs this test in child mode for `root`; returns the child and its temporary file.
 fn spawn_writer(test: &str, root: &Path, mode: &str) -> (std::process::Child, PathBuf) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .args(["--exact", &test_name(module_path!(), test)])
+        .args(["--nocapture", "--test-threads", "1"])
         .env(CHILD, root)
         .env(CHILD_MODE, mode)
         .stdin(Stdio::piped())

@@ -3,8 +3,6 @@
 //! (keyed by session alone) are carried over without loss; erasure and forgetting find the new
 //! keys. A real kernel, real files, a scripted model.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +12,7 @@ use mnemo_kernel::{ContextRequest, Event, EventPayload};
 use mnemo_markdown_memory::{SessionKey, Workspace};
 use serde_json::json;
 
-use common::{announce, buffered, start};
+use super::common::{announce, buffered, start};
 
 /// `user` says `text` in `session` (of `chat`).
 async fn say(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str, text: &str) {

@@ -1,5 +1,5 @@
 //! The local provider against reference vectors from sentence-transformers
-//! (`tests/data/minilm-reference.json`, see `tests/data/PROVENANCE.md`).
+//! (`extensions/embedding/tests/data/minilm-reference.json`, see its `PROVENANCE.md`).
 //!
 //! Needs the model: `scripts/fetch-model` (run by `scripts/setup`, hence by `make test`) installs
 //! it into `$MNEMO_MODEL_DIR` or the default model directory. Without it these tests fail, by design.
@@ -23,10 +23,12 @@ struct Reference {
 fn reference() -> Reference {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/minilm-reference.json"
+        "/extensions/embedding/tests/data/minilm-reference.json"
     );
-    let text = std::fs::read_to_string(path).expect("read tests/data/minilm-reference.json");
-    serde_json::from_str(&text).expect("parse tests/data/minilm-reference.json")
+    let text = std::fs::read_to_string(path)
+        .expect("read extensions/embedding/tests/data/minilm-reference.json");
+    serde_json::from_str(&text)
+        .expect("parse extensions/embedding/tests/data/minilm-reference.json")
 }
 
 /// Where `scripts/fetch-model` installs the model: `$MNEMO_MODEL_DIR` or the default.

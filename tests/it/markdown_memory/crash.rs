@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use mnemo_markdown_memory::Workspace;
 
+use crate::common::test_name;
+
 const CHILD: &str = "MNEMO_MD_CRASH_CHILD";
 const TOPICS: usize = 4;
 
@@ -61,7 +63,7 @@ fn sigkill_never_leaves_a_torn_file() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "sigkill_never_leaves_a_torn_file",
+                &test_name(module_path!(), "sigkill_never_leaves_a_torn_file"),
                 "--nocapture",
                 "--test-threads",
                 "1",

@@ -1,0 +1,3 @@
+//! The kernel's own integration tests.
+
+mod llm_json_properties;

@@ -1,0 +1,3 @@
+//! The replay harness's own tests.
+
+mod parse_properties;
