@@ -1,6 +1,7 @@
-//! PostgreSQL's side of the SQL written once (`store/sql/`): its row order (`seq`),
+//! PostgreSQL's side of the SQL written once (`store/sql/`): its row orders (`seq`, `position`),
 //! byte-order collation, its writers' advisory locks by scope (`open.rs`), and the hooks that
-//! reach its own entity linking, vector tables and lifecycle writes (`lifecycle.rs`).
+//! reach its own entity linking, vector tables, lifecycle writes (`lifecycle.rs`) and the
+//! planner's statistics after an erasure.
 
 use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
@@ -25,6 +26,14 @@ impl Dialect for Postgres {
         "COALESCE(CASE WHEN jsonb_typeof(m.attributes::jsonb -> 'enrichment_attempts') \
          = 'number' THEN (m.attributes::jsonb ->> 'enrichment_attempts')::double precision \
          END, 0)";
+    const LINK_ORDER: &'static str = "position";
+    const FULL_TEXT: &'static str = "full text";
+    const LOCK_ROWS: &'static str = " FOR UPDATE";
+    const GREATEST: &'static str = "GREATEST";
+    // Compact JSON sorted bytewise, as SQLite's `json_group_array` writes it.
+    const LINKED_ENTITY_IDS: &'static str = "COALESCE((SELECT '[' || \
+         string_agg(to_json(l.entity_id)::text, ',' ORDER BY l.entity_id COLLATE \"C\") \
+         || ']' FROM memory_entities l WHERE l.memory_id = memories.id), '[]')";
 
     fn byte_order(column: &str) -> String {
         format!("{column} COLLATE \"C\"")
@@ -39,6 +48,24 @@ impl Dialect for Postgres {
         builder.push(format!("lower({column}) = lower("));
         Self::bind_text(builder, name.to_owned());
         builder.push(")");
+    }
+
+    fn set_attribute(key: &str) -> (String, &'static str) {
+        (
+            format!("jsonb_set(attributes::jsonb, '{{{key}}}', to_jsonb("),
+            "))::text",
+        )
+    }
+
+    fn json_number(column: &str, key: &str) -> String {
+        format!("{}::numeric", Self::json_field(column, key))
+    }
+
+    /// A canonical match before an alias.
+    fn push_canonical_first(builder: &mut QueryBuilder<'_, Self>, name: &str) {
+        builder.push(" ORDER BY (");
+        Self::push_same_name(builder, "canonical_name", name);
+        builder.push(") DESC");
     }
 
     fn json_texts(column: &str) -> String {
@@ -86,17 +113,62 @@ impl SqlStore for PostgresStore {
         Ok(WriteTx::new(self.begin_write(scope).await?, None))
     }
 
-    async fn find_entity(
-        connection: &mut PgConnection,
-        owner: &str,
-        entity_type: &str,
-        name: &str,
-    ) -> Result<Option<(String, String)>> {
-        super::entities::find_entity(connection, owner, entity_type, name).await
+    /// A negative depth is no limit, as in SQLite (LIMIT NULL is LIMIT ALL).
+    async fn newest_entity_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT memory_id, position FROM memory_entities WHERE entity_id = $1 \
+             ORDER BY position DESC LIMIT $2",
+        )
+        .bind(entity_id)
+        .bind((depth >= 0).then_some(depth))
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     async fn drop_vectors(&self, connection: &mut PgConnection, ids: &[String]) -> Result<()> {
         super::vectors::drop_vectors(connection, ids).await
+    }
+
+    /// The vector rows carry their memory's owner; the memory ids catch any without.
+    async fn erase_user_vectors(
+        &self,
+        connection: &mut PgConnection,
+        user: &str,
+        _theirs: usize,
+    ) -> Result<()> {
+        // The sentence keys under the user's name go with the rest of the erasure.
+        for statement in [
+            "DELETE FROM memory_vectors WHERE user_id = $1",
+            "DELETE FROM memory_vectors WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1)",
+            "DELETE FROM memory_sentence_vectors WHERE memory_id IN \
+             (SELECT id FROM memories WHERE user_id = $1)",
+        ] {
+            sqlx::query(statement)
+                .bind(user)
+                .execute(&mut *connection)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The planner's statistics are samples of rows: they would keep an erased user's id and
+    /// words (most common values, histograms) until autovacuum analyses the tables again. Taken
+    /// again now, from what is left; the erasure stands whether or not this succeeds
+    /// (autovacuum analyses the tables later), so a failure is only logged.
+    async fn removal_committed(&self, _ids: &[String], _generation: Option<i64>, erased: bool) {
+        if !erased {
+            return;
+        }
+        let analysed = sqlx::query(
+            "ANALYZE memories, entities, memory_entities, ingested_events, \
+             sessions_consolidations, memory_vectors, memory_sentence_vectors, embedding_cache, \
+             api_keys, chat_members",
+        )
+        .execute(&self.pool)
+        .await;
+        if let Err(error) = analysed {
+            tracing::warn!(%error, "erased; the planner's statistics are refreshed by autovacuum");
+        }
     }
 
     async fn set_supersedes(connection: &mut PgConnection, id: &str, old_id: &str) -> Result<()> {

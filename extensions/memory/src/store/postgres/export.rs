@@ -20,27 +20,9 @@ use tokio::sync::OnceCell;
 use super::PostgresStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
-use crate::store::sql::{push_user_rows, WriteScope};
-
-/// Tables a full export holds, with the order of their rows: the SQLite store's, memories in
-/// the order they were stored (`seq`, SQLite's rowid), the rest by key, text compared byte by
-/// byte as SQLite compares it.
-const EXPORT_TABLES: [(&str, &str); 5] = [
-    ("memories", "seq"),
-    ("entities", "id COLLATE \"C\""),
-    (
-        "memory_entities",
-        "memory_id COLLATE \"C\", entity_id COLLATE \"C\"",
-    ),
-    (
-        "sessions_consolidations",
-        "user_id COLLATE \"C\", chat_id COLLATE \"C\", session_id COLLATE \"C\"",
-    ),
-    (
-        "ingested_events",
-        "user_id COLLATE \"C\", event_id COLLATE \"C\"",
-    ),
-];
+use crate::store::sql::{
+    export_order, exported_record, exported_table, hex, push_user_rows, WriteScope, EXPORT_TABLES,
+};
 
 /// Columns that are not exported or accepted: PostgreSQL's own derived ones (the tsvector, and
 /// the storing and link orders, made again in import order), and the lease of the process at
@@ -114,10 +96,10 @@ async fn read_schema(pool: &PgPool) -> Result<Schema> {
         let table: String = row.try_get("table_name")?;
         let name: String = row.try_get("column_name")?;
         let data_type: String = row.try_get("data_type")?;
-        let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
+        let Ok(table) = exported_table(&table) else {
             continue;
         };
-        if POSTGRES_ONLY.contains(&(*table, name.as_str())) {
+        if POSTGRES_ONLY.contains(&(table, name.as_str())) {
             continue;
         }
         let storage = match data_type.as_str() {
@@ -132,7 +114,7 @@ async fn read_schema(pool: &PgPool) -> Result<Schema> {
             }
         };
         schema
-            .entry(*table)
+            .entry(table)
             .or_default()
             .push(Column { name, storage });
     }
@@ -154,10 +136,6 @@ fn column_value(row: &PgRow, index: usize, storage: Storage) -> Result<Value> {
             .map(|bytes| Value::from(hex(&bytes))),
     }
     .unwrap_or(Value::Null))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
@@ -263,7 +241,7 @@ impl MemoryExport for PostgresStore {
             .execute(&mut *tx)
             .await?;
         let mut records = Vec::new();
-        for (table, key) in EXPORT_TABLES {
+        for (table, keys) in EXPORT_TABLES {
             let columns = schema.get(table).map(Vec::as_slice).unwrap_or_default();
             let select = columns
                 .iter()
@@ -274,7 +252,7 @@ impl MemoryExport for PostgresStore {
             if let Some(user) = user_id {
                 push_user_rows(&mut query, table, user)?;
             }
-            query.push(format!(" ORDER BY {key}"));
+            query.push(format!(" ORDER BY {}", export_order::<Postgres>(keys)));
             let rows = query.build().fetch_all(&mut *tx).await?;
             for row in &rows {
                 let mut object = Map::new();
@@ -345,25 +323,12 @@ async fn insert_rows(
     table: &str,
     rows: &[&Value],
 ) -> Result<u64> {
-    let Some((table, _)) = EXPORT_TABLES.iter().find(|(known, _)| *known == table) else {
-        return Err(MemoryError::Invalid(format!(
-            "unknown record type `{table}`"
-        )));
-    };
     let Some(first) = rows.first() else {
+        exported_table(table)?;
         return Ok(0);
     };
-    let Some(object) = first.as_object() else {
-        return Err(MemoryError::Invalid(format!(
-            "`{table}` record: `row` must be an object"
-        )));
-    };
-    if object.is_empty() {
-        return Err(MemoryError::Invalid(format!(
-            "`{table}` record: bad column names"
-        )));
-    }
-    let known = schema.get(*table).map(Vec::as_slice).unwrap_or_default();
+    let (table, object) = exported_record(table, first)?;
+    let known = schema.get(table).map(Vec::as_slice).unwrap_or_default();
     let mut columns = Vec::with_capacity(object.len());
     for name in object.keys() {
         let column = known
@@ -400,7 +365,7 @@ async fn insert_rows(
         builder.push(")");
     }
     builder.push(" ON CONFLICT DO NOTHING RETURNING ");
-    builder.push(if *table == "memories" { "id" } else { "1" });
+    builder.push(if table == "memories" { "id" } else { "1" });
     // A savepoint: a run the import ignores part of spoils nothing around it.
     let mut savepoint = sqlx::Connection::begin(&mut **tx).await?;
     let returned: Vec<PgRow> = match builder.build().fetch_all(&mut *savepoint).await {
@@ -423,7 +388,7 @@ async fn insert_rows(
         }
         Err(error) => return Err(error.into()),
     };
-    if *table == "memories" && !returned.is_empty() {
+    if table == "memories" && !returned.is_empty() {
         let ids: Vec<String> = returned
             .iter()
             .map(|row| row.try_get::<String, _>(0))

@@ -1,5 +1,5 @@
-//! The indexer's queue: memories waiting for a vector, the embedding cache, and storing the
-//! vectors the indexer made.
+//! The indexer's queue: memories waiting for a vector, and storing the vectors the indexer
+//! made (caching them is written once, in `store/sql/index_queue.rs`).
 //!
 //! Several instances share the queue, so taking a batch leases it: its rows get
 //! `claimed_until` (now + [`LEASE_SECONDS`]), and rows under a live lease are skipped, as are
@@ -18,7 +18,7 @@ use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::index_order;
-use crate::store::rows::{ts, vector_blob};
+use crate::store::rows::ts;
 use crate::store::sql::{self, WriteScope};
 use crate::store::IndexItem;
 
@@ -85,34 +85,13 @@ impl IndexQueue for PostgresStore {
         self.lease_index_batch(limit, ts(Utc::now())).await
     }
 
-    /// One statement, without a write lock: the cache belongs to no owner, and a vector cached
-    /// twice at once is kept once.
     async fn cache_vectors(
         &self,
         vectors: &[(String, Vec<f32>)],
         model_id: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        if vectors.is_empty() {
-            return Ok(());
-        }
-        let hashes: Vec<String> = vectors.iter().map(|(hash, _)| hash.clone()).collect();
-        let blobs: Vec<Vec<u8>> = vectors
-            .iter()
-            .map(|(_, vector)| vector_blob(vector))
-            .collect();
-        sqlx::query(
-            "INSERT INTO embedding_cache (content_hash, model_id, vector, created_at) \
-             SELECT hash, $3, vector, $4 FROM unnest($1::text[], $2::bytea[]) AS v (hash, vector) \
-             ON CONFLICT (content_hash, model_id) DO NOTHING",
-        )
-        .bind(hashes)
-        .bind(blobs)
-        .bind(model_id)
-        .bind(ts(at))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        sql::cache_vectors(self, vectors, model_id, at).await
     }
 
     /// Under the store's write lock, as SQLite's one writer. A memory that was soft-deleted or

@@ -12,8 +12,9 @@
 //!
 //! Files: `open` (connecting, migrations, write transactions), `scope` (visibility and request
 //! filters), `text_search` (full-text queries as tsquery), then one storage trait each:
-//! `records`, `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `export` and `admin`
-//! (storing memories, a fact's lifecycle, access records, sessions and people are written once in
+//! `records`, `fulltext`, `vectors`, `index_queue`, `export` and `admin`, and `entities`
+//! (linking earlier mentions through the text search index) (storing and removing memories,
+//! linking entities, a fact's lifecycle, access records, sessions and people are written once in
 //! `store/sql/`, over `dialect`, with `lifecycle` holding PostgreSQL's own writes for it);
 //! `reachability` probes whether the database answers, so that a server refuses at once while
 //! it does not.
@@ -28,7 +29,6 @@ mod lifecycle;
 mod open;
 mod reachability;
 mod records;
-mod removal;
 mod scope;
 mod text_search;
 mod vectors;

@@ -1,5 +1,5 @@
-//! What a search reads and writes in PostgreSQL: the keys ranking needs, and counting accesses. The rest of reading memories is written once,
-//! in `store/sql/records.rs`.
+//! What a search reads in PostgreSQL: the keys ranking needs. The rest of reading memories, and
+//! counting accesses, is written once, in `store/sql/records.rs`.
 //!
 //! Where the SQLite store breaks a tie of event times by insertion order (`rowid`), this one
 //! uses `seq`, the order rows were stored in.
@@ -13,8 +13,7 @@ use sqlx::QueryBuilder;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::SearchRecords;
-use crate::store::rows::ts;
-use crate::store::sql::push_filters;
+use crate::store::sql::{push_filters, touch};
 use crate::store::types::{RankKey, RankRow};
 use crate::types::SearchRequest;
 
@@ -65,29 +64,7 @@ impl SearchRecords for PostgresStore {
             .collect())
     }
 
-    /// A touch is a write to each owner's memories: the ids are grouped by owner and each
-    /// owner's are updated in a transaction holding that owner's write lock (so decay, which
-    /// holds the whole store, never interleaves with it). Owners are touched one after another,
-    /// not all in one transaction.
     async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        // No advisory lock: the row locks of one statement are enough, and a search never
-        // waits for a writer of the owner (or for a whole-store writer such as decay) to count
-        // its accesses. A recalled fact that had faded is back: in the context again, with the
-        // confidence of a fact in doubt (0.5) if it had fallen below that.
-        sqlx::query(
-            "UPDATE memories SET access_count = access_count + $1, \
-             confidence = CASE WHEN faded_at IS NOT NULL THEN GREATEST(confidence, 0.5) \
-             ELSE confidence END, faded_at = NULL, \
-             last_accessed = GREATEST(COALESCE(last_accessed, 0), $2) WHERE id = ANY($3)",
-        )
-        .bind(i64::from(times))
-        .bind(ts(at))
-        .bind(ids)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        touch(self, ids, times, at).await
     }
 }

@@ -18,13 +18,15 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use sqlx::{Postgres, QueryBuilder, Transaction};
+use sqlx::{Postgres, QueryBuilder};
 
 use super::PostgresStore;
 use crate::error::Result;
 use crate::store::backend::{vector_scope, VectorIndex};
 use crate::store::sql::push_scope;
-use crate::store::sql::{queue_every_memory, WriteScope};
+use crate::store::sql::{
+    provider_status, push_owner_and_kind, queue_every_memory, record_provider, WriteScope,
+};
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 
@@ -71,28 +73,6 @@ fn create_indexes(dimensions: usize) -> Vec<String> {
         ));
     }
     statements
-}
-
-/// Records the embedding provider in `memory_metadata`, inside `tx`.
-async fn record_provider(
-    tx: &mut Transaction<'_, Postgres>,
-    dimensions: usize,
-    model_id: &str,
-) -> Result<()> {
-    for (key, value) in [
-        ("embedding_dimensions", dimensions.to_string()),
-        ("embedding_model", model_id.to_owned()),
-    ] {
-        sqlx::query(
-            "INSERT INTO memory_metadata (key, value) VALUES ($1, $2) \
-             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-        )
-        .bind(key)
-        .bind(value)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
 }
 
 /// Nearest-neighbour rows as (id, cosine similarity).
@@ -171,12 +151,7 @@ impl PostgresStore {
             ))
             .push_bind(i64::try_from(candidates).unwrap_or(i64::MAX))
             .push(") nearest WHERE true");
-        if let Some(owner) = owner {
-            builder.push(" AND user_id = ").push_bind(owner.to_owned());
-        }
-        if let Some(kind) = kind {
-            builder.push(" AND kind = ").push_bind(kind.to_owned());
-        }
+        push_owner_and_kind(&mut builder, owner, kind);
         builder
             .push(" ORDER BY distance LIMIT ")
             .push_bind(i64::try_from(k).unwrap_or(i64::MAX));
@@ -235,50 +210,18 @@ impl VectorIndex for PostgresStore {
     /// copied from SQLite brings its `memory_metadata` but no index).
     async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
         let mut tx = self.begin_write(WriteScope::Store).await?;
-        let stored: Vec<(String, String)> = sqlx::query_as(
-            "SELECT key, value FROM memory_metadata \
-             WHERE key IN ('embedding_dimensions', 'embedding_model')",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let value = |key: &str| {
-            stored
-                .iter()
-                .find(|(stored, _)| stored == key)
-                .map(|(_, value)| value.clone())
-        };
-        let status = match (value("embedding_dimensions"), value("embedding_model")) {
-            (None, _) => {
-                record_provider(&mut tx, dimensions, model_id).await?;
+        let status = match provider_status::<Postgres>(&mut tx, dimensions, model_id).await? {
+            Some(status @ VectorStatus::Disabled { .. }) => status,
+            recorded => {
+                if recorded.is_none() {
+                    record_provider::<Postgres>(&mut tx, dimensions, model_id).await?;
+                }
                 for statement in create_indexes(dimensions) {
                     sqlx::query(&statement).execute(&mut *tx).await?;
                 }
                 VectorStatus::Enabled {
                     dimensions,
                     model_id: model_id.to_owned(),
-                }
-            }
-            (Some(stored), model) => {
-                let stored_dims: usize = stored.parse().unwrap_or(0);
-                let model = model.unwrap_or_default();
-                if stored_dims == dimensions && model == model_id {
-                    for statement in create_indexes(dimensions) {
-                        sqlx::query(&statement).execute(&mut *tx).await?;
-                    }
-                    VectorStatus::Enabled {
-                        dimensions,
-                        model_id: model_id.to_owned(),
-                    }
-                } else {
-                    VectorStatus::Disabled {
-                        reason: format!(
-                            "memory_vectors holds {stored_dims}-dimension vectors of `{model}`, but \
-                             the embedding provider gives {dimensions}-dimension vectors of \
-                             `{model_id}`; vector search is off and search uses full text + \
-                             entities. Nothing is lost: run `mnemo reindex` to rebuild the vector \
-                             index for the new model"
-                        ),
-                    }
                 }
             }
         };
@@ -314,7 +257,7 @@ impl VectorIndex for PostgresStore {
         for statement in create_indexes(dimensions) {
             sqlx::query(&statement).execute(&mut *tx).await?;
         }
-        record_provider(&mut tx, dimensions, model_id).await?;
+        record_provider::<Postgres>(&mut tx, dimensions, model_id).await?;
         let queued = queue_every_memory::<Postgres>(&mut tx, model_id).await?;
         tx.commit().await?;
         self.set_vector_status(VectorStatus::Enabled {
@@ -413,12 +356,7 @@ impl VectorIndex for PostgresStore {
         builder
             .push_bind(vector_text(vector))
             .push("::vector AS distance FROM memory_vectors WHERE true");
-        if let Some(owner) = owner {
-            builder.push(" AND user_id = ").push_bind(owner.to_owned());
-        }
-        if let Some(kind) = kind {
-            builder.push(" AND kind = ").push_bind(kind.to_owned());
-        }
+        push_owner_and_kind(&mut builder, owner, kind);
         builder
             .push(" ORDER BY distance, memory_id LIMIT ")
             .push_bind(i64::try_from(k).unwrap_or(i64::MAX));

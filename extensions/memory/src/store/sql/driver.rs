@@ -29,6 +29,8 @@ pub(crate) trait Driver: Run + Sized {
     fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>);
     /// Binds a real number.
     fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64);
+    /// Binds bytes.
+    fn bind_bytes(builder: &mut QueryBuilder<'_, Self>, value: Vec<u8>);
 
     /// A text column of `row`.
     fn text(row: &Self::Row, column: &str) -> Result<String>;
@@ -62,6 +64,7 @@ where
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
     for<'q> f64: Encode<'q, DB>,
+    for<'q> Vec<u8>: Encode<'q, DB>,
     for<'r> String: Decode<'r, DB>,
     for<'r> Option<String>: Decode<'r, DB>,
     for<'r> i64: Decode<'r, DB>,
@@ -88,6 +91,10 @@ where
     }
 
     fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64) {
+        builder.push_bind(value);
+    }
+
+    fn bind_bytes(builder: &mut QueryBuilder<'_, Self>, value: Vec<u8>) {
         builder.push_bind(value);
     }
 

@@ -1,24 +1,25 @@
 //! Entities, for both backends: reading them ([`EntityReads`]: the owner's entities named so,
-//! one entity with its memories, names by id and counts of links), and linking a memory to the
-//! entities it names ([`link_entities`]). Of linking, each backend keeps finding an entity by
-//! name ([`SqlStore::find_entity`]) and linking a new entity's earlier mentions through its own
-//! full-text index ([`SqlStore::link_earlier_mentions`]); the co-mentions and the newest links
-//! a search follows stay with each backend (`store/*/entities.rs`): they read each database's
-//! own row order and packed rows.
+//! one entity with its memories, names by id and counts of links), linking a memory to the
+//! entities it names ([`link_entities`], [`EntityLinks`]), and the co-mentions a search
+//! follows. Of linking, each backend keeps matching a new entity's earlier mentions through its
+//! own full-text index ([`SqlStore::link_earlier_mentions`]; [`count_earlier_mentions`] ends
+//! it), and the newest links of an entity ([`SqlStore::newest_entity_links`]), which SQLite
+//! reads packed.
 
 use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Value;
 use sqlx::{Database, QueryBuilder};
 
 use super::records::push_newest;
-use super::{push_scope, Bind, Dialect, Driver, Run, SqlStore};
+use super::{push_scope, Bind, Dialect, Driver, Run, SqlStore, WriteScope};
 use crate::error::{MemoryError, Result};
-use crate::store::backend::EntityReads;
+use crate::store::backend::{EntityLinks, EntityReads};
 use crate::store::counts::linked_memory_count;
-use crate::store::rows::{json_list, new_id, MEMORY_COLUMNS};
+use crate::store::rows::{json_list, new_id, ts, MEMORY_COLUMNS};
 use crate::types::EntityInfo;
 
 #[async_trait]
@@ -148,6 +149,180 @@ impl<S: SqlStore> EntityReads for S {
     }
 }
 
+#[async_trait]
+impl<S: SqlStore> EntityLinks for S {
+    /// Under the owner's write lock: a memory's owner never changes, so it is read to take the
+    /// lock, then again under it in case the memory was removed meanwhile.
+    async fn add_entities(
+        &self,
+        memory_id: &str,
+        entities: &[ExtractedEntity],
+        enriched_at: Option<DateTime<Utc>>,
+    ) -> Result<usize> {
+        let not_found = || MemoryError::NotFound(format!("no memory `{memory_id}`"));
+        let owner = pooled_owner(self, memory_id).await?.ok_or_else(not_found)?;
+        let mut tx = self.write(WriteScope::Owner(&owner)).await?;
+        memory_owner::<S::Db>(&mut tx, memory_id)
+            .await?
+            .ok_or_else(not_found)?;
+        let count = link_entities::<S>(&mut tx, memory_id, &owner, entities, None).await?;
+        if let Some(at) = enriched_at {
+            let (set, end) = S::Db::set_attribute("enriched_at");
+            let mut update =
+                QueryBuilder::<S::Db>::new(format!("UPDATE memories SET attributes = {set}"));
+            update
+                .int(ts(at))
+                .push(format!("{end} WHERE id = "))
+                .text(memory_id);
+            S::Db::execute(&mut tx, update).await?;
+        }
+        tx.commit().await?;
+        Ok(count)
+    }
+
+    /// Under the owner's write lock; a memory that does not exist is left alone.
+    async fn record_enrichment_failure(&self, memory_id: &str) -> Result<()> {
+        let Some(owner) = pooled_owner(self, memory_id).await? else {
+            return Ok(());
+        };
+        let mut tx = self.write(WriteScope::Owner(&owner)).await?;
+        let (set, end) = S::Db::set_attribute("enrichment_attempts");
+        let mut update = QueryBuilder::<S::Db>::new(format!(
+            "UPDATE memories SET attributes = {set}COALESCE({}, 0) + 1{end} WHERE id = ",
+            S::Db::json_number("attributes", "enrichment_attempts")
+        ));
+        update.text(memory_id);
+        S::Db::execute(&mut tx, update).await?;
+        tx.commit().await
+    }
+
+    async fn co_mentions(
+        &self,
+        driver: &str,
+        others: &[String],
+        scan: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        let order = S::Db::LINK_ORDER;
+        let mut query = QueryBuilder::<S::Db>::new(format!(
+            "SELECT a.memory_id, a.{order} AS link, 1 + (SELECT COUNT(*) FROM memory_entities b \
+             WHERE b.memory_id = a.memory_id AND "
+        ));
+        S::Db::push_one_of(&mut query, "b.entity_id", others);
+        query
+            .push(") AS mentions FROM memory_entities a WHERE a.entity_id = ")
+            .text(driver)
+            .push(format!(
+                " AND a.{order} >= COALESCE((SELECT {order} FROM memory_entities \
+                 WHERE entity_id = "
+            ))
+            .text(driver)
+            // SQLite reads a negative OFFSET as 0; PostgreSQL refuses it.
+            .push(format!(" ORDER BY {order} DESC LIMIT 1 OFFSET "))
+            .int(scan.saturating_sub(1).max(0))
+            .push(
+                "), 0) AND EXISTS (SELECT 1 FROM memory_entities c \
+                 WHERE c.memory_id = a.memory_id AND ",
+            );
+        S::Db::push_one_of(&mut query, "c.entity_id", others);
+        query
+            .push(format!(") ORDER BY a.{order} DESC LIMIT "))
+            .count(limit);
+        self.read(query)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    S::Db::text(row, "memory_id")?,
+                    S::Db::int(row, "link")?,
+                    S::Db::int(row, "mentions")?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn newest_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        self.newest_entity_links(entity_id, depth).await
+    }
+}
+
+/// The owner of memory `memory_id` ('' for nobody's), `None` if there is no such memory, read
+/// on `connection`.
+async fn memory_owner<D: Dialect>(
+    connection: &mut D::Connection,
+    memory_id: &str,
+) -> Result<Option<String>> {
+    let mut query = QueryBuilder::<D>::new("SELECT user_id FROM memories WHERE id = ");
+    query.text(memory_id);
+    match D::rows(connection, query).await?.first() {
+        Some(row) => Ok(Some(D::opt_text(row, "user_id")?.unwrap_or_default())),
+        None => Ok(None),
+    }
+}
+
+/// [`memory_owner`], read on a pooled connection, given back before the caller writes.
+async fn pooled_owner<S: SqlStore>(store: &S, memory_id: &str) -> Result<Option<String>> {
+    let mut connection = store.pool().acquire().await?;
+    memory_owner::<S::Db>(&mut connection, memory_id).await
+}
+
+/// The owner's entity of `entity_type` named `name` (canonical name or alias, ASCII letters
+/// without case), as its id and its aliases (JSON), on `connection` inside the caller's
+/// transaction.
+async fn find_entity<D: Dialect>(
+    connection: &mut D::Connection,
+    owner: &str,
+    entity_type: &str,
+    name: &str,
+) -> Result<Option<(String, String)>> {
+    let mut query = QueryBuilder::<D>::new("SELECT id, aliases FROM entities WHERE owner_id = ");
+    query
+        .text(owner)
+        .push(" AND type = ")
+        .text(entity_type)
+        .push(" AND (");
+    D::push_same_name(&mut query, "canonical_name", name);
+    query.push(format!(
+        " OR EXISTS (SELECT 1 FROM {} WHERE ",
+        D::json_texts("aliases")
+    ));
+    D::push_same_name(&mut query, "value", name);
+    query.push("))");
+    D::push_canonical_first(&mut query, name);
+    query.push(" LIMIT 1");
+    match D::rows(connection, query).await?.first() {
+        Some(row) => Ok(Some((D::text(row, "id")?, D::text(row, "aliases")?))),
+        None => Ok(None),
+    }
+}
+
+/// Ends linking entity `entity_id` to `linked` earlier mentions (see
+/// [`SqlStore::link_earlier_mentions`]), on `connection` inside the caller's transaction:
+/// counts them as its mentions, and writes the `entity_ids` of the memories linked to it.
+pub(crate) async fn count_earlier_mentions<D: Dialect>(
+    connection: &mut D::Connection,
+    entity_id: &str,
+    linked: u64,
+) -> Result<()> {
+    if linked == 0 {
+        return Ok(());
+    }
+    let mut count = QueryBuilder::<D>::new("UPDATE entities SET mention_count = mention_count + ");
+    count
+        .int(i64::try_from(linked).unwrap_or(i64::MAX))
+        .push(" WHERE id = ")
+        .text(entity_id);
+    D::execute(connection, count).await?;
+    let mut ids = QueryBuilder::<D>::new(format!(
+        "UPDATE memories SET entity_ids = {} WHERE id IN \
+         (SELECT memory_id FROM memory_entities WHERE entity_id = ",
+        D::LINKED_ENTITY_IDS
+    ));
+    ids.text(entity_id).push(")");
+    D::execute(connection, ids).await?;
+    Ok(())
+}
+
 /// Entity types linked by name wherever they appear (not dates, e-mails or URLs).
 const LINKABLE_TYPES: [&str; 4] = ["person", "organization", "location", "project"];
 
@@ -195,10 +370,11 @@ pub(crate) async fn link_entities<S: SqlStore>(
             continue;
         }
         let entity_type = entity.entity_type.as_str();
-        let entity_id = match S::find_entity(connection, owner, entity_type, canonical).await? {
-            Some(found) => mention_found::<S::Db>(connection, found, entity).await?,
-            None => create_entity::<S>(connection, owner, entity).await?,
-        };
+        let entity_id =
+            match find_entity::<S::Db>(connection, owner, entity_type, canonical).await? {
+                Some(found) => mention_found::<S::Db>(connection, found, entity).await?,
+                None => create_entity::<S>(connection, owner, entity).await?,
+            };
         link::<S::Db>(connection, memory_id, &entity_id).await?;
     }
     if let Some(text) = text {
@@ -247,7 +423,7 @@ async fn create_entity<S: SqlStore>(
         }
         return Ok(id);
     }
-    let found = S::find_entity(connection, owner, entity_type, canonical)
+    let found = find_entity::<S::Db>(connection, owner, entity_type, canonical)
         .await?
         .ok_or_else(|| {
             MemoryError::NotFound(format!(

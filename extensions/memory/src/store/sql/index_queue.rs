@@ -1,19 +1,21 @@
 //! The parts of the indexer's queue that read the same in both backends: queueing every memory
-//! when the vector index is rebuilt, the items of a batch once its ids are taken, and [`IndexReads`] (the embedding cache's vectors, the queue's
-//! length). Taking a batch, caching vectors and storing them stay with each backend
+//! when the vector index is rebuilt, the items of a batch once its ids are taken, caching
+//! vectors ([`cache_vectors`]), and [`IndexReads`] (the embedding cache's vectors, the queue's
+//! length). Taking a batch and storing vectors stay with each backend
 //! (`store/*/index_queue.rs`): SQLite takes its one writer's turn and moves its in-memory mirror
 //! along, PostgreSQL leases batches to several instances and writes arrays in one statement.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
-use super::{Bind, Dialect, Driver, SqlStore};
+use super::{Bind, Dialect, Driver, Run, SqlStore, WriteScope};
 use crate::error::Result;
 use crate::store::backend::IndexReads;
 use crate::store::index_order;
-use crate::store::rows::blob_vector;
+use crate::store::rows::{blob_vector, ts, vector_blob};
 use crate::store::IndexItem;
 
 /// The end of rebuilding the vector index for a new provider, on `connection` inside the
@@ -35,6 +37,45 @@ pub(crate) async fn queue_every_memory<D: Dialect>(
         ),
     )
     .await
+}
+
+/// Vectors cached per statement: 4 values each, well under SQLite's 32,766 parameters.
+const CACHED_PER_STATEMENT: usize = 500;
+
+/// Caches `vectors` (content hash, vector) of `model_id` at `at`, keeping a vector cached
+/// already (see `IndexQueue::cache_vectors`). The cache belongs to no owner: a write beside
+/// the owners' writers ([`WriteScope::Keyed`]), where a vector cached twice at once is kept
+/// once.
+pub(crate) async fn cache_vectors<S: SqlStore>(
+    store: &S,
+    vectors: &[(String, Vec<f32>)],
+    model_id: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    if vectors.is_empty() {
+        return Ok(());
+    }
+    let mut tx = store.write(WriteScope::Keyed).await?;
+    for chunk in vectors.chunks(CACHED_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<S::Db>::new(
+            "INSERT INTO embedding_cache (content_hash, model_id, vector, created_at) VALUES ",
+        );
+        for (index, (hash, vector)) in chunk.iter().enumerate() {
+            insert
+                .push(if index == 0 { "(" } else { ", (" })
+                .text(hash)
+                .push(", ")
+                .text(model_id)
+                .push(", ")
+                .bytes(vector_blob(vector))
+                .push(", ")
+                .int(ts(at))
+                .push(")");
+        }
+        insert.push(" ON CONFLICT (content_hash, model_id) DO NOTHING");
+        S::Db::execute(&mut tx, insert).await?;
+    }
+    tx.commit().await
 }
 
 /// The queued memories `ids` (those still queued), in the order of `ids`, read on `connection`.

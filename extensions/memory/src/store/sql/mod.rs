@@ -1,7 +1,9 @@
 //! SQL written once for both backends. The storage traits whose SQL reads the same in SQLite and
 //! PostgreSQL are implemented here, once, for every [`SqlStore`]; each backend keeps a small
-//! [`Dialect`] for what truly differs (the column that orders rows as stored, byte-order
-//! collation, a few JSON statements) and its own way of taking the write lock.
+//! [`Dialect`] for what truly differs (the columns that order rows as stored, byte-order
+//! collation, a few JSON statements), its own way of taking the write lock, and the
+//! [`SqlStore`] hooks where it does its own work (matching earlier mentions, vectors, what
+//! ends a removal).
 //!
 //! Queries are built with sqlx's `QueryBuilder`, which numbers the placeholders for each
 //! database; values are bound and read through [`Bind`] and [`Driver`], written once for any
@@ -26,6 +28,7 @@ mod retire;
 mod scope;
 mod sessions;
 mod shared_runs;
+mod vectors;
 
 use std::ops::{Deref, DerefMut};
 
@@ -38,16 +41,17 @@ use crate::types::Memory;
 pub(crate) use access::{remove_memberships, revoke_user_keys};
 pub(crate) use admin::integrity_counts;
 pub(crate) use driver::{Driver, Run};
-pub(crate) use entities::{link_entities, MAX_EARLIER_MENTIONS};
-pub(crate) use export::push_user_rows;
-pub(crate) use index_queue::{index_items, queue_every_memory};
+pub(crate) use entities::{count_earlier_mentions, link_entities, MAX_EARLIER_MENTIONS};
+#[cfg(feature = "postgres")]
+pub(crate) use export::exported_table;
+pub(crate) use export::{export_order, exported_record, hex, push_user_rows, EXPORT_TABLES};
+pub(crate) use index_queue::{cache_vectors, index_items, queue_every_memory};
 pub(crate) use ingest::insert_memory;
 pub(crate) use lifecycle::Decayed;
-pub(crate) use removal::{
-    erase_owned_rows, forget_cached_vectors, forget_user_cached_vectors, forgotten, user_sessions,
-    FORGOTTEN_COLUMNS,
-};
+pub(crate) use records::touch;
+pub(crate) use removal::{forgotten, FORGOTTEN_COLUMNS};
 pub(crate) use scope::{push_filters, push_scope};
+pub(crate) use vectors::{provider_status, push_owner_and_kind, record_provider, set_metadata};
 
 /// What a write transaction changes, and so which lock it takes. SQLite has one writer at a
 /// time whatever the scope; PostgreSQL takes advisory locks by scope, so that writers of
@@ -76,6 +80,12 @@ pub(crate) enum WriteScope<'a> {
 /// What truly differs between the two databases' SQL, for the shared code; the rest of what
 /// it needs of a driver ([`Driver`]) is the same for both.
 pub(crate) trait Dialect: Driver {
+    /// The name of the store's full-text index, for messages: SQLite's `FTS5`, PostgreSQL's
+    /// `full text`.
+    const FULL_TEXT: &'static str;
+    /// What a read of the rows a purge removes ends with: PostgreSQL's ` FOR UPDATE`, so that a
+    /// writer that reads them waits; nothing for SQLite, whose one writer is this one.
+    const LOCK_ROWS: &'static str;
     /// The column of `memories` that orders rows as they were stored: SQLite's `rowid`,
     /// PostgreSQL's `seq`.
     const STORED_ORDER: &'static str;
@@ -92,6 +102,15 @@ pub(crate) trait Dialect: Driver {
     const JOIN_IN_ORDER: &'static str;
     /// A memory's count of enrichment attempts (alias `m`), 0 if it has none.
     const ENRICHMENT_ATTEMPTS: &'static str;
+    /// The column of `memory_entities` that orders links as they were made: SQLite's `rowid`,
+    /// PostgreSQL's `position`.
+    const LINK_ORDER: &'static str;
+    /// The function giving the greatest of its arguments: SQLite's scalar `MAX`, PostgreSQL's
+    /// `GREATEST`.
+    const GREATEST: &'static str;
+    /// The ids of the entities linked to the memory being updated (`memories.id`), as a compact
+    /// JSON list sorted byte by byte, for `UPDATE memories SET entity_ids = …`.
+    const LINKED_ENTITY_IDS: &'static str;
 
     /// `column` sorted by bytes, as SQLite sorts text.
     fn byte_order(column: &str) -> String;
@@ -104,6 +123,17 @@ pub(crate) trait Dialect: Driver {
     fn json_texts(column: &str) -> String;
     /// The value of `key` in the JSON object in `column`, NULL where it is missing or null.
     fn json_field(column: &str, key: &str) -> String;
+    /// The start and the end of the expression that sets `key` in the JSON attributes of the
+    /// memory being updated to the SQL value written between them.
+    fn set_attribute(key: &str) -> (String, &'static str);
+    /// The number under `key` in the JSON object in `column`, NULL where it is missing or null.
+    /// SQLite's `json_extract` gives a number as it is, as [`Dialect::json_field`] does.
+    fn json_number(column: &str, key: &str) -> String {
+        Self::json_field(column, key)
+    }
+    /// Appends what orders the entities an entity lookup by `name` found: PostgreSQL's
+    /// ` ORDER BY` a canonical match first; nothing for SQLite, which keeps its index's order.
+    fn push_canonical_first(_builder: &mut QueryBuilder<'_, Self>, _name: &str) {}
     /// Appends "`column` is one of `values`": SQLite's `IN (?, …)`, PostgreSQL's `= ANY($n)`
     /// binding one array.
     fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]);
@@ -127,6 +157,8 @@ pub(crate) trait Bind {
     fn opt_int(&mut self, value: Option<i64>) -> &mut Self;
     /// Binds a real number.
     fn float(&mut self, value: f64) -> &mut Self;
+    /// Binds bytes.
+    fn bytes(&mut self, value: Vec<u8>) -> &mut Self;
     /// Binds a count, limit or offset, saturated at `i64::MAX`.
     fn count(&mut self, value: usize) -> &mut Self;
     /// Appends `(?, ?, …)` binding each of `values`.
@@ -156,6 +188,11 @@ impl<D: Driver> Bind for QueryBuilder<'_, D> {
 
     fn float(&mut self, value: f64) -> &mut Self {
         D::bind_float(self, value);
+        self
+    }
+
+    fn bytes(&mut self, value: Vec<u8>) -> &mut Self {
+        D::bind_bytes(self, value);
         self
     }
 
@@ -225,14 +262,15 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Begins a write transaction for `scope`, after the writers before it.
     async fn write(&self, scope: WriteScope<'_>) -> Result<WriteTx<Self::Db>>;
 
-    /// The owner's entity of `entity_type` named `name` (its canonical name or an alias, without
-    /// case), as its id and its aliases (JSON), on `connection` inside the caller's transaction.
-    async fn find_entity(
-        connection: &mut <Self::Db as Database>::Connection,
-        owner: &str,
-        entity_type: &str,
-        name: &str,
-    ) -> Result<Option<(String, String)>>;
+    /// Takes the turn that counting accesses ([`records::touch`]) waits for: SQLite's one
+    /// writer in the process; none for PostgreSQL, whose row locks are enough.
+    async fn access_turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        None
+    }
+
+    /// The memories of the `depth` newest links of entity `entity_id` (all for a negative
+    /// depth), newest first, each with its link's position: SQLite reads them packed.
+    async fn newest_entity_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>>;
 
     /// Links a new entity to the owner's earlier memories that mention `name`, through the
     /// store's own full-text index.
@@ -254,6 +292,33 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Forgets the vectors of `ids` wherever the store keeps them besides the database, once
     /// their removal is committed: SQLite's in-memory mirror; nothing for PostgreSQL.
     fn vectors_dropped(&self, _ids: &[String]) {}
+
+    /// Removes the vectors of `user`, who owns `theirs` memories, on `connection` inside the
+    /// caller's transaction: the first step of erasing the user.
+    async fn erase_user_vectors(
+        &self,
+        connection: &mut <Self::Db as Database>::Connection,
+        user: &str,
+        theirs: usize,
+    ) -> Result<()>;
+
+    /// Ends a removal of memories on `connection`, inside its transaction once the rows are
+    /// gone: `erased` names the user erased, if it is an erasure, and `removed` says whether
+    /// any memory went. SQLite drops the erased owner's range of index rows, merges its
+    /// full-text index and moves the vector generation on (returned); nothing for PostgreSQL.
+    async fn end_removal(
+        &self,
+        _connection: &mut <Self::Db as Database>::Connection,
+        _erased: Option<&str>,
+        _removed: bool,
+    ) -> Result<Option<i64>> {
+        Ok(None)
+    }
+
+    /// After a removal of `ids` (an erasure if `erased`) is committed, with the generation
+    /// [`SqlStore::end_removal`] gave: SQLite moves its vector mirror along, PostgreSQL takes the
+    /// planner's statistics again after an erasure.
+    async fn removal_committed(&self, ids: &[String], generation: Option<i64>, erased: bool);
 
     /// Records `supersedes: old_id` in the attributes of memory `id`, as SQLite's `json_set`
     /// does: the key's value replaced where it stands, or the key appended; a memory that does

@@ -1,8 +1,9 @@
 //! Reading memories, for both backends: by id, through a search's filters, counts, and the
-//! listings the service, tools and jobs ask for. The keys a search ranks by and counting its
-//! accesses stay with each backend ([`SearchRecords`]): SQLite reads rank keys packed and
-//! PostgreSQL compares rows, and each counts accesses under its own lock. What differs in the SQL here is the dialect's: the
-//! column that orders rows as stored, and reading a memory's JSON attributes.
+//! listings the service, tools and jobs ask for, and counting a search's accesses ([`touch`]).
+//! The keys a search ranks by stay with each backend ([`SearchRecords::rank_keys`]): SQLite
+//! reads them packed and PostgreSQL compares rows. What differs in the SQL here is the
+//! dialect's: the column that orders rows as stored, reading a memory's JSON attributes, and
+//! the name of `GREATEST`.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
-use super::{push_filters, Bind, Dialect, Driver, SqlStore};
+use super::{push_filters, Bind, Dialect, Driver, Run, SqlStore};
 use crate::error::Result;
 use crate::store::backend::{MemoryRecords, SearchRecords};
 use crate::store::listing::push_listing_filters;
@@ -226,4 +227,36 @@ async fn count<S: SqlStore>(store: &S, query: QueryBuilder<'_, S::Db>) -> Result
         Some(row) => S::Db::int(row, "n"),
         None => Ok(0),
     }
+}
+
+/// Counts `times` accesses of the memories `ids` at `at` (see [`SearchRecords::touch`]), in one
+/// statement on a pooled connection, in the turn [`SqlStore::access_turn`] says. A recalled
+/// fact that had faded is back: in the context again, with the confidence of a fact in doubt
+/// (0.5) if it had fallen below that, and its decay starts over.
+pub(crate) async fn touch<S: SqlStore>(
+    store: &S,
+    ids: &[String],
+    times: u32,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let _turn = store.access_turn().await;
+    let greatest = S::Db::GREATEST;
+    let mut update =
+        QueryBuilder::<S::Db>::new("UPDATE memories SET access_count = access_count + ");
+    update
+        .int(i64::from(times))
+        .push(format!(
+            ", confidence = CASE WHEN faded_at IS NOT NULL THEN {greatest}(confidence, 0.5) \
+             ELSE confidence END, faded_at = NULL, \
+             last_accessed = {greatest}(COALESCE(last_accessed, 0), "
+        ))
+        .int(ts(at))
+        .push(") WHERE ");
+    S::Db::push_one_of(&mut update, "id", ids);
+    let mut connection = store.pool().acquire().await?;
+    S::Db::execute(&mut connection, update).await?;
+    Ok(())
 }

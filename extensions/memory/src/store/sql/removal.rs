@@ -1,17 +1,84 @@
-//! The parts of removing memories that read the same in both backends: what a removed memory
-//! is announced as, the cached vectors of removed texts, and the sessions and owned rows of an
-//! erased user.
-//! The removals themselves stay with each backend (`store/*/removal.rs`): SQLite merges its
-//! full-text index and moves its vector mirror along, PostgreSQL locks the rows it removes and
-//! takes the planner's statistics again after an erasure.
+//! Removing memories for good, for both backends ([`MemoryRemoval`]): purging some of them and
+//! erasing everything about a user, with what a removed memory is announced as and the cached
+//! vectors of removed texts. Each backend keeps, as [`SqlStore`] hooks, how it erases a user's
+//! vectors ([`SqlStore::erase_user_vectors`]), what ends a removal inside its transaction
+//! ([`SqlStore::end_removal`]: SQLite merges its full-text index and moves the vector
+//! generation on) and after it ([`SqlStore::removal_committed`]: SQLite moves its vector mirror
+//! along, PostgreSQL takes the planner's statistics again after an erasure).
 
+use std::collections::HashMap;
+
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::QueryBuilder;
+use sqlx::{Database, QueryBuilder};
 
-use super::{remove_memberships, revoke_user_keys, Bind, Dialect, Driver};
+use super::{
+    remove_memberships, revoke_user_keys, Bind, Dialect, Driver, Run, SqlStore, WriteScope,
+};
 use crate::error::Result;
+use crate::store::backend::MemoryRemoval;
 use crate::store::rows::cached_hashes;
-use crate::types::{MemoryForgotten, MemoryKind};
+use crate::types::{MemoryForgotten, MemoryKind, UserErased};
+
+#[async_trait]
+impl<S: SqlStore> MemoryRemoval for S {
+    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The ids may be anyone's: the whole store waits.
+        let mut tx = self.write(WriteScope::Store).await?;
+        let removed = purge_memories(self, &mut tx, ids).await?;
+        let generation = self.end_removal(&mut tx, None, !removed.is_empty()).await?;
+        tx.commit().await?;
+        self.removal_committed(ids, generation, false).await;
+        Ok(removed)
+    }
+
+    /// Set-based, not a few statements per memory: a user with 100k memories is erased in
+    /// seconds rather than a minute of held writers. What references a row goes before it
+    /// (foreign keys).
+    async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
+        let mut tx = self.write(WriteScope::Owner(user_id)).await?;
+        let mut query = QueryBuilder::<S::Db>::new("SELECT id FROM memories WHERE user_id = ");
+        query.text(user_id);
+        let ids = S::Db::rows(&mut tx, query)
+            .await?
+            .iter()
+            .map(|row| S::Db::text(row, "id"))
+            .collect::<Result<Vec<_>>>()?;
+        let session_ids = user_sessions::<S::Db>(&mut tx, user_id).await?;
+        forget_user_cached_vectors::<S::Db>(&mut tx, user_id).await?;
+        self.erase_user_vectors(&mut tx, user_id, ids.len()).await?;
+        // Each condition its own statement, so that each can use its index.
+        let of_user = "memory_id IN (SELECT id FROM memories WHERE user_id = ";
+        for (table, condition, end) in [
+            ("ingested_events", "user_id = ", ""),
+            ("ingested_events", of_user, ")"),
+            ("memory_entities", of_user, ")"),
+            ("embedding_queue", of_user, ")"),
+            // A memory's sentence keys go with it; this also drops any left behind under the
+            // user's name.
+            ("memory_sentence_vectors", "user_id = ", ""),
+        ] {
+            let mut delete =
+                QueryBuilder::<S::Db>::new(format!("DELETE FROM {table} WHERE {condition}"));
+            delete.text(user_id).push(end);
+            S::Db::execute(&mut tx, delete).await?;
+        }
+        erase_owned_rows::<S::Db>(&mut tx, user_id, Utc::now()).await?;
+        let generation = self
+            .end_removal(&mut tx, Some(user_id), !ids.is_empty())
+            .await?;
+        tx.commit().await?;
+        self.removal_committed(&ids, generation, true).await;
+        Ok(UserErased {
+            user_id: user_id.to_owned(),
+            session_ids,
+            memories_removed: ids.len() as u64,
+        })
+    }
+}
 
 /// The columns of `memories` that [`forgotten`] reads, with `id`.
 pub(crate) const FORGOTTEN_COLUMNS: &str = "id, kind, content, user_id, chat_id, session_id";
@@ -30,10 +97,63 @@ pub(crate) fn forgotten<D: Driver>(row: &D::Row) -> Result<MemoryForgotten> {
     })
 }
 
+/// Ids per statement of a purge: well under SQLite's 32,766 parameters.
+const PURGED_PER_STATEMENT: usize = 500;
+
+/// Removes the memories `ids` with their entity links, queue entries and vectors
+/// ([`SqlStore::drop_vectors`]) and the cached vectors of their texts, on `connection` inside
+/// the caller's transaction (the whole store's writer); what was removed, in the order of
+/// `ids`, each once. Unknown ids are skipped; the event ids the memories were stored from stay
+/// recorded. The rows are read as [`Dialect::LOCK_ROWS`] says.
+async fn purge_memories<S: SqlStore>(
+    store: &S,
+    connection: &mut <S::Db as Database>::Connection,
+    ids: &[String],
+) -> Result<Vec<MemoryForgotten>> {
+    let mut found = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(PURGED_PER_STATEMENT) {
+        let mut query =
+            QueryBuilder::<S::Db>::new(format!("SELECT {FORGOTTEN_COLUMNS} FROM memories WHERE "));
+        S::Db::push_one_of(&mut query, "id", chunk);
+        query.push(S::Db::LOCK_ROWS);
+        for row in S::Db::rows(connection, query).await? {
+            let memory = forgotten::<S::Db>(&row)?;
+            found.insert(memory.memory_id.clone(), memory);
+        }
+    }
+    // In the order of `ids`; `remove`: an id named twice is announced once.
+    let removed: Vec<MemoryForgotten> = ids.iter().filter_map(|id| found.remove(id)).collect();
+    if removed.is_empty() {
+        return Ok(removed);
+    }
+    let gone: Vec<String> = removed
+        .iter()
+        .map(|memory| memory.memory_id.clone())
+        .collect();
+    // Links, the queue and the vectors first: they reference the rows.
+    for chunk in gone.chunks(PURGED_PER_STATEMENT) {
+        let mut unlink = QueryBuilder::<S::Db>::new("DELETE FROM memory_entities WHERE ");
+        S::Db::push_one_of(&mut unlink, "memory_id", chunk);
+        S::Db::execute(connection, unlink).await?;
+    }
+    store.drop_vectors(connection, &gone).await?;
+    for chunk in gone.chunks(PURGED_PER_STATEMENT) {
+        let mut delete = QueryBuilder::<S::Db>::new("DELETE FROM memories WHERE ");
+        S::Db::push_one_of(&mut delete, "id", chunk);
+        S::Db::execute(connection, delete).await?;
+    }
+    let texts: Vec<String> = removed
+        .iter()
+        .map(|memory| memory.content.clone())
+        .collect();
+    forget_cached_vectors::<S::Db>(connection, &texts).await?;
+    Ok(removed)
+}
+
 /// Removes the cached vectors of `texts`, on `connection` inside the caller's transaction.
 /// Another memory with the same text only loses a cached vector: it is re-embedded if it is
 /// ever indexed again.
-pub(crate) async fn forget_cached_vectors<D: Dialect>(
+async fn forget_cached_vectors<D: Dialect>(
     connection: &mut D::Connection,
     texts: &[String],
 ) -> Result<()> {
@@ -49,7 +169,7 @@ pub(crate) async fn forget_cached_vectors<D: Dialect>(
 
 /// Removes the cached vectors of `user`'s texts, on `connection` inside the caller's
 /// transaction.
-pub(crate) async fn forget_user_cached_vectors<D: Dialect>(
+async fn forget_user_cached_vectors<D: Dialect>(
     connection: &mut D::Connection,
     user: &str,
 ) -> Result<()> {
@@ -65,7 +185,7 @@ pub(crate) async fn forget_user_cached_vectors<D: Dialect>(
 }
 
 /// The sessions `user` had, in memories or consolidation records, sorted byte by byte.
-pub(crate) async fn user_sessions<D: Dialect>(
+async fn user_sessions<D: Dialect>(
     connection: &mut D::Connection,
     user: &str,
 ) -> Result<Vec<String>> {
@@ -88,7 +208,7 @@ pub(crate) async fn user_sessions<D: Dialect>(
 /// Removes `user`'s memories, the links to and the entities of `user`, the user's consolidation
 /// records, API keys (revoked at `at`) and chat memberships, on `connection` inside the caller's
 /// transaction: the end of erasing a user, once what references the memories is gone.
-pub(crate) async fn erase_owned_rows<D: Dialect>(
+async fn erase_owned_rows<D: Dialect>(
     connection: &mut D::Connection,
     user: &str,
     at: DateTime<Utc>,

@@ -1,10 +1,11 @@
-//! SQLite's side of the SQL written once (`store/sql/`): its row order, its writers' turn (one
+//! SQLite's side of the SQL written once (`store/sql/`): its row orders, its writers' turn (one
 //! at a time in the process, `BEGIN IMMEDIATE` across processes), and the hooks that reach its
-//! own entity linking, vector tables and in-memory mirror.
+//! own entity linking, packed link reads, vector tables and in-memory mirror.
 
 use async_trait::async_trait;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
+use super::packed::{fetch_packed, packed_rows};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::sql::{Bind, Dialect, Driver, SqlStore, WriteScope, WriteTx};
@@ -19,6 +20,12 @@ impl Dialect for Sqlite {
     const OFF_INDEX: &'static str = "+";
     const ENRICHMENT_ATTEMPTS: &'static str =
         "COALESCE(json_extract(m.attributes, '$.enrichment_attempts'), 0)";
+    const LINK_ORDER: &'static str = "rowid";
+    const FULL_TEXT: &'static str = "FTS5";
+    const LOCK_ROWS: &'static str = "";
+    const GREATEST: &'static str = "MAX";
+    const LINKED_ENTITY_IDS: &'static str = "(SELECT json_group_array(entity_id) FROM \
+         (SELECT entity_id FROM memory_entities WHERE memory_id = memories.id ORDER BY entity_id))";
 
     fn byte_order(column: &str) -> String {
         column.to_owned()
@@ -32,6 +39,10 @@ impl Dialect for Sqlite {
         builder.push(format!("{column} = "));
         Self::bind_text(builder, name.to_owned());
         builder.push(" COLLATE NOCASE");
+    }
+
+    fn set_attribute(key: &str) -> (String, &'static str) {
+        (format!("json_set(attributes, '$.{key}', "), ")")
     }
 
     fn json_texts(column: &str) -> String {
@@ -81,24 +92,56 @@ impl SqlStore for MemoryStore {
         Ok(WriteTx::new(self.begin_write().await?, Some(turn)))
     }
 
-    async fn find_entity(
-        connection: &mut SqliteConnection,
-        owner: &str,
-        entity_type: &str,
-        name: &str,
-    ) -> Result<Option<(String, String)>> {
-        super::entities::find_entity(connection, owner, entity_type, name).await
+    async fn access_turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        Some(self.write_lock.clone().lock_owned().await)
+    }
+
+    /// Packed (see `packed.rs`): the entity list reads up to a search's depth of links.
+    async fn newest_entity_links(&self, entity_id: &str, depth: i64) -> Result<Vec<(String, i64)>> {
+        let mut builder = QueryBuilder::new(format!(
+            "SELECT {} FROM (SELECT memory_id, rowid AS link FROM memory_entities \
+             WHERE entity_id = ",
+            packed_rows("memory_id, link", "link DESC")
+        ));
+        builder
+            .push_bind(entity_id.to_owned())
+            .push(" ORDER BY rowid DESC LIMIT ")
+            .push_bind(depth)
+            .push(")");
+        fetch_packed(builder, &self.pool).await
     }
 
     async fn drop_vectors(&self, connection: &mut SqliteConnection, ids: &[String]) -> Result<()> {
-        for id in ids {
-            self.drop_vector(connection, id).await?;
-        }
-        Ok(())
+        self.remove_vectors(connection, ids).await
     }
 
     fn vectors_dropped(&self, ids: &[String]) {
         self.forget_vectors(ids);
+    }
+
+    async fn erase_user_vectors(
+        &self,
+        connection: &mut SqliteConnection,
+        user: &str,
+        theirs: usize,
+    ) -> Result<()> {
+        if self.vector_table_exists(connection).await? {
+            self.erase_vectors(connection, user, theirs).await?;
+        }
+        Ok(())
+    }
+
+    async fn end_removal(
+        &self,
+        connection: &mut SqliteConnection,
+        erased: Option<&str>,
+        removed: bool,
+    ) -> Result<Option<i64>> {
+        super::removal::end_removal(self, connection, erased, removed).await
+    }
+
+    async fn removal_committed(&self, ids: &[String], generation: Option<i64>, _erased: bool) {
+        self.forget_in_mirror(ids, generation);
     }
 
     async fn set_supersedes(

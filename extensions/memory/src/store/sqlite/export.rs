@@ -8,18 +8,7 @@ use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 use super::MemoryStore;
 use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryExport;
-use crate::store::sql::push_user_rows;
-
-/// Tables a full export holds, with the key that orders their rows: memories in the order they
-/// were stored (rowid), so that an import stores them in that order again (search keeps the
-/// last stored matches of very common words, see `fulltext.rs`), the other tables by key.
-pub(super) const EXPORT_TABLES: [(&str, &str); 5] = [
-    ("memories", "rowid"),
-    ("entities", "id"),
-    ("memory_entities", "memory_id, entity_id"),
-    ("sessions_consolidations", "user_id, chat_id, session_id"),
-    ("ingested_events", "user_id, event_id"),
-];
+use crate::store::sql::{export_order, exported_record, hex, push_user_rows, EXPORT_TABLES};
 
 /// Columns that say which process works on a row right now: not the store's content, and not
 /// exported (a copy starts with no process at work on it).
@@ -40,12 +29,7 @@ pub(super) fn column_value(row: &SqliteRow, index: usize) -> Result<Value> {
     Ok(match kind.as_str() {
         "INTEGER" => Value::from(row.try_get::<i64, _>(index)?),
         "REAL" => Value::from(row.try_get::<f64, _>(index)?),
-        "BLOB" => Value::from(
-            row.try_get::<Vec<u8>, _>(index)?
-                .iter()
-                .map(|byte| format!("{byte:02x}"))
-                .collect::<String>(),
-        ),
+        "BLOB" => Value::from(hex(&row.try_get::<Vec<u8>, _>(index)?)),
         _ => Value::from(row.try_get::<String, _>(index)?),
     })
 }
@@ -55,12 +39,12 @@ impl MemoryExport for MemoryStore {
     async fn export_rows(&self, user_id: Option<&str>) -> Result<Vec<Value>> {
         use sqlx::Column;
         let mut records = Vec::new();
-        for (table, key) in EXPORT_TABLES {
+        for (table, keys) in EXPORT_TABLES {
             let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT * FROM {table}"));
             if let Some(user) = user_id {
                 push_user_rows(&mut query, table, user)?;
             }
-            query.push(format!(" ORDER BY {key}"));
+            query.push(format!(" ORDER BY {}", export_order::<Sqlite>(keys)));
             let rows = query.build().fetch_all(&self.pool).await?;
             for row in &rows {
                 let mut object = Map::new();
@@ -101,21 +85,11 @@ impl MemoryExport for MemoryStore {
 /// Inserts one exported row inside `tx` unless a row with its key exists (see
 /// `MemoryExport::import_row`); returns whether it was new.
 async fn import_in_tx(tx: &mut Transaction<'_, Sqlite>, table: &str, row: &Value) -> Result<bool> {
-    if !EXPORT_TABLES.iter().any(|(known, _)| *known == table) {
-        return Err(MemoryError::Invalid(format!(
-            "unknown record type `{table}`"
-        )));
-    }
-    let Some(object) = row.as_object() else {
-        return Err(MemoryError::Invalid(format!(
-            "`{table}` record: `row` must be an object"
-        )));
-    };
+    let (table, object) = exported_record(table, row)?;
     let columns: Vec<&String> = object.keys().collect();
-    if columns.is_empty()
-        || columns
-            .iter()
-            .any(|name| !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    if columns
+        .iter()
+        .any(|name| !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
     {
         return Err(MemoryError::Invalid(format!(
             "`{table}` record: bad column names"

@@ -1,5 +1,5 @@
-//! The indexer's queue: memories waiting for a vector, the embedding cache, and storing the
-//! vectors the indexer made.
+//! The indexer's queue: memories waiting for a vector, and storing the vectors the indexer
+//! made (caching them is written once, in `store/sql/index_queue.rs`).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,7 @@ use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::IndexQueue;
 use crate::store::index_order;
-use crate::store::rows::{ts, vector_blob};
+use crate::store::rows::vector_blob;
 use crate::store::sql;
 use crate::store::IndexItem;
 use crate::vector_index::{sentence_key, VectorRow};
@@ -52,24 +52,7 @@ impl IndexQueue for MemoryStore {
         model_id: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        if vectors.is_empty() {
-            return Ok(());
-        }
-        let _write = self.write_lock.lock().await;
-        let mut tx = self.begin_write().await?;
-        for (hash, vector) in vectors {
-            sqlx::query(
-                "INSERT OR IGNORE INTO embedding_cache (content_hash, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
-            )
-            .bind(hash)
-            .bind(model_id)
-            .bind(vector_blob(vector))
-            .bind(ts(at))
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        sql::cache_vectors(self, vectors, model_id, at).await
     }
 
     async fn store_vectors_and_sentences(

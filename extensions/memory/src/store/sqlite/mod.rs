@@ -5,10 +5,11 @@
 //!
 //! Files: `open` (connection options, pragmas, migrations and every call into C),
 //! `checkpoint` (the WAL checkpointer), `scope` (visibility and request filters), `records`,
-//! `entities`, `fulltext`, `vectors`, `index_queue`, `removal`, `export` and `admin`, one
-//! storage trait each (storing memories, a fact's lifecycle, access records, sessions and
-//! people are written once for both backends in `store/sql/`, over `dialect`); `packed` reads
-//! many small rows as one.
+//! `fulltext`, `vectors`, `index_queue`, `export` and `admin`, one storage trait each;
+//! `entities` (linking earlier mentions through FTS5) and `removal` (what ends a removal here),
+//! SQLite's parts of traits written once for both backends in `store/sql/`, over `dialect`, as
+//! are storing memories, a fact's lifecycle, access records, sessions and people; `packed`
+//! reads many small rows as one.
 
 mod admin;
 mod checkpoint;

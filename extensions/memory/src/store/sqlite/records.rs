@@ -1,6 +1,5 @@
-//! What a search reads and writes in SQLite: the keys ranking needs (read packed), and counting
-//! accesses. The rest of reading memories is
-//! written once, in `store/sql/records.rs`.
+//! What a search reads in SQLite: the keys ranking needs, read packed. The rest of reading
+//! memories, and counting accesses, is written once, in `store/sql/records.rs`.
 
 use std::collections::HashMap;
 
@@ -12,8 +11,7 @@ use super::packed::{exact_real, fetch_packed, packed_rows, Real};
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::SearchRecords;
-use crate::store::rows::ts;
-use crate::store::sql::push_filters;
+use crate::store::sql::{push_filters, touch, Bind};
 use crate::store::types::{RankColumns, RankKey};
 use crate::types::SearchRequest;
 
@@ -51,14 +49,10 @@ impl SearchRecords for MemoryStore {
         columns
             .push_str(", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END");
         let mut builder = QueryBuilder::new(format!(
-            "SELECT {} FROM memories m WHERE m.id IN (",
+            "SELECT {} FROM memories m WHERE m.id IN ",
             packed_rows(&columns, "")
         ));
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
+        builder.text_list(ids);
         push_filters(&mut builder, request);
         let rows: Vec<RankColumns<Real>> = fetch_packed(builder, &self.pool).await?;
         Ok(rows
@@ -74,24 +68,6 @@ impl SearchRecords for MemoryStore {
     }
 
     async fn touch(&self, ids: &[String], times: u32, at: DateTime<Utc>) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let _write = self.write_lock.lock().await;
-        // A recalled fact that had faded is back: in the context again, with the confidence of
-        // a fact in doubt (0.5) if it had fallen below that, and its decay starts over.
-        let mut builder = QueryBuilder::new("UPDATE memories SET access_count = access_count + ");
-        builder.push_bind(i64::from(times)).push(
-            ", confidence = CASE WHEN faded_at IS NOT NULL THEN MAX(confidence, 0.5) ELSE confidence END, \
-             faded_at = NULL, last_accessed = MAX(COALESCE(last_accessed, 0), ",
-        );
-        builder.push_bind(ts(at)).push(") WHERE id IN (");
-        let mut separated = builder.separated(", ");
-        for id in ids {
-            separated.push_bind(id.clone());
-        }
-        builder.push(")");
-        builder.build().execute(&self.pool).await?;
-        Ok(())
+        touch(self, ids, times, at).await
     }
 }

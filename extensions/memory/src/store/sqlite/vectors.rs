@@ -6,13 +6,15 @@ use std::sync::PoisonError;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, Transaction};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::MemoryStore;
 use crate::error::Result;
 use crate::store::backend::{vector_scope, VectorIndex};
 use crate::store::rows::{blob_vector, vector_blob};
-use crate::store::sql::queue_every_memory;
+use crate::store::sql::{
+    provider_status, push_owner_and_kind, queue_every_memory, record_provider, set_metadata,
+};
 use crate::store::{MirrorSize, VectorStatus};
 use crate::types::SearchRequest;
 use crate::vector_index::{
@@ -40,14 +42,9 @@ pub(super) fn create_vector_table(dimensions: usize) -> String {
 }
 
 /// Moves `vector_generation` on by one inside `tx`; returns the new value.
-pub(super) async fn bump_vector_generation(tx: &mut Transaction<'_, Sqlite>) -> Result<i64> {
-    let after = vector_generation(&mut **tx).await? + 1;
-    sqlx::query(
-        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES ('vector_generation', ?)",
-    )
-    .bind(after.to_string())
-    .execute(&mut **tx)
-    .await?;
+pub(super) async fn bump_vector_generation(tx: &mut SqliteConnection) -> Result<i64> {
+    let after = vector_generation(&mut *tx).await? + 1;
+    set_metadata::<Sqlite>(tx, "vector_generation", &after.to_string()).await?;
     Ok(after)
 }
 
@@ -73,15 +70,6 @@ impl MemoryStore {
             .vector
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = status;
-    }
-
-    pub(super) async fn metadata(&self, key: &str) -> Result<Option<String>> {
-        Ok(
-            sqlx::query_scalar("SELECT value FROM memory_metadata WHERE key = ?")
-                .bind(key)
-                .fetch_optional(&self.pool)
-                .await?,
-        )
     }
 
     pub(super) fn mirror(&self) -> std::sync::RwLockReadGuard<'_, QuantizedIndex> {
@@ -188,21 +176,34 @@ impl MemoryStore {
         Ok(())
     }
 
-    pub(super) async fn drop_vector(&self, tx: &mut SqliteConnection, id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        if self.vector_table_exists(tx).await? {
-            sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+    /// Takes the memories `ids` off the indexer's queue and out of `vec_memories` and the
+    /// sentence keys, on `tx` inside the caller's transaction, one memory at a time (sqlite-vec
+    /// finds a row by its key).
+    pub(super) async fn remove_vectors(
+        &self,
+        tx: &mut SqliteConnection,
+        ids: &[String],
+    ) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let vectors = self.vector_table_exists(tx).await?;
+        for id in ids {
+            sqlx::query("DELETE FROM embedding_queue WHERE memory_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if vectors {
+                sqlx::query("DELETE FROM vec_memories WHERE memory_id = ?")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ?")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
         }
-        sqlx::query("DELETE FROM memory_sentence_vectors WHERE memory_id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
         Ok(())
     }
 
@@ -234,51 +235,23 @@ impl VectorIndex for MemoryStore {
 
     async fn ensure_vector_index(&self, dimensions: usize, model_id: &str) -> Result<VectorStatus> {
         let _write = self.write_lock.lock().await;
-        let stored_dimensions = self.metadata("embedding_dimensions").await?;
-        let stored_model = self.metadata("embedding_model").await?;
-        let status = match (stored_dimensions, stored_model) {
-            (None, _) => {
+        let mut connection = self.pool.acquire().await?;
+        let recorded = provider_status::<Sqlite>(&mut connection, dimensions, model_id).await?;
+        drop(connection);
+        let status = match recorded {
+            Some(status) => status,
+            None => {
                 let mut tx = self.begin_write().await?;
                 sqlx::query(&create_vector_table(dimensions))
                     .execute(&mut *tx)
                     .await?;
-                for (key, value) in [
-                    ("embedding_dimensions", dimensions.to_string()),
-                    ("embedding_model", model_id.to_owned()),
-                ] {
-                    sqlx::query(
-                        "INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)",
-                    )
-                    .bind(key)
-                    .bind(value)
-                    .execute(&mut *tx)
-                    .await?;
-                }
+                record_provider::<Sqlite>(&mut tx, dimensions, model_id).await?;
                 bump_vector_generation(&mut tx).await?;
                 tx.commit().await?;
                 self.invalidate_mirrors();
                 VectorStatus::Enabled {
                     dimensions,
                     model_id: model_id.to_owned(),
-                }
-            }
-            (Some(stored), model) => {
-                let stored_dims: usize = stored.parse().unwrap_or(0);
-                let model = model.unwrap_or_default();
-                if stored_dims == dimensions && model == model_id {
-                    VectorStatus::Enabled {
-                        dimensions,
-                        model_id: model_id.to_owned(),
-                    }
-                } else {
-                    VectorStatus::Disabled {
-                        reason: format!(
-                            "vec_memories holds {stored_dims}-dimension vectors of `{model}`, but the \
-                             embedding provider gives {dimensions}-dimension vectors of `{model_id}`; \
-                             vector search is off and search uses FTS5 + entities. Nothing is lost: \
-                             run `mnemo reindex` to rebuild the vector index for the new model"
-                        ),
-                    }
                 }
             }
         };
@@ -295,16 +268,7 @@ impl VectorIndex for MemoryStore {
         sqlx::query(&create_vector_table(dimensions))
             .execute(&mut *tx)
             .await?;
-        for (key, value) in [
-            ("embedding_dimensions", dimensions.to_string()),
-            ("embedding_model", model_id.to_owned()),
-        ] {
-            sqlx::query("INSERT OR REPLACE INTO memory_metadata (key, value) VALUES (?, ?)")
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await?;
-        }
+        record_provider::<Sqlite>(&mut tx, dimensions, model_id).await?;
         sqlx::query("DELETE FROM memory_sentence_vectors")
             .execute(&mut *tx)
             .await?;
@@ -374,12 +338,7 @@ impl VectorIndex for MemoryStore {
         );
         builder.push_bind(vector_blob(vector));
         builder.push(" AND k = ").push_bind(k as i64);
-        if let Some(owner) = owner {
-            builder.push(" AND user_id = ").push_bind(owner.to_owned());
-        }
-        if let Some(kind) = kind {
-            builder.push(" AND kind = ").push_bind(kind.to_owned());
-        }
+        push_owner_and_kind(&mut builder, owner, kind);
         builder.push(" ORDER BY distance");
         Ok(builder
             .build_query_as::<(String, f64)>()
