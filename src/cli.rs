@@ -59,6 +59,22 @@ pub(crate) enum Command {
         #[arg(long, requires = "shared_store")]
         distractors: Option<PathBuf>,
     },
+    /// Measure the poisoning screen on labelled texts (JSONL `{id, label, kind, text}`, e.g.
+    /// tests/data/injection/test.jsonl): attacks and benign texts held back, and its time.
+    EvalScreening {
+        /// The labelled sets, each reported on its own.
+        #[arg(long, required = true, num_args = 1..)]
+        data: Vec<PathBuf>,
+        /// Screenings of each text, for the timing.
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// List every text screened wrongly.
+        #[arg(long)]
+        misses: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure ingest and search latency, database size and peak memory for N memories.
     Bench {
         /// Memories in the store.
@@ -208,6 +224,13 @@ pub(crate) enum Command {
     /// Bring back a soft-deleted memory (forgotten under `forget = "soft"`, expired, corrected
     /// or decayed): active again, and given its vector by the indexer.
     Restore {
+        /// The memory's id.
+        id: String,
+    },
+    /// Release a quarantined memory: the memory screen held it back from the agent's context
+    /// (instructions aimed at the agent, hidden characters, an imitated tool call); released,
+    /// it may be put into a context again. `mnemo search` flags quarantined hits.
+    Release {
         /// The memory's id.
         id: String,
     },

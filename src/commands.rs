@@ -138,8 +138,12 @@ pub(crate) async fn search(
             lines.push("no results".to_owned());
         }
         for hit in &hits {
+            let held = match &hit.memory.quarantine {
+                Some(quarantine) => format!("[quarantined: {}] ", quarantine.reason),
+                None => String::new(),
+            };
             lines.push(format!(
-                "{:.4}  {:<22} {:<10} {}",
+                "{:.4}  {:<22} {:<10} {held}{}",
                 hit.score,
                 visible(&hit.memory.id),
                 hit.memory.kind.as_str(),
@@ -248,6 +252,21 @@ pub(crate) async fn restore(config: Config, id: &str) -> anyhow::Result<bool> {
     } else {
         bail!("no soft-deleted memory `{id}`")
     }
+}
+
+/// `mnemo release`: lifts a quarantined memory's hold, as an admin.
+pub(crate) async fn release(config: Config, id: &str) -> anyhow::Result<bool> {
+    let kernel = start_for_store(config).await?;
+    let service = memory_service(&kernel)?;
+    let result = service.release(None, id).await;
+    kernel.shutdown().await;
+    let released = result?;
+    println!(
+        "released {id} ({} memory of {}): it may be put into a context again",
+        released.kind.as_str(),
+        released.user_id.as_deref().unwrap_or("no user")
+    );
+    Ok(true)
 }
 
 /// `mnemo forget-user`: removes everything stored about one user.

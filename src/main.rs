@@ -141,6 +141,7 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
         }
         Command::Forget { id, purge } => commands::forget(load_config(&cli)?, id, *purge).await,
         Command::Restore { id } => commands::restore(load_config(&cli)?, id).await,
+        Command::Release { id } => commands::release(load_config(&cli)?, id).await,
         Command::ForgetUser { user } => commands::forget_user(load_config(&cli)?, user).await,
         Command::Mcp { user, chat } => {
             let config = load_config(&cli)?;
@@ -197,6 +198,22 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
                 distractors: distractors.as_deref(),
             };
             mnemo_devtools::eval::run(&config, &options).await?;
+            Ok(true)
+        }
+        Command::EvalScreening {
+            data,
+            rounds,
+            misses,
+            json,
+        } => {
+            mnemo_devtools::screening_eval::run(
+                &mnemo_devtools::screening_eval::ScreeningEvalOptions {
+                    data,
+                    rounds: *rounds,
+                    misses: *misses,
+                    json: *json,
+                },
+            )?;
             Ok(true)
         }
         Command::BenchHttp {

@@ -93,6 +93,7 @@ scenarios!(
     markdown_window,
     memory_decay_and_corrections,
     memory_model_missing,
+    memory_poisoning,
     memory_search,
     memory_semantic,
     memory_without_embedding,

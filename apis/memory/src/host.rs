@@ -122,6 +122,13 @@ pub trait MemoryHost: MemoryApi {
     /// No such active fact of the owner, or the store fails.
     async fn confirm(&self, owner: &str, id: &str) -> Result<()>;
 
+    /// Releases one of `owner`'s quarantined memories: it may be put into the agent's context
+    /// again. Returns it, released.
+    ///
+    /// # Errors
+    /// No such memory of the owner, it is not quarantined, or the store fails.
+    async fn release(&self, owner: &str, memory_id: &str) -> Result<Memory>;
+
     /// Forgets one of `owner`'s memories, with its indexes, links and copies.
     ///
     /// # Errors

@@ -26,6 +26,6 @@ pub use records::{
 };
 pub use types::{
     CandidateList, DecayAction, DecayReport, EntityInfo, EpisodePage, FusionMethod, ListMatch,
-    ListRequest, Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, SavedFacts,
-    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
+    ListRequest, Memory, MemoryKind, MemoryStats, MemoryType, NewFact, PendingSession, Quarantine,
+    SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionKey, SkippedFact,
 };

@@ -102,6 +102,22 @@ pub struct Memory {
     pub faded_at: Option<DateTime<Utc>>,
     /// The people (person entity ids) it is about.
     pub subject_ids: Vec<String>,
+    /// Why it is quarantined, if it is: its text carries instructions aimed at the agent,
+    /// hidden characters or an imitation of a tool call. Never put into the agent's context;
+    /// search shows it, flagged, until the user or an admin releases or forgets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Quarantine>,
+}
+
+/// Why a memory is quarantined: what the write-time screen found in its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Quarantine {
+    /// The screen's reason: `hidden_characters`, `instruction_override`, `role_hijack`,
+    /// `standing_instruction`, `exfiltration`, `prompt_leak` or `tool_call_imitation`.
+    pub reason: String,
+    /// What matched (at most 80 characters), or what hides text.
+    pub evidence: String,
 }
 
 impl Memory {
@@ -239,6 +255,9 @@ pub struct SearchRequest {
     /// Leave out facts that decay faded: what the context the agent is given does. Search
     /// finds them (ranked lower by their confidence), and recalling them brings them back.
     pub exclude_faded: bool,
+    /// Leave out quarantined memories: what the agent's context and the agent's own tools do.
+    /// Search for the user or an admin finds them, flagged with the reason.
+    pub exclude_quarantined: bool,
     /// Count the results as accessed (access_count, last_accessed).
     pub touch: bool,
 }
@@ -285,10 +304,11 @@ impl SearchHit {
 
     /// The hit as a model (the search tools) and `mnemo search --json` see it: `id`, `kind`,
     /// `content`, `score` (to six decimals), `event_time`, `session_id`, `tags`, `confidence`,
-    /// `matched_by` (the lists that found it) and `supersedes`.
+    /// `matched_by` (the lists that found it) and `supersedes`; and `quarantine` (reason and
+    /// evidence) for a quarantined memory.
     pub fn summary(&self) -> Value {
         let memory = &self.memory;
-        serde_json::json!({
+        let mut summary = serde_json::json!({
             "id": memory.id,
             "kind": memory.kind.as_str(),
             "content": memory.content,
@@ -299,7 +319,12 @@ impl SearchHit {
             "confidence": memory.confidence,
             "matched_by": self.why.lists.iter().map(|list| list.list.clone()).collect::<Vec<_>>(),
             "supersedes": memory.attributes.get("supersedes"),
-        })
+        });
+        // Only quarantined hits carry the key: the agent's tools never return them.
+        if let (Some(quarantine), Some(fields)) = (&memory.quarantine, summary.as_object_mut()) {
+            fields.insert("quarantine".to_owned(), serde_json::json!(quarantine));
+        }
+        summary
     }
 }
 
@@ -386,6 +411,10 @@ pub struct ListRequest {
     /// the facts about them (a fact's subjects are linked too).
     #[serde(default)]
     pub entity_id: Option<String>,
+    /// Only quarantined memories (the screen held them back from the agent's context), for the
+    /// owner or an admin to release or forget.
+    #[serde(default)]
+    pub quarantined: bool,
     /// Most memories returned.
     pub limit: usize,
     /// Memories skipped first, for paging.
@@ -403,6 +432,7 @@ impl ListRequest {
             since: None,
             until: None,
             entity_id: None,
+            quarantined: false,
             limit,
             offset: 0,
         }

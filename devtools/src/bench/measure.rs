@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-pub(super) fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -14,7 +14,7 @@ pub(super) fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-pub(super) fn ms(duration: Duration) -> f64 {
+pub(crate) fn ms(duration: Duration) -> f64 {
     (duration.as_secs_f64() * 1_000_000.0).round() / 1_000.0
 }
 

@@ -39,7 +39,7 @@ use serde_json::json;
 use crate::progress::Progress;
 
 mod data;
-mod measure;
+pub(crate) mod measure;
 mod owner_alone;
 
 use data::FIRST_PERSON_TEMPLATES;
@@ -227,6 +227,8 @@ struct Built {
     ingest_seconds: f64,
     /// Texts embedded by the real model.
     embedded: usize,
+    /// The poisoning screen (`mnemo_memory::screening`) on each turn's text.
+    screening: Vec<Duration>,
 }
 
 /// Steps 1 and 2: ingests `options.memories` turns into `dir` and fills their vectors.
@@ -302,6 +304,14 @@ async fn build_store(
     drop(progress);
     let ingest_seconds = started.elapsed().as_secs_f64();
     kernel.shutdown().await;
+    let screening = texts
+        .iter()
+        .map(|text| {
+            let clock = Instant::now();
+            std::hint::black_box(mnemo_memory::screening::screen(std::hint::black_box(text)));
+            clock.elapsed()
+        })
+        .collect();
 
     // 2. Vectors: real embeddings and mixes of them.
     let kernel = start_kernel(base, dir, true).await?;
@@ -314,6 +324,7 @@ async fn build_store(
         ingest,
         ingest_seconds,
         embedded,
+        screening,
     })
 }
 
@@ -502,6 +513,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         "memories": size,
         "backend": backend,
         "ingest_ms": summary(&mut built.ingest),
+        "screening_ms": summary(&mut built.screening),
         "search_ms": median_summary(&rounds),
         "search_ms_without_embedding": summary(&mut cached),
         "first_person_search_ms": summary(&mut first_person),
@@ -554,6 +566,14 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
                 get(&["ingest_ms", "p95"]),
                 get(&["ingest_ms", "p99"]),
                 get(&["ingest_per_second"])
+            );
+        }
+        if !built.screening.is_empty() {
+            println!(
+                "  screening         p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  (the poisoning screen on each turn)",
+                get(&["screening_ms", "p50"]),
+                get(&["screening_ms", "p95"]),
+                get(&["screening_ms", "p99"])
             );
         }
         println!(

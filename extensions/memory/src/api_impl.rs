@@ -77,6 +77,16 @@ impl MemoryApi for MemoryService {
                 continue;
             }
             seen.push(normalised);
+            // A fact the model drew from a conversation that carries instructions aimed at
+            // the agent, hidden text or an imitated tool call is refused, not held back: it is
+            // the model's words, not the user's, so nothing the user said is lost.
+            if let Some(quarantine) = self.quarantine_for(&fact.content) {
+                result.skipped.push(SkippedFact {
+                    content: fact.content,
+                    reason: format!("poisoned:{}", quarantine.reason),
+                });
+                continue;
+            }
             let words = word_set(&fact.content);
             let similar = self.similar_facts(session, &fact.content, 10).await?;
             if let Some(existing) = similar.iter().find(|existing| {
@@ -262,6 +272,7 @@ impl MemoryApi for MemoryService {
                     expires_at: None,
                     shared: false,
                     subject_ids: Vec::new(),
+                    quarantine: self.quarantine_for(content),
                 },
                 &[],
             )

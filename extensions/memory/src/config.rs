@@ -111,6 +111,11 @@ pub struct MemoryConfig {
     pub fact_decay_rate: f64,
     /// Two facts whose word sets have at least this Jaccard similarity are duplicates.
     pub dedup_jaccard: f64,
+    /// Screen every write for memory poisoning (instructions aimed at the agent, hidden
+    /// characters, imitated tool calls): a turn, a remembered memory or a reflection that
+    /// carries them is stored quarantined, out of every context; a fact a model extracted that
+    /// carries them is refused. Off stores everything as it comes, as before issue #47.
+    pub quarantine_poisoned: bool,
     /// Memories embedded per batch by the background indexer.
     pub index_batch_size: usize,
     /// Episodes per page for consolidation.
@@ -202,6 +207,7 @@ impl Default for MemoryConfig {
             max_event_bytes: 1 << 20,
             fact_decay_rate: 0.1,
             dedup_jaccard: 0.75,
+            quarantine_poisoned: true,
             index_batch_size: 32,
             consolidation_page_size: 30,
             entity_memory_limit: 20,

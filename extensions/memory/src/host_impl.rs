@@ -85,6 +85,10 @@ impl MemoryHost for MemoryService {
         Ok(MemoryService::confirm(self, owner, id).await?)
     }
 
+    async fn release(&self, owner: &str, memory_id: &str) -> Result<Memory> {
+        Ok(MemoryService::release(self, Some(owner), memory_id).await?)
+    }
+
     async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
         Ok(MemoryService::forget(self, owner, memory_id).await?)
     }

@@ -25,6 +25,7 @@ mod error;
 mod host_impl;
 mod migrate;
 mod people;
+pub mod screening;
 mod search;
 mod sentence_keys;
 mod service;
@@ -49,7 +50,7 @@ pub use mnemo_memory_api::{
     content_event_id, CandidateList, DecayAction, DecayReport, EntityInfo, EntitySummary,
     EpisodePage, FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch, ListRequest,
     McpSessionRecord, Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost, MemoryKind,
-    MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, SavedFacts,
+    MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, Quarantine, SavedFacts,
     ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
     SkippedFact, UserErased,
 };
@@ -194,8 +195,10 @@ impl ContextProvider for MemoryExtension {
             user_id: Some(request.user_id.clone()),
             chat_id: request.chat_id.clone(),
             exclude_session: Some(request.session_id.clone()),
-            // What decay faded stays out of the context until it is recalled.
+            // What decay faded stays out of the context until it is recalled; what the screen
+            // quarantined, until it is released.
             exclude_faded: true,
+            exclude_quarantined: true,
             touch: true,
             ..SearchRequest::default()
         };
@@ -293,8 +296,8 @@ impl ContextProvider for MemoryExtension {
     }
 }
 
-/// The turns of "This conversation so far": the session's latest turns without the message
-/// being answered (sent to the model as the user message; whether it is stored yet depends on
+/// The turns of "This conversation so far": the session's latest turns, without quarantined
+/// ones, without the message being answered (sent to the model as the user message; whether it is stored yet depends on
 /// how far the bus got) and without the host's chat history (sent as messages), at most
 /// `window`.
 fn conversation_so_far(
@@ -308,6 +311,7 @@ fn conversation_so_far(
         turns.pop();
     }
     turns.truncate(turns.len().saturating_sub(request.history_messages));
+    turns.retain(|turn| turn.quarantine.is_none());
     let excess = turns.len().saturating_sub(window);
     turns.drain(..excess);
     turns

@@ -515,6 +515,7 @@ mod tests {
             superseded_by_id: None,
             faded_at: None,
             subject_ids: Vec::new(),
+            quarantine: None,
         }
     }
 

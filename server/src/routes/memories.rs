@@ -141,6 +141,9 @@ pub(crate) struct ListQuery {
     /// Also forgotten, corrected and expired memories.
     #[serde(default)]
     include_inactive: bool,
+    /// Only quarantined memories: those the memory screen holds back from the agent's context.
+    #[serde(default)]
+    quarantined: bool,
     /// Only memories said or learnt from then on.
     since: Option<DateTime<Utc>>,
     /// Only memories said or learnt before then.
@@ -209,6 +212,7 @@ pub(crate) async fn list(
         since: query.since,
         until: query.until,
         entity_id: id_text(&query.entity_id).map(str::to_owned),
+        quarantined: query.quarantined,
         limit,
         offset,
     };
@@ -432,6 +436,27 @@ pub(crate) async fn confirm(
         change: "confirmed".to_owned(),
         replaced_by: None,
     }))
+}
+
+/// Release one of the caller's quarantined memories: the memory screen held it back from the
+/// agent's context (instructions aimed at the agent, hidden characters, an imitated tool
+/// call); released, it may be put into a context again.
+#[utoipa::path(
+    post, path = "/v1/memories/{id}/release", tag = "memories",
+    params(("id" = String, Path, description = "The memory's id")),
+    responses(
+        (status = 200, description = "Released", body = MemoryView),
+        (status = "default", description = "An error", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn release(
+    State(state): State<Arc<AppState>>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<axum::Json<MemoryView>, ApiError> {
+    own_memory(&state, &principal, &id).await?;
+    let released = state.memory.release(principal.user()?, &id).await?;
+    Ok(axum::Json(MemoryView::from(released)))
 }
 
 impl AppState {

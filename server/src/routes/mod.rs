@@ -98,6 +98,7 @@ where
         memories::forget,
         memories::correct,
         memories::confirm,
+        memories::release,
         provenance::provenance,
         provenance::entities,
         search::search,
@@ -180,6 +181,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/memories/{id}/provenance", get(provenance::provenance))
         .route("/v1/memories/{id}/correct", post(memories::correct))
         .route("/v1/memories/{id}/confirm", post(memories::confirm))
+        .route("/v1/memories/{id}/release", post(memories::release))
         .route("/v1/search", post(search::search))
         .route("/v1/context", post(search::context))
         .route("/v1/people", get(search::people))

@@ -2,7 +2,7 @@
 //! OpenAPI schemas.
 
 use chrono::{DateTime, Utc};
-use mnemo_memory_api::{Memory, MemoryKind};
+use mnemo_memory_api::{Memory, MemoryKind, Quarantine};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -44,6 +44,11 @@ pub(crate) struct MemoryView {
     pub(crate) superseded_by_id: Option<String>,
     /// When decay faded it out of the context (search still finds it; a recall brings it back).
     pub(crate) faded_at: Option<DateTime<Utc>>,
+    /// Why the memory screen holds it back from the agent's context, if it does: its text
+    /// carries instructions aimed at the agent, hidden characters or an imitated tool call.
+    /// Released by `POST /v1/memories/{id}/release`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) quarantine: Option<Quarantine>,
     pub(crate) attributes: Map<String, Value>,
 }
 
@@ -72,6 +77,7 @@ impl From<Memory> for MemoryView {
             superseded_at: memory.superseded_at,
             superseded_by_id: memory.superseded_by_id,
             faded_at: memory.faded_at,
+            quarantine: memory.quarantine,
             attributes: memory.attributes,
         }
     }

@@ -111,6 +111,7 @@ impl MemoryService {
                     expires_at: fact.expires_at,
                     shared: fact.shared,
                     subject_ids: subject_ids.clone(),
+                    quarantine: self.quarantine_for(&fact.content),
                 },
                 &entities,
             )
@@ -407,6 +408,7 @@ impl MemoryService {
                         expires_at,
                         shared: false,
                         subject_ids: Vec::new(),
+                        quarantine: self.quarantine_for(content),
                     },
                     &entities,
                 )
@@ -484,6 +486,7 @@ impl MemoryService {
                 .as_ref()
                 .map(|memory| memory.subject_ids.clone())
                 .unwrap_or_default(),
+            quarantine: self.quarantine_for(content),
         };
         let id = state
             .store

@@ -256,6 +256,8 @@ impl MemoryService {
             expires_at: None,
             shared: false,
             subject_ids: Vec::new(),
+            // Stored whatever it says (nothing the user said is lost), held back if poisoned.
+            quarantine: self.quarantine_for(text),
         };
         Ok(Some(PreparedTurn {
             event,

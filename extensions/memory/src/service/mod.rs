@@ -9,6 +9,7 @@ mod facts;
 mod group_commit;
 mod indexer;
 mod ingest;
+mod quarantine;
 mod recalls;
 mod removal;
 mod search;

@@ -9,7 +9,7 @@ use crate::store::rows::ts;
 use crate::store::sql::{Bind, Driver};
 use crate::types::ListRequest;
 
-/// Appends `request`'s chat, activity, time and entity conditions (each ` AND …`) for memories
+/// Appends `request`'s chat, activity, time, quarantine and entity conditions (each ` AND …`) for memories
 /// aliased `m`, active as of `now`.
 pub(crate) fn push_listing_filters<D: Driver>(
     builder: &mut QueryBuilder<'_, D>,
@@ -31,6 +31,9 @@ pub(crate) fn push_listing_filters<D: Driver>(
     }
     if let Some(until) = request.until {
         builder.push(" AND m.event_time < ").int(ts(until));
+    }
+    if request.quarantined {
+        builder.push(" AND m.quarantine IS NOT NULL");
     }
     if let Some(entity_id) = &request.entity_id {
         builder

@@ -15,7 +15,7 @@ pub(crate) const MEMORY_COLUMNS: &str =
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
     m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
     m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids, \
-    m.faded_at";
+    m.faded_at, m.quarantine";
 
 pub(crate) fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
@@ -132,6 +132,13 @@ where
         superseded_by_id: row.try_get("superseded_by_id")?,
         faded_at: row.try_get::<Option<i64>, _>("faded_at")?.map(from_ts),
         subject_ids: json_list(&row.try_get::<String, _>("subject_ids")?, "subject_ids")?,
+        quarantine: row
+            .try_get::<Option<String>, _>("quarantine")?
+            .map(|text| {
+                serde_json::from_str(&text)
+                    .map_err(|err| MemoryError::Corrupt(format!("quarantine: {err}")))
+            })
+            .transpose()?,
     })
 }
 

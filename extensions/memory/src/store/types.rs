@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::types::{MemoryKind, SessionKey};
+use crate::types::{MemoryKind, Quarantine, SessionKey};
 
 /// A memory to insert.
 #[derive(Debug, Clone)]
@@ -44,6 +44,8 @@ pub(crate) struct NewMemory {
     pub(crate) shared: bool,
     /// The people it is about (person entity ids); they are linked as entities too.
     pub(crate) subject_ids: Vec<String>,
+    /// Why it is stored quarantined (see `crate::screening`), if it is.
+    pub(crate) quarantine: Option<Quarantine>,
 }
 
 impl NewMemory {

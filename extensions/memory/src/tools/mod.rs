@@ -197,14 +197,18 @@ async fn search(
         .map_err(|error| tool_error(tool, error))
 }
 
-/// The caller's own scope of a search: their memories, in this chat.
+/// The caller's own scope of a search: their memories, in this chat, without the quarantined
+/// ones (the agent reads what its tools return as it reads its context).
 fn caller_request(service: &MemoryService, scope: &ToolScope, query: String) -> SearchRequest {
-    SearchRequest::for_caller(
-        query,
-        &scope.user_id,
-        scope.chat_id.as_deref(),
-        service.config().search_limit,
-    )
+    SearchRequest {
+        exclude_quarantined: true,
+        ..SearchRequest::for_caller(
+            query,
+            &scope.user_id,
+            scope.chat_id.as_deref(),
+            service.config().search_limit,
+        )
+    }
 }
 
 #[cfg(test)]

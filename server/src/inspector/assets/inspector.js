@@ -131,6 +131,7 @@ function memoryQuery(offset) {
   }
   if ($("filter-entity").value) query.set("entity_id", $("filter-entity").value);
   if ($("filter-inactive").checked) query.set("include_inactive", "true");
+  if ($("filter-quarantined").checked) query.set("quarantined", "true");
   return query;
 }
 
@@ -144,7 +145,7 @@ async function loadMemories(fresh) {
     },
     el("td", { class: "when" }, when(memory.event_time)),
     el("td", {}, kindTag(memory.kind)),
-    el("td", {}, memory.content),
+    el("td", {}, held(memory), memory.content),
     el("td", {}, fixed(memory.confidence, 2))));
     if (fresh) $("memory-rows").replaceChildren(...rows);
     else $("memory-rows").append(...rows);
@@ -170,7 +171,7 @@ async function search(event) {
       return el("li", { class: "hit", "data-id": hit.memory.id, onclick: () => openMemory(hit.memory.id) },
         el("div", {}, el("span", { class: "score" }, fixed(hit.score)), kindTag(hit.memory.kind), " ",
           el("span", { class: "when" }, when(hit.memory.event_time))),
-        el("div", { class: "content" }, hit.memory.content),
+        el("div", { class: "content" }, held(hit.memory), hit.memory.content),
         el("div", { class: "why" },
           why.lists.map((list) => el("span", { class: "list", title: "rank in that list, and its own score" },
             `${list.list} #${list.rank} · ${fixed(list.score)}`)),
@@ -185,6 +186,13 @@ async function search(event) {
   } catch (error) {
     say(error.message, true);
   }
+}
+
+/** The quarantine badge of a memory the screen holds back from the agent's context, or null. */
+function held(memory) {
+  const quarantine = memory.quarantine;
+  return quarantine ? el("span", { class: "quarantine", title: `held back from the agent's context: ${quarantine.evidence}` },
+    `quarantined: ${quarantine.reason}`, " ") : null;
 }
 
 // ---- one memory -------------------------------------------------------------------------
@@ -208,6 +216,7 @@ async function openMemory(id) {
     const fields = [
       ["Id", memory.id], ["Kind", memory.kind], ["Said or learnt", when(memory.event_time)],
       ["Stored", when(memory.created_at)], ["Status", memory.active ? (memory.faded_at ? "faded out of the context" : "active") : "inactive"],
+      ["Quarantined", memory.quarantine ? `${memory.quarantine.reason} (${memory.quarantine.evidence}): never put into the agent's context until released` : null],
       ["Confidence", fixed(memory.confidence, 3)], ["Recalled", `${memory.access_count} time${memory.access_count === 1 ? "" : "s"}` + (memory.last_accessed ? `, last ${when(memory.last_accessed)}` : "")],
       ["Session", memory.session_id], ["Chat", memory.chat_id], ["Said by", memory.source_role],
       ["Type", memory.memory_type], ["Expires", when(memory.expires_at)], ["Tags", memory.tags.join(", ")],
@@ -223,6 +232,7 @@ async function openMemory(id) {
       ...chain("Replaced by", provenance.replaced_by, "Nothing: this is the current version."),
     );
     const fact = memory.kind === "fact" && memory.active;
+    $("release").hidden = !memory.quarantine;
     $("confirm-fact").hidden = !fact;
     $("correct-fact").hidden = !fact;
     $("forget").hidden = false;
@@ -271,6 +281,18 @@ async function correct() {
     say(`Corrected: ${memory.id} is replaced by ${changed.replaced_by}`);
     await loadMemories(true);
     await openMemory(changed.replaced_by);
+  } catch (error) {
+    say(error.message, true);
+  }
+}
+
+async function release() {
+  const memory = state.current;
+  if (!memory || !(await ask(`Release "${memory.content}"? The memory screen held it back (${memory.quarantine.reason}); released, it may be put into the agent's context again.`))) return;
+  try {
+    await api("POST", `/v1/memories/${encodeURIComponent(memory.id)}/release`);
+    say(`Released: ${memory.id}`);
+    await openMemory(memory.id);
   } catch (error) {
     say(error.message, true);
   }
@@ -355,6 +377,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("forget").addEventListener("click", forget);
   $("correct-fact").addEventListener("click", correct);
   $("confirm-fact").addEventListener("click", confirmFact);
+  $("release").addEventListener("click", release);
   const saved = sessionStorage.getItem("mnemo-key");
   if (saved) {
     $("key").value = saved;

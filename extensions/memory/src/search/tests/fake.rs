@@ -47,6 +47,7 @@ pub(super) fn memory(id: &str, kind: MemoryKind, content: &str, at: DateTime<Utc
         superseded_by_id: None,
         faded_at: None,
         subject_ids: Vec::new(),
+        quarantine: None,
     }
 }
 

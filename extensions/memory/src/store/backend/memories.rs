@@ -80,7 +80,8 @@ pub(crate) trait MemoryRecords: SearchRecords {
     ) -> Result<Vec<Memory>>;
 
     /// The newest active reflection for `user_id` (or one without an owner) in exactly the
-    /// scope of `chat_id`: personal without it, that chat's with it.
+    /// scope of `chat_id`: personal without it, that chat's with it. A quarantined one is
+    /// passed over: it never reaches a context.
     ///
     /// # Errors
     /// The database fails.
@@ -90,7 +91,8 @@ pub(crate) trait MemoryRecords: SearchRecords {
         chat_id: Option<&str>,
     ) -> Result<Option<Memory>>;
 
-    /// Active, not superseded facts and episodes of `user_id` since `since`, newest first.
+    /// Active, not superseded, not quarantined facts and episodes of `user_id` since `since`,
+    /// newest first: what the weekly reflection's model reads.
     ///
     /// # Errors
     /// The database fails.
@@ -218,6 +220,14 @@ pub(crate) trait SoftForget: Send + Sync {
     /// # Errors
     /// The database fails; nothing changes then.
     async fn restore(&self, id: &str) -> Result<bool>;
+
+    /// Releases the quarantined memory `id`: the screen's hold is lifted, and the memory may
+    /// be put into the agent's context again. `false` when no memory with this id is
+    /// quarantined.
+    ///
+    /// # Errors
+    /// The database fails; nothing changes then.
+    async fn release(&self, id: &str) -> Result<bool>;
 }
 
 /// A fact's life after it is stored: corrections, confirmation, conflicts, supersession,

@@ -10,6 +10,7 @@ mod indexing;
 mod ingest;
 pub(crate) mod lifecycle;
 mod people_anchors;
+mod quarantine;
 mod records;
 mod sessions_and_people;
 mod shared_runs;
@@ -100,6 +101,7 @@ pub(crate) fn fact(user: &str, content: &str) -> NewMemory {
         expires_at: None,
         shared: false,
         subject_ids: Vec::new(),
+        quarantine: None,
     }
 }
 
@@ -385,7 +387,8 @@ on_both_backends!(
         records::rank_keys_name_an_episodes_session,
         records::stats_count_only_the_users_own_queue,
         lifecycle::soft_delete_hides_a_row_from_every_list_but_keeps_it,
-        sessions_and_people::a_new_session_reports_each_closed_session_once;
+        sessions_and_people::a_new_session_reports_each_closed_session_once,
+        quarantine::quarantine_is_stored_excluded_listed_and_released;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

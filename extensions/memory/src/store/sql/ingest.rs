@@ -188,7 +188,7 @@ pub(crate) async fn insert_memory<S: SqlStore>(
     let mut insert = QueryBuilder::<S::Db>::new(
         "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
          created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
-         memory_type, expires_at, shared, subject_ids) VALUES (",
+         memory_type, expires_at, shared, subject_ids, quarantine) VALUES (",
     );
     insert
         .text(&id)
@@ -226,6 +226,13 @@ pub(crate) async fn insert_memory<S: SqlStore>(
         .int(i64::from(memory.shared))
         .push(", ")
         .text(Value::from(memory.subject_ids.clone()).to_string())
+        .push(", ")
+        .opt_text(
+            memory
+                .quarantine
+                .as_ref()
+                .map(|quarantine| serde_json::json!(quarantine).to_string()),
+        )
         .push(")");
     S::Db::execute(connection, insert).await?;
     for subject in &memory.subject_ids {

@@ -140,7 +140,8 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
     ) -> Result<Option<Memory>> {
         let mut builder = QueryBuilder::<S::Db>::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.kind = 'reflection' \
-             AND m.valid_until IS NULL AND (m.user_id IS NOT DISTINCT FROM "
+             AND m.valid_until IS NULL AND m.quarantine IS NULL \
+             AND (m.user_id IS NOT DISTINCT FROM "
         ));
         builder
             .opt_text(user_id)
@@ -158,7 +159,8 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
     ) -> Result<Vec<Memory>> {
         let mut builder = QueryBuilder::<S::Db>::new(format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.valid_until IS NULL \
-             AND m.superseded_at IS NULL AND m.kind IN ('fact', 'episode') AND m.event_time >= "
+             AND m.superseded_at IS NULL AND m.quarantine IS NULL \
+             AND m.kind IN ('fact', 'episode') AND m.event_time >= "
         ));
         builder.int(ts(since));
         if let Some(user_id) = user_id {

@@ -2,6 +2,8 @@
 //! written once for both backends. Soft-deleting is the write expiry makes (`valid_until`, the
 //! vectors dropped), and decay under `decay_action = "soft_delete"` makes it through
 //! [`soft_delete`] too; restoring undoes it and queues the memory for its vector again.
+//! Releasing lifts a quarantine (see `crate::screening`): the row was kept whole, so nothing
+//! else changes.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -80,5 +82,17 @@ impl<S: SqlStore> SoftForget for S {
         S::Db::execute(&mut tx, queue).await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    async fn release(&self, id: &str) -> Result<bool> {
+        let owners = owners_of(self, &[id.to_owned()]).await?;
+        let mut tx = self.write(owners.scope()).await?;
+        let mut release = QueryBuilder::<S::Db>::new(
+            "UPDATE memories SET quarantine = NULL WHERE quarantine IS NOT NULL AND id = ",
+        );
+        release.text(id);
+        let released = S::Db::execute(&mut tx, release).await? == 1;
+        tx.commit().await?;
+        Ok(released)
     }
 }

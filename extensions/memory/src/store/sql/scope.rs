@@ -47,7 +47,8 @@ pub(crate) fn push_scope<D: Dialect>(
     }
 }
 
-/// Appends the filters of `request` (owner, kinds, session, time, tags, metadata, deleted) for
+/// Appends the filters of `request` (owner, kinds, session, time, tags, metadata, deleted, faded,
+/// quarantined) for
 /// alias `m`.
 pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest) {
     if !request.include_deleted {
@@ -58,6 +59,9 @@ pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, reques
     }
     if request.exclude_faded {
         builder.push(" AND m.faded_at IS NULL");
+    }
+    if request.exclude_quarantined {
+        builder.push(" AND m.quarantine IS NULL");
     }
     if let Some(at) = request.at {
         builder

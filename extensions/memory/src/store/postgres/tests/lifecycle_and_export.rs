@@ -277,6 +277,7 @@ fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64)
         expires_at: None,
         shared: false,
         subject_ids: Vec::new(),
+        quarantine: None,
     }
 }
 

@@ -1,0 +1,5 @@
+-- Memory poisoning (issue #47): a memory whose text carries instructions aimed at the agent,
+-- hidden characters or an imitation of a tool call is stored but quarantined: `quarantine`
+-- holds why, as JSON ({"reason": ..., "evidence": ...}), until the user or an admin releases
+-- it. A quarantined memory is never put into the agent's context; search shows it, flagged.
+ALTER TABLE memories ADD COLUMN quarantine TEXT;
