@@ -16,7 +16,23 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_5, 2.0, 16))
 }
 
+/// The buckets the GenAI semantic conventions advise for their duration histograms, in
+/// seconds: 10 ms doubling to 81.92 s.
+fn gen_ai_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 2.0, 14))
+}
+
 type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The labels of a GenAI metric: the conventions' attribute names as OpenTelemetry writes them
+/// for Prometheus (`gen_ai.operation.name` is `gen_ai_operation_name`), only those the span
+/// had, in a fixed order.
+pub(crate) type GenAiLabels = Vec<(&'static str, String)>;
+
+/// An empty family of histograms with the GenAI conventions' buckets.
+fn gen_ai_latencies() -> Latencies<GenAiLabels> {
+    Family::new_with_constructor(gen_ai_histogram as fn() -> Histogram)
+}
 
 /// An empty family of latency histograms.
 fn latencies<L: Clone + std::hash::Hash + Eq>() -> Latencies<L> {
@@ -85,6 +101,10 @@ pub struct Metrics {
     pub(crate) llm_durations: Latencies<ModelLabels>,
     pub(crate) llm_tokens: Family<TokenLabels, Counter>,
     pub(crate) llm_failures: Family<FailureLabels, Counter>,
+    /// `gen_ai.client.operation.duration`: every span with a `gen_ai.operation.name` but tools.
+    pub(crate) gen_ai_operations: Latencies<GenAiLabels>,
+    /// `gen_ai.execute_tool.duration`: the tool calls.
+    pub(crate) gen_ai_tools: Latencies<GenAiLabels>,
     index_queue: Gauge,
     events_in_flight: Gauge,
 }
@@ -109,6 +129,8 @@ impl Metrics {
             llm_durations: latencies(),
             llm_tokens: Family::default(),
             llm_failures: Family::default(),
+            gen_ai_operations: gen_ai_latencies(),
+            gen_ai_tools: gen_ai_latencies(),
             index_queue: Gauge::default(),
             events_in_flight: Gauge::default(),
         };
@@ -157,6 +179,19 @@ impl Metrics {
             "mnemo_llm_failures",
             "Model requests that failed after their retries, by model and error type",
             metrics.llm_failures.clone(),
+        );
+        // The GenAI semantic conventions' metrics, beside mnemo's own (which keep their names).
+        registry.register(
+            "gen_ai_client_operation_duration_seconds",
+            "gen_ai.client.operation.duration: GenAI operations (chat, embeddings, retrieval, \
+             search_memory, create_memory), by gen_ai.operation.name, \
+             gen_ai.provider.name, gen_ai.request.model and error.type",
+            metrics.gen_ai_operations.clone(),
+        );
+        registry.register(
+            "gen_ai_execute_tool_duration_seconds",
+            "gen_ai.execute_tool.duration: tool calls, by gen_ai.tool.name and error.type",
+            metrics.gen_ai_tools.clone(),
         );
         registry.register(
             "mnemo_index_queue_pending",

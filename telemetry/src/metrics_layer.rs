@@ -1,10 +1,13 @@
 //! [`MetricsLayer`]: a `tracing` layer that times the spans named in `mnemo_kernel::spans` and
-//! `mnemo_memory_api::spans` and counts them into [`Metrics`] when they close.
+//! `mnemo_memory_api::spans` and counts them into [`Metrics`] when they close; a span of
+//! mnemo's that carries `gen_ai.operation.name` is also counted into the GenAI semantic
+//! conventions' duration metrics.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo_kernel::spans as kernel_spans;
+use mnemo_kernel::spans::gen_ai;
 use mnemo_memory_api::spans as memory_spans;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -14,7 +17,8 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
 use crate::metrics::{
-    FailureLabels, JobLabels, Metrics, ModelLabels, OutcomeLabels, StageLabels, TokenLabels,
+    FailureLabels, GenAiLabels, JobLabels, Metrics, ModelLabels, OutcomeLabels, StageLabels,
+    TokenLabels,
 };
 
 /// What a span measures.
@@ -51,6 +55,17 @@ impl Measured {
     }
 }
 
+/// What a span is counted into: mnemo's own metric, if any, and whether the GenAI conventions'
+/// duration metric too (it declares `gen_ai.operation.name`). `None`: nothing.
+fn measures_of(metadata: &tracing::Metadata<'_>) -> Option<(Option<Measured>, bool)> {
+    if !metadata.is_span() || !metadata.target().starts_with("mnemo") {
+        return None;
+    }
+    let measured = Measured::of(metadata.target(), metadata.name());
+    let gen_ai = metadata.fields().field(gen_ai::OPERATION_NAME).is_some();
+    (measured.is_some() || gen_ai).then_some((measured, gen_ai))
+}
+
 /// The fields of a measured span that label or count its metrics.
 #[derive(Debug, Default)]
 struct SpanFields {
@@ -60,6 +75,8 @@ struct SpanFields {
     job: Option<String>,
     model: Option<String>,
     operation: Option<String>,
+    provider: Option<String>,
+    tool: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
@@ -71,7 +88,9 @@ impl SpanFields {
             kernel_spans::ERROR_TYPE => self.error_type = Some(value),
             "job" => self.job = Some(value),
             kernel_spans::GEN_AI_REQUEST_MODEL => self.model = Some(value),
-            "gen_ai.operation.name" => self.operation = Some(value),
+            gen_ai::OPERATION_NAME => self.operation = Some(value),
+            gen_ai::PROVIDER_NAME => self.provider = Some(value),
+            gen_ai::TOOL_NAME => self.tool = Some(value),
             _ => {}
         }
     }
@@ -108,7 +127,8 @@ impl Visit for SpanFields {
 
 /// A measured span's start and fields, kept in the span's extensions until it closes.
 struct Timing {
-    measured: Measured,
+    measured: Option<Measured>,
+    gen_ai: bool,
     started: Instant,
     fields: SpanFields,
 }
@@ -128,7 +148,7 @@ impl MetricsLayer {
     /// Whether a callsite can be a measured span: the layer's filter, so that it sees nothing
     /// else.
     pub fn measures(metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.is_span() && Measured::of(metadata.target(), metadata.name()).is_some()
+        measures_of(metadata).is_some()
     }
 
     fn count(&self, timing: Timing) {
@@ -139,7 +159,13 @@ impl MetricsLayer {
             outcome: if failed { "error" } else { "ok" }.to_owned(),
         };
         let metrics = &self.metrics;
-        match timing.measured {
+        if timing.gen_ai {
+            count_gen_ai(metrics, &fields, seconds);
+        }
+        let Some(measured) = timing.measured else {
+            return;
+        };
+        match measured {
             Measured::Ingest => {
                 let outcome = fields.outcome.unwrap_or_else(|| "error".to_owned());
                 metrics
@@ -208,8 +234,7 @@ where
     S: Subscriber + for<'lookup> LookupSpan<'lookup>,
 {
     fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let metadata = attributes.metadata();
-        let Some(measured) = Measured::of(metadata.target(), metadata.name()) else {
+        let Some((measured, gen_ai)) = measures_of(attributes.metadata()) else {
             return;
         };
         let Some(span) = ctx.span(id) else { return };
@@ -217,6 +242,7 @@ where
         attributes.record(&mut fields);
         span.extensions_mut().insert(Timing {
             measured,
+            gen_ai,
             started: Instant::now(),
             fields,
         });
@@ -236,5 +262,120 @@ where
         if let Some(timing) = timing {
             self.count(timing);
         }
+    }
+}
+
+/// Counts a closed span that carries `gen_ai.operation.name` into the GenAI conventions'
+/// `gen_ai.execute_tool.duration` (tool calls) or `gen_ai.client.operation.duration` (every
+/// other operation), labelled with the attributes the conventions name for them.
+fn count_gen_ai(metrics: &Metrics, fields: &SpanFields, seconds: f64) {
+    let Some(operation) = &fields.operation else {
+        return;
+    };
+    let mut labels: GenAiLabels = vec![("gen_ai_operation_name", operation.clone())];
+    let mut label = |name: &'static str, value: &Option<String>| {
+        if let Some(value) = value {
+            labels.push((name, value.clone()));
+        }
+    };
+    let family = if operation == gen_ai::EXECUTE_TOOL {
+        label("gen_ai_tool_name", &fields.tool);
+        &metrics.gen_ai_tools
+    } else {
+        label("gen_ai_provider_name", &fields.provider);
+        label("gen_ai_request_model", &fields.model);
+        &metrics.gen_ai_operations
+    };
+    label("error_type", &fields.error_type);
+    family.get_or_create(&labels).observe(seconds);
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing_subscriber::filter::filter_fn;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+    use crate::LiveGauges;
+
+    /// The samples of `text` whose series starts with `series`.
+    fn lines<'a>(text: &'a str, series: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|line| line.starts_with(series))
+            .collect()
+    }
+
+    #[test]
+    fn spans_of_gen_ai_operations_are_counted_by_the_conventions_names() {
+        let metrics = Arc::new(Metrics::new());
+        let layer =
+            MetricsLayer::new(metrics.clone()).with_filter(filter_fn(MetricsLayer::measures));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let search = tracing::info_span!(
+                memory_spans::SEARCH,
+                gen_ai.operation.name = gen_ai::SEARCH_MEMORY,
+                error.type = tracing::field::Empty,
+            );
+            search.in_scope(|| {});
+            drop(search);
+            let chat = tracing::info_span!(
+                kernel_spans::LLM_CHAT,
+                gen_ai.operation.name = gen_ai::CHAT,
+                gen_ai.provider.name = "openai",
+                gen_ai.request.model = "small-model",
+            );
+            drop(chat);
+            let tool = tracing::info_span!(
+                kernel_spans::TOOL,
+                tool = "recall",
+                gen_ai.operation.name = gen_ai::EXECUTE_TOOL,
+                gen_ai.tool.name = "recall",
+                error.type = tracing::field::Empty,
+            );
+            tool.record(kernel_spans::ERROR_TYPE, "tool_failed");
+            drop(tool);
+            // Not a GenAI operation, and not a span mnemo measures: not counted.
+            drop(tracing::info_span!("extension", extension = "memory"));
+        });
+        let text = metrics.render(LiveGauges::default());
+        // A family's series come in no fixed order.
+        let mut operations = lines(&text, "gen_ai_client_operation_duration_seconds_count");
+        operations.sort_unstable();
+        assert_eq!(
+            operations,
+            [
+                "gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\",gen_ai_provider_name=\"openai\",gen_ai_request_model=\"small-model\"} 1",
+                "gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"search_memory\"} 1",
+            ],
+            "{text}"
+        );
+        assert_eq!(
+            lines(&text, "gen_ai_execute_tool_duration_seconds_count"),
+            ["gen_ai_execute_tool_duration_seconds_count{gen_ai_operation_name=\"execute_tool\",gen_ai_tool_name=\"recall\",error_type=\"tool_failed\"} 1"],
+            "{text}"
+        );
+        // mnemo's own metrics keep counting the same spans under their names.
+        assert_eq!(
+            lines(&text, "mnemo_search_duration_seconds_count"),
+            ["mnemo_search_duration_seconds_count{outcome=\"ok\"} 1"],
+            "{text}"
+        );
+        // The conventions' advised buckets: 10 ms doubling to 81.92 s.
+        let buckets = lines(&text, "gen_ai_client_operation_duration_seconds_bucket{");
+        let chat = "gen_ai_operation_name=\"chat\"";
+        let edges: Vec<_> = buckets
+            .iter()
+            .filter(|line| line.contains(chat))
+            .filter_map(|line| line.split("le=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(
+            edges,
+            [
+                "0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "0.64", "1.28", "2.56", "5.12",
+                "10.24", "20.48", "40.96", "81.92", "+Inf"
+            ],
+            "{text}"
+        );
     }
 }

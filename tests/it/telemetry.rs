@@ -11,6 +11,7 @@ use mnemo_kernel::testing::{CannedAnswer, HttpTestServer, ReceivedRequest};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use prost::Message as _;
+use reqwest::header::ACCEPT;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -260,6 +261,49 @@ fn decode_spans(received: &[ReceivedRequest]) -> Vec<ReceivedSpan> {
     spans
 }
 
+/// Posts one JSON-RPC message to `/mcp` with `key` (and the session, once there is one);
+/// returns the session the server named, if any.
+async fn mcp_post(
+    served: &Served,
+    key: &str,
+    session: Option<&str>,
+    message: Value,
+) -> Option<String> {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", served.url))
+        .bearer_auth(key)
+        .header(ACCEPT, "application/json, text/event-stream")
+        .json(&message);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "{message}: {}",
+        response.status()
+    );
+    let named = response.headers().get("mcp-session-id");
+    let named = named.map(|session| session.to_str().unwrap().to_owned());
+    response.text().await.unwrap();
+    named
+}
+
+/// Calls the tool `name` over MCP as a client would: the handshake, then `tools/call`.
+async fn call_tool_over_mcp(served: &Served, key: &str, name: &str, arguments: Value) {
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let session = mcp_post(served, key, None, hello).await.unwrap();
+    let ready = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    mcp_post(served, key, Some(&session), ready).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}});
+    mcp_post(served, key, Some(&session), call).await;
+}
+
 /// Waits until the model server has had no new request for a second (consolidation runs in
 /// the background after a session closes), at most 60 s.
 async fn wait_for_quiet_model(usage: &Usage) {
@@ -288,8 +332,8 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
     );
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path(), &config, &[]);
-    let key = create_key(dir.path(), &["--user", "ana"]);
-    let key = Some(key.as_str());
+    let ana = create_key(dir.path(), &["--user", "ana"]);
+    let key = Some(ana.as_str());
     let before = metrics(&served).await;
 
     // Three turns of one session, then a turn of a new one, which closes the first: memory
@@ -343,6 +387,21 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
             - count(&before, "mnemo_search_duration_seconds", &ok),
         1.0
     );
+    // The same, by the GenAI semantic conventions' duration metric and operation names.
+    let gen_ai_count = |samples: &[Sample], operation: &str| {
+        count(
+            samples,
+            "gen_ai_client_operation_duration_seconds",
+            &[("gen_ai_operation_name", operation)],
+        )
+    };
+    for (operation, requests) in [("create_memory", 2.0), ("search_memory", 1.0)] {
+        assert_eq!(
+            gen_ai_count(&after_search, operation) - gen_ai_count(&before, operation),
+            requests,
+            "{operation}"
+        );
+    }
     for stage in ["fts", "vector", "entity", "fusion"] {
         assert_eq!(
             count(
@@ -365,6 +424,7 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{context}");
+    call_tool_over_mcp(&served, &ana, "search_memory", json!({"query": "sister"})).await;
     let admin = served.admin_key.clone();
     let (status, run) = served
         .call(
@@ -409,6 +469,20 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
     assert_eq!(tokens("input"), input as f64);
     assert_eq!(tokens("output"), output as f64);
     assert_eq!(total(&after, "mnemo_llm_failures_total", &[]), 0.0);
+    assert_eq!(
+        gen_ai_count(&after, "retrieval") - gen_ai_count(&before, "retrieval"),
+        1.0
+    );
+    let chats = [
+        ("gen_ai_operation_name", "chat"),
+        ("gen_ai_provider_name", "openai"),
+        ("gen_ai_request_model", "test-model"),
+    ];
+    let chat_count = count(&after, "gen_ai_client_operation_duration_seconds", &chats);
+    assert_eq!(chat_count, reported.len() as f64);
+    let tool = [("gen_ai_tool_name", "search_memory")];
+    let tool_count = count(&after, "gen_ai_execute_tool_duration_seconds", &tool);
+    assert_eq!(tool_count, 1.0);
     assert!(total(&after, "mnemo_index_queue_pending", &[]) >= 0.0);
     assert!(
         after
@@ -438,6 +512,14 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
         .count();
     // One span per request: the batch of three is one ingest.
     assert_eq!(stored_ingests, 2, "{ingests:#?}");
+    // Each also a GenAI `create_memory`, counting the events it was given.
+    let mut created: Vec<_> = ingests
+        .iter()
+        .inspect(|span| assert_eq!(span.text("gen_ai.operation.name"), Some("create_memory")))
+        .filter_map(|span| span.number("gen_ai.memory.record.count"))
+        .collect();
+    created.sort_unstable();
+    assert_eq!(created, [1, 3], "{ingests:#?}");
 
     // The one search of /v1/search is the search with no context span above it; its lists and
     // the fusion are its children.
@@ -448,7 +530,25 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
         context_span.number("blocks").map(|blocks| blocks >= 1),
         Some(true)
     );
+    assert_eq!(
+        context_span.text("gen_ai.operation.name"),
+        Some("retrieval")
+    );
+    // The MCP tool call: a GenAI tool execution span, its search under it.
+    let tool_calls = named("execute_tool search_memory");
+    assert_eq!(tool_calls.len(), 1, "{tool_calls:#?}");
+    let tool_call = tool_calls[0];
+    assert_eq!(
+        tool_call.text("gen_ai.operation.name"),
+        Some("execute_tool")
+    );
+    assert_eq!(tool_call.text("gen_ai.tool.name"), Some("search_memory"));
+    assert!(tool_call.text("error.type").is_none(), "{tool_call:#?}");
     let searches = named("memory.search");
+    let (by_tool, searches): (Vec<&ReceivedSpan>, Vec<&ReceivedSpan>) = searches
+        .into_iter()
+        .partition(|search| search.parent == tool_call.id);
+    assert_eq!(by_tool.len(), 1, "{by_tool:#?}");
     let (in_context, direct): (Vec<&ReceivedSpan>, Vec<&ReceivedSpan>) =
         searches.iter().partition(|search| {
             // A search under context assembly has the memory extension's `context` span as
@@ -463,10 +563,10 @@ async fn serve_exports_spans_over_otlp_and_counts_them_at_metrics() {
     assert_eq!(direct.len(), 1, "{searches:#?}");
     let search = direct[0];
     assert_eq!(search.text("mnemo.search.mode"), Some("Hybrid"));
-    assert_eq!(
-        search.number("mnemo.search.hits"),
-        Some(hits["hits"].as_array().unwrap().len() as i64)
-    );
+    let hit_count = Some(hits["hits"].as_array().unwrap().len() as i64);
+    assert_eq!(search.number("mnemo.search.hits"), hit_count);
+    assert_eq!(search.text("gen_ai.operation.name"), Some("search_memory"));
+    assert_eq!(search.number("gen_ai.memory.record.count"), hit_count);
     for list in [
         "memory.search.fts",
         "memory.search.vector",

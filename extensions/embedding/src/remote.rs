@@ -2,13 +2,16 @@
 //! vLLM, llama.cpp server).
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use tracing::Instrument as _;
 
 use crate::config::EmbeddingConfig;
 use mnemo_embedding_api::{EmbeddingApi, EmbeddingError, EmbeddingHealth};
+use mnemo_kernel::spans::{self as kernel_spans, gen_ai};
 use mnemo_kernel::{retry_after, RetryPolicy};
 
 /// Longest part of an error body kept in an error message, in characters.
@@ -101,6 +104,33 @@ impl RemoteEmbedder {
         }
     }
 
+    /// Runs `request`, one embeddings request (retries included), inside its span after the
+    /// GenAI conventions (`mnemo_kernel::spans::LLM_EMBEDDINGS`, exported as
+    /// `embeddings {model}`), which records how it failed.
+    async fn traced<T>(
+        &self,
+        dimensions: usize,
+        request: impl Future<Output = Result<T, EmbeddingError>>,
+    ) -> Result<T, EmbeddingError> {
+        let span = tracing::info_span!(
+            kernel_spans::LLM_EMBEDDINGS,
+            otel.name = %format_args!("{} {}", gen_ai::EMBEDDINGS, self.model),
+            otel.kind = "client",
+            gen_ai.operation.name = gen_ai::EMBEDDINGS,
+            gen_ai.provider.name = "openai",
+            gen_ai.request.model = %self.model,
+            gen_ai.embeddings.dimension.count = kernel_spans::count(dimensions),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = request.instrument(span.clone()).await;
+        if let Err(error) = &result {
+            span.record(kernel_spans::ERROR_TYPE, error_type(error));
+        }
+        result
+    }
+
     /// [`RemoteEmbedder::request`], tried again by the retry policy while the server says
     /// "later" (429, 5xx) or cannot be reached.
     async fn request_with_retries(
@@ -177,7 +207,36 @@ impl RemoteEmbedder {
                 excerpt(&text)
             )))
         })?;
+        record_usage(&reply);
         parse_reply(&reply, texts.len(), dimensions).map_err(Failure::last)
+    }
+}
+
+/// Writes what the server said about the reply (its model, the tokens it read) into the
+/// current embeddings span.
+fn record_usage(reply: &Value) {
+    let span = tracing::Span::current();
+    if let Some(model) = reply.get("model").and_then(Value::as_str) {
+        span.record("gen_ai.response.model", model);
+    }
+    let tokens = reply
+        .get("usage")
+        .and_then(|usage| usage.get("prompt_tokens"))
+        .and_then(Value::as_u64);
+    if let Some(tokens) = tokens {
+        span.record(
+            kernel_spans::GEN_AI_INPUT_TOKENS,
+            kernel_spans::count(tokens),
+        );
+    }
+}
+
+/// The `error.type` of a failed embeddings request.
+fn error_type(error: &EmbeddingError) -> &'static str {
+    match error {
+        EmbeddingError::Unavailable(_) => "unavailable",
+        EmbeddingError::Timeout(_) => "timeout",
+        _ => "failed",
     }
 }
 
@@ -304,10 +363,12 @@ impl EmbeddingApi for RemoteEmbedder {
     /// at once rather than wait for a struggling server.
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         let (http, dimensions) = self.ready()?;
-        let mut vectors = self
-            .request(http, dimensions, &[text.to_owned()])
-            .await
-            .map_err(|failure| failure.error)?;
+        let request = async {
+            self.request(http, dimensions, &[text.to_owned()])
+                .await
+                .map_err(|failure| failure.error)
+        };
+        let mut vectors = self.traced(dimensions, request).await?;
         vectors
             .pop()
             .ok_or_else(|| EmbeddingError::Failed("the server returned no vector".to_owned()))
@@ -317,7 +378,8 @@ impl EmbeddingApi for RemoteEmbedder {
         let (http, dimensions) = self.ready()?;
         let mut vectors = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(self.batch_size) {
-            vectors.extend(self.request_with_retries(http, dimensions, chunk).await?);
+            let request = self.request_with_retries(http, dimensions, chunk);
+            vectors.extend(self.traced(dimensions, request).await?);
         }
         Ok(vectors)
     }

@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::{panic_message, Kernel};
 use crate::extension::{ContextRequest, ToolError, ToolScope, ToolSpec};
+use crate::spans::gen_ai;
 
 impl Kernel {
     /// Every tool of every enabled extension.
@@ -48,16 +49,30 @@ impl Kernel {
         let Some(provider) = extension.tool_provider() else {
             return Err(ToolError::UnknownTool(name.to_owned()));
         };
-        let span = tracing::info_span!("tool", extension = %extension.name(), tool = %name);
+        let span = tracing::info_span!(
+            crate::spans::TOOL,
+            extension = %extension.name(),
+            tool = %name,
+            otel.name = %format_args!("{} {name}", gen_ai::EXECUTE_TOOL),
+            gen_ai.operation.name = gen_ai::EXECUTE_TOOL,
+            gen_ai.tool.name = %name,
+            error.type = tracing::field::Empty,
+        );
         match AssertUnwindSafe(provider.call_tool(&self.inner.ctx, scope, name, arguments))
             .catch_unwind()
-            .instrument(span)
+            .instrument(span.clone())
             .await
         {
-            Ok(result) => result,
+            Ok(result) => {
+                if let Err(error) = &result {
+                    span.record(crate::spans::ERROR_TYPE, tool_error_type(error));
+                }
+                result
+            }
             Err(panic) => {
                 let message = panic_message(panic.as_ref());
                 tracing::error!(extension = %extension.name(), tool = %name, %message, "tool panicked");
+                span.record(crate::spans::ERROR_TYPE, "panic");
                 Err(ToolError::failed(name, "the tool panicked; see the log"))
             }
         }
@@ -69,7 +84,8 @@ impl Kernel {
     pub async fn gather_context(&self, request: &ContextRequest) -> Vec<(String, String)> {
         let span = tracing::info_span!(
             crate::spans::CONTEXT_ASSEMBLY,
-            blocks = tracing::field::Empty
+            blocks = tracing::field::Empty,
+            gen_ai.operation.name = gen_ai::RETRIEVAL,
         );
         let blocks = self.gather_blocks(request).instrument(span.clone()).await;
         span.record("blocks", crate::spans::count(blocks.len()));
@@ -150,5 +166,14 @@ impl Kernel {
             .subscriber_tasks
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = tasks;
+    }
+}
+
+/// The `error.type` of a failed tool call, one low-cardinality name per kind of failure.
+fn tool_error_type(error: &ToolError) -> &'static str {
+    match error {
+        ToolError::UnknownTool(_) => "unknown_tool",
+        ToolError::InvalidArguments { .. } => "invalid_arguments",
+        ToolError::Failed { .. } => "tool_failed",
     }
 }

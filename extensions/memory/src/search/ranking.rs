@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use mnemo_kernel::spans::gen_ai;
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
@@ -40,11 +41,15 @@ pub(crate) async fn traced(
         mnemo.search.mode = ?request.mode,
         mnemo.search.limit = mnemo_kernel::spans::count(request.limit),
         mnemo.search.hits = tracing::field::Empty,
+        gen_ai.operation.name = gen_ai::SEARCH_MEMORY,
+        gen_ai.memory.record.count = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
     let result = search.instrument(span.clone()).await;
     if let Ok(hits) = &result {
-        span.record("mnemo.search.hits", mnemo_kernel::spans::count(hits.len()));
+        let hits = mnemo_kernel::spans::count(hits.len());
+        span.record("mnemo.search.hits", hits);
+        span.record(gen_ai::MEMORY_RECORD_COUNT, hits);
     }
     record_failure(&span, &result);
     result

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use mnemo_kernel::spans::gen_ai;
 use mnemo_kernel::Event;
 use mnemo_memory_api::spans;
 use mnemo_ner_api::ExtractedEntity;
@@ -53,6 +54,8 @@ impl MemoryService {
         let span = tracing::info_span!(
             spans::INGEST,
             mnemo.ingest.outcome = tracing::field::Empty,
+            gen_ai.operation.name = gen_ai::CREATE_MEMORY,
+            gen_ai.memory.record.count = 1_i64,
             error.type = tracing::field::Empty,
         );
         let result = self
@@ -135,6 +138,8 @@ impl MemoryService {
         let span = tracing::info_span!(
             spans::INGEST,
             mnemo.ingest.outcome = tracing::field::Empty,
+            gen_ai.operation.name = gen_ai::CREATE_MEMORY,
+            gen_ai.memory.record.count = mnemo_kernel::spans::count(events.len()),
             error.type = tracing::field::Empty,
         );
         let result = self
