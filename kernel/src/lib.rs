@@ -59,15 +59,16 @@ pub use extension::{
 };
 pub use kernel::KernelContext;
 pub use llm::{
-    json::extract_json, ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError,
-    LlmToolCall, ToolChoice,
+    json::extract_json,
+    model_text::{decode_entities, imitates_tool_call},
+    ChatMessage, ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice,
 };
 pub use retry::{retry_after, RetryPolicy};
 pub use router::PublishError;
 pub use schedule::{CronError, CronSchedule};
 pub use services::Services;
 pub use tool::{parse_arguments, schema_for, Limits, Tool, ToolSet};
-pub use turn::{NEW_SESSION_COMMAND, SESSION_CLEARED};
+pub use turn::{NEW_SESSION_COMMAND, NO_ANSWER, SESSION_CLEARED};
 
 /// What only a host uses: the running kernel and its builder, the factory table, the config
 /// file, the router, the clocks and the model clients. Extensions do not need any of it.

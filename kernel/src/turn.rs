@@ -7,6 +7,7 @@ use crate::error::KernelError;
 use crate::event::{Event, EventPayload};
 use crate::extension::{ContextRequest, ToolError, ToolScope, ToolSpec};
 use crate::kernel::Kernel;
+use crate::llm::model_text::{decode_entities, imitates_tool_call};
 use crate::llm::{ChatMessage, ChatRequest, LlmToolCall};
 
 /// The message that ends the user's session and starts a new one (seeds 002 and 003). It is
@@ -97,15 +98,20 @@ impl Kernel {
         input: &TurnInput,
         call: &LlmToolCall,
     ) -> Result<Value, ToolError> {
-        if let Value::String(raw) = &call.arguments {
-            if let Err(error) = serde_json::from_str::<Value>(raw) {
-                return Err(ToolError::invalid(
-                    &call.name,
-                    format!("the arguments are not valid JSON ({error})"),
-                ));
-            }
-        }
-        self.call_tool(&input.scope(self), &call.name, call.arguments.clone())
+        let arguments = match &call.arguments {
+            // A chat format may have written the JSON's quotes as HTML entities.
+            Value::String(raw) => match serde_json::from_str::<Value>(&decode_entities(raw)) {
+                Ok(arguments) => arguments,
+                Err(error) => {
+                    return Err(ToolError::invalid(
+                        &call.name,
+                        format!("the arguments are not valid JSON ({error})"),
+                    ))
+                }
+            },
+            other => other.clone(),
+        };
+        self.call_tool(&input.scope(self), &call.name, arguments)
             .await
     }
 
@@ -179,7 +185,7 @@ impl Kernel {
                 Err(error) => return Err(after_tools(error.into(), tool_calls)),
             };
             if response.tool_calls.is_empty() || !offer_tools {
-                break response.content.unwrap_or_default();
+                break decode_entities(&response.content.unwrap_or_default()).into_owned();
             }
             let mut assistant = ChatMessage::assistant(response.content.unwrap_or_default());
             assistant.tool_calls = response.tool_calls.clone();
@@ -188,7 +194,7 @@ impl Kernel {
                 // A small model repeats one call many times in a turn (8 identical
                 // `remember_fact` calls were seen): each distinct call runs once, and a repeat
                 // gets the first one's result.
-                let key = format!("{}\u{0}{}", call.name, call.arguments);
+                let key = format!("{}\u{0}{}", call.name, call_arguments(&call.arguments));
                 let result = match done.get(&key) {
                     Some(first) => Clone::clone(first),
                     None => {
@@ -204,6 +210,42 @@ impl Kernel {
                 messages.push(ChatMessage::tool(call.id.clone(), shown));
                 tool_calls.push((call, result));
             }
+        };
+        // A reply that only imitates a tool call is no answer: asked once more without tools,
+        // else the user is told, and nothing is stored as the agent's answer.
+        let reply = if imitates_tool_call(&reply) {
+            tracing::warn!(
+                "the model's reply imitates a tool call; asking once more without tools"
+            );
+            rounds += 1;
+            let mut retry = messages.clone();
+            retry.push(ChatMessage::system(PLAIN_REPLY_PROMPT.to_owned()));
+            match llm
+                .complete(ChatRequest {
+                    messages: retry,
+                    ..ChatRequest::default()
+                })
+                .await
+            {
+                Ok(response) => {
+                    let again = decode_entities(&response.content.unwrap_or_default()).into_owned();
+                    (!again.trim().is_empty() && !imitates_tool_call(&again)).then_some(again)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the retry without tools failed");
+                    None
+                }
+            }
+        } else {
+            Some(reply)
+        };
+        let Some(reply) = reply else {
+            tracing::warn!("the model answered with an imitated tool call twice; the user is told");
+            return Ok(TurnOutcome {
+                reply: NO_ANSWER.to_owned(),
+                tool_calls,
+                rounds,
+            });
         };
         let published = self
             .publish(
@@ -229,6 +271,25 @@ impl Kernel {
             tool_calls,
             rounds,
         })
+    }
+}
+
+/// What the retry of a reply that imitated a tool call is told.
+const PLAIN_REPLY_PROMPT: &str =
+    "Answer the user now in plain words. Tools are not available: do not write a tool call.";
+
+/// What the user is told when the model's reply imitated a tool call twice: no answer is shown
+/// or stored.
+pub const NO_ANSWER: &str =
+    "Sorry, the model replied with a tool call instead of an answer, twice. Please ask again.";
+
+/// A tool call's arguments as one text, the same for the same arguments however the model wrote
+/// them (an object, or JSON in a string, with or without HTML entities).
+fn call_arguments(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => serde_json::from_str::<Value>(&decode_entities(raw))
+            .map_or_else(|_| raw.clone(), |value| value.to_string()),
+        other => other.to_string(),
     }
 }
 

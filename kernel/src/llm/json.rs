@@ -9,8 +9,21 @@ const MAX_DEPTH: usize = 64;
 /// The first JSON object or array in `text`, read tolerantly; `None` if there is none.
 ///
 /// Tried in order: the whole text; each fenced code block (```json … ``` or ``` … ```); each
-/// balanced `{…}` or `[…]` span, outermost first, skipping brackets inside strings.
+/// balanced `{…}` or `[…]` span, outermost first, skipping brackets inside strings. When none
+/// reads, the same again with HTML entities decoded (a chat format that wrote `&#34;` for
+/// every quote).
 pub fn extract_json(text: &str) -> Option<Value> {
+    extract_json_as_written(text).or_else(|| {
+        let decoded = super::model_text::decode_entities(text);
+        match decoded {
+            std::borrow::Cow::Owned(decoded) => extract_json_as_written(&decoded),
+            std::borrow::Cow::Borrowed(_) => None,
+        }
+    })
+}
+
+/// [`extract_json`] on the text as the model wrote it.
+fn extract_json_as_written(text: &str) -> Option<Value> {
     let trimmed = text.trim();
     // Unclosed brackets count as depth too, which also bounds the span search below.
     if depth_of(trimmed) > MAX_DEPTH {
@@ -157,6 +170,15 @@ mod tests {
         assert_eq!(
             extract_json("broken {\"a\": } then {\"b\": 2}"),
             Some(json!({"b": 2}))
+        );
+        // A chat format's entities, read only when the text does not read as it is.
+        assert_eq!(
+            extract_json("{&#34;facts&#34;: [&quot;tea &amp; cake&quot;]}"),
+            Some(json!({"facts": ["tea & cake"]}))
+        );
+        assert_eq!(
+            extract_json(r#"{"fact": "Tom &amp; Jerry"}"#),
+            Some(json!({"fact": "Tom &amp; Jerry"}))
         );
     }
 

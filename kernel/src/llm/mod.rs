@@ -1,6 +1,7 @@
 //! Language-model access for extensions and the agent turn.
 
 pub(crate) mod json;
+pub(crate) mod model_text;
 pub(crate) mod openai;
 pub(crate) mod scripted;
 

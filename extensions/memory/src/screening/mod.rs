@@ -5,12 +5,20 @@
 //!
 //! [`screen`] runs on the hot path of every write, without a model: a scan for hidden
 //! characters (`hidden.rs`), HTML entities decoded (model servers' chat formats write `&#34;`),
-//! then one `RegexSet` over the pattern families (`patterns.rs`). It says why, or nothing.
-//! It is a filter of known shapes, not a proof of safety: docs/RELIABILITY.md says what it does
-//! not catch, and `mnemo eval-screening` measures it on `tests/data/injection/`.
+//! then two readings of the text: the pattern families (`patterns.rs`), shapes that alone hold
+//! a text back, and weighted cues (`cues.rs`, listed in `cue_list.rs`), family-level signs
+//! that hold it back when their weights reach a threshold. Cues that the text discusses or
+//! quotes injection, or that the user speaks of their own words, weigh against, and make a
+//! pattern count as a cue. Spellings a model reads through (leetspeak, look-alike letters,
+//! spelled-out words, base64; `variants.rs`) are read again the same way. It says why, or
+//! nothing. It is a filter of known shapes, not a proof of safety: docs/RELIABILITY.md says
+//! what it does not catch, and `mnemo eval-screening` measures it on `tests/data/injection/`.
 
+mod cue_list;
+mod cues;
 mod hidden;
 mod patterns;
+mod variants;
 
 use std::borrow::Cow;
 
@@ -75,30 +83,79 @@ pub fn screen(text: &str) -> Option<Finding> {
     }
     let visible = scan.revealed.map_or(Cow::Borrowed(text), Cow::Owned);
     let decoded = decode_entities(&visible);
-    if let Some((reason, matched)) = patterns::PATTERNS.first_match(&decoded) {
-        return Some(Finding {
-            reason,
-            evidence: shorten(matched),
-        });
+    if let Some(finding) = judge(&decoded) {
+        return Some(finding);
     }
-    // What a model reads as easily as plain text: digits for letters, and base64.
-    for variant in [unleet(&decoded), base64_text(&decoded)]
-        .into_iter()
-        .flatten()
-    {
-        if let Some((reason, matched)) = patterns::PATTERNS.first_match(&variant) {
+    // What a model reads as easily as plain text: digits for letters, look-alike letters,
+    // words spelled out letter by letter, and base64.
+    [
+        unleet(&decoded),
+        variants::unconfuse(&decoded),
+        variants::unspell(&decoded),
+        base64_text(&decoded),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|variant| judge(&variant))
+    .map(|finding| Finding {
+        reason: finding.reason,
+        evidence: format!("encoded: {}", finding.evidence),
+    })
+}
+
+/// The verdict on one reading of a text: a pattern of a family outright, unless the text
+/// discusses or quotes injection, in which case the pattern adds to the cues' score; otherwise
+/// the cues' score against [`cues::THRESHOLD`].
+fn judge(text: &str) -> Option<Finding> {
+    let score = cues::CUES.score(text);
+    // A tool-call shape in a text about the user's own code is an example, not a call.
+    let strong = patterns::PATTERNS.first_match(text).filter(|(reason, _)| {
+        !(score.code_framed && matches!(reason, Reason::ToolCallImitation | Reason::RoleHijack))
+    });
+    // Framed by discussion or the user's own words, a pattern counts half the threshold.
+    let total = score.total
+        + match (&strong, score.framed) {
+            (None, _) => 0,
+            (Some(_), false) => cues::THRESHOLD,
+            (Some(_), true) => cues::THRESHOLD / 2,
+        };
+    if let Some((reason, matched)) = strong {
+        if total >= cues::THRESHOLD {
             return Some(Finding {
                 reason,
-                evidence: format!("encoded: {}", shorten(matched)),
+                evidence: shorten(matched),
             });
         }
     }
-    None
+    if total < cues::THRESHOLD {
+        return None;
+    }
+    let (reason, matched) = score.strongest?;
+    Some(Finding {
+        reason,
+        evidence: shorten(&matched),
+    })
 }
+
+/// The fewest words mixing letters with digits that make a text worth reading as leetspeak.
+const LEET_WORDS: usize = 3;
 
 /// `text` with the digits and signs that stand for letters in words that mix them with letters
 /// (`1gn0r3 4ll`) read as those letters; `None` when no word does.
 fn unleet(text: &str) -> Option<String> {
+    // A version number, "2FA" or a link is not leetspeak: it takes a few such words.
+    let leet_words = text
+        .split_whitespace()
+        .filter(|word| {
+            word.chars()
+                .any(|c| matches!(c, '0' | '1' | '3' | '4' | '5' | '7' | '@' | '$'))
+                && word.chars().any(|c| c.is_ascii_alphabetic())
+                && !word.contains("://")
+        })
+        .count();
+    if leet_words < LEET_WORDS {
+        return None;
+    }
     let mut changed = false;
     let words: Vec<String> = text
         .split_whitespace()
@@ -187,57 +244,9 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// `text` with the HTML entities of quotes, brackets and ampersands decoded (`&#34;`, `&#x22;`,
-/// `&quot;`, `&lt;`, `&gt;`, `&amp;`, `&apos;`, `&#39;`); other text as it is.
-pub fn decode_entities(text: &str) -> Cow<'_, str> {
-    if !text.contains('&') {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        match entity(tail) {
-            Some((decoded, length)) => {
-                out.push(decoded);
-                rest = &tail[length..];
-            }
-            None => {
-                out.push('&');
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
-}
-
-/// The character of the entity `text` starts with, and the entity's length in bytes.
-fn entity(text: &str) -> Option<(char, usize)> {
-    let end = text
-        .char_indices()
-        .take(12)
-        .find(|&(_, c)| c == ';')
-        .map(|(at, _)| at)?;
-    let name = &text[1..end];
-    let decoded = match name {
-        "quot" => '"',
-        "apos" => '\'',
-        "lt" => '<',
-        "gt" => '>',
-        "amp" => '&',
-        _ => {
-            let number = name.strip_prefix('#')?;
-            let code = match number.strip_prefix(['x', 'X']) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => number.parse().ok()?,
-            };
-            char::from_u32(code)?
-        }
-    };
-    Some((decoded, end + 1))
-}
+/// `text` with the HTML entities a model server's chat format may write decoded, as the kernel
+/// decodes a model's replies (`mnemo_kernel::decode_entities`).
+pub use mnemo_kernel::decode_entities;
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! it to drop its instructions, giving it another role, standing orders about "the user",
 //! sending data away, asking for its prompt, and imitations of tool calls and chat-format
 //! markers. Each family is a list of case-insensitive regular expressions over the text with
-//! its HTML entities decoded; all of them are tried at once by one `RegexSet`.
+//! its HTML entities decoded, each tried alone (a `RegexSet` of them all was slower).
 //!
 //! What a user says to their own assistant about themselves ("ignore my previous message",
 //! "always remind me to take my pills", "from now on call me Sam") is not matched: the patterns
@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::Regex;
 
 use super::Reason;
 
@@ -29,14 +29,14 @@ guardrails|rules|restrictions|constraints|commands|orders|policies|filters|train
 
 /// Each family's patterns, as written (`\b` is an ASCII word boundary). The pattern
 /// families were written from the public corpora's shapes and tuned on
-/// `tests/data/injection/dev.jsonl` only; `test.jsonl` measures them.
+/// `tests/data/injection/dev.jsonl` and `train.jsonl` only; `test.jsonl` measures them.
 fn families() -> Vec<(Reason, Vec<String>)> {
     let override_verb = "ignore|disregard|forget|override|bypass|discard|neglect|abandon|drop";
     vec![
         (
             Reason::HiddenCharacters,
             vec![
-                r#"style\s*=\s*["'][^"']*(?:color\s*:\s*(?:white|#fff(?:fff)?)\b|font-size\s*:\s*0*[01](?:\.\d+)?\s*(?:px|pt)|display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?:\.0+)?\b)"#.into(),
+                r#"style\s*=\s*["'][^"']*(?:color\s*:\s*(?:white|#fff(?:fff)?)\b|font-size\s*:\s*(?:0*[01](?:\.\d+)?\s*(?:px|pt)|0(?:\.0+)?\s*(?:[;\x22']|$))|display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?:\.0+)?\b)"#.into(),
             ],
         ),
         (
@@ -95,7 +95,6 @@ fn families() -> Vec<(Reason, Vec<String>)> {
                 r"<\s*/?\s*(?:\w+_)?(?:system|sys|admin|override|instruction|instructions|developer)\s*>".into(),
                 r"\b(?:system|admin|developer)\s+override\b".into(),
                 r"\b(?:assistant|ai|system)\s*:\s*(?:disregard|ignore|forget|override|tell\s+the\s+user|do\s+not|don't|never|always|you\s+(?:must|will|are|should))\b".into(),
-                r#""role"\s*:\s*"(?:system|developer)"\s*,\s*"content"\s*:"#.into(),
             ],
         ),
         (
@@ -134,7 +133,7 @@ fn families() -> Vec<(Reason, Vec<String>)> {
         (
             Reason::Exfiltration,
             vec![
-                r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*\?[^)\s]*=[^)\s]*(?:\{|\[|%7b|\$|<)".into(),
+                r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*\?[^)\s]*=[^)\s]*(?:\{\s*[\w.]+\s*\}|\[(?-i:[A-Z_]{3,})\]|%7b|\$|<)".into(),
                 r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*(?:\[(?-i:[A-Z_]{3,})\]|=(?-i:[A-Z][A-Z_]{3,})\b)".into(),
                 r"\breplace\s+\[?(?-i:[A-Z][A-Z_]{2,})\]?\s+with\b".into(),
                 r"\bwhereas\s+\[(?-i:[A-Z_]{3,})\]\s+is\b".into(),
@@ -143,8 +142,8 @@ fn families() -> Vec<(Reason, Vec<String>)> {
                 r"\b(?:write|publish|share|paste|post|upload|send|forward|leak)\s+the\s+user'?s\s+(?:chat|conversation|history|memories|data|notes|files|messages|passwords?|keys?|contacts)\b".into(),
                 r"\b(?:bcc|cc|forward|copy)\b[^.\n]{0,40}?\b(?:every|all|each)\s+(?:\w+\s+)?(?:messages?|emails?|conversations?|replies|answers|chats?)\b[^.\n]{0,60}?@".into(),
                 r"\b(?:password|token|api\s+key|secret|credential)s?\b[^.\n]{0,60}?\b(?:write|put|include|insert|embed|paste)\s+(?:it|them)\s+(?:into|in)\s+(?:your|the)\s+(?:reply|answer|response|output)".into(),
-                r"\b(?:visit|fetch|open|load|call|curl|request|browse\s+to|navigate\s+to|render)\s+(?:the\s+(?:url|link|page)\s+)?https?://\S*\?\S*(?:\{|%7b|\$\{|<)".into(),
-                r"https?://\S*[?&](?:data|q|d|payload|secret|history|conv|chat|memory|memories|key|token|info|exfil)=(?:\{|%7b|\$\{|<|\[)".into(),
+                r"\b(?:visit|fetch|open|load|call|curl|request|browse\s+to|navigate\s+to|render)\s+(?:the\s+(?:url|link|page)\s+)?https?://\S*\?\S*(?:\{|%7b|<)".into(),
+                r"https?://\S*[?&](?:data|q|d|payload|secret|history|conv|chat|memory|memories|key|token|info|exfil)=(?:\{\s*[\w.]+\s*\}|%7b|<|\[)".into(),
             ],
         ),
         (
@@ -168,11 +167,10 @@ fn families() -> Vec<(Reason, Vec<String>)> {
                 r"\bfunctions\.[a-z_][\w]*\s*[:(]".into(),
                 r"\bdefault_api\.\w+\s*\(|\b(?:delete|forget|erase|export|share)_(?:memory|memories|all|notes?)\s*\(".into(),
                 r#""(?:tool|tool_name|function|function_call|name|action|recipient_name)"\s*:\s*"(?:functions\.)?(?:remember|remember_fact|forget|forget_memory|forget_user|search_memory|search_memories|recall|save_fact|save_memory|store_memory|add_memory|update_memory|delete_memory|correct_memory|md_\w+|send_email|send_message|execute|exec|run_command|shell|bash|http_request|fetch_url|browse|write_file|delete_file|export_all|transfer_funds|share_note)""#.into(),
-                r#"\{\s*"(?:name|tool|function)"\s*:\s*"[^"]{1,64}"\s*,\s*"(?:arguments|parameters|args|input|tool_input)"\s*:"#.into(),
                 r#"\{\s*"(?:arguments|parameters|args)"\s*:\s*\{[^{}]*\}\s*,\s*"(?:name|tool|function)"\s*:"#.into(),
-                r#""(?:tool_calls|function_call)"\s*:\s*[\[{]"#.into(),
+                r#""(?:tool_calls|function_call)"\s*:\s*(?:\[\s*\{|\{\s*")"#.into(),
                 r"(?m)^\s*action\s*:\s*(?:send_\w+|http_\w+|post\w*|transfer\w*|delete\w*|forget\w*|export\w*|share\w*|remember\w*|write\w*|execute\w*|run\w*|create_\w+|upload\w*|email\w*)\s*\n\s*action\s+input\s*:".into(),
-                r"<\|(?:im_start|im_end|start|end|start_header_id|end_header_id|eot_id|eom_id|endoftext|system|user|assistant|tool|ipython|python_tag|begin_of_text|channel|message|call|return|constrain)\|>".into(),
+                r"<\|(?:im_start|start|start_header_id)\|>\s*(?:system|developer|assistant|user|tool|ipython)\b|<\|(?:python_tag|channel|constrain|call)\|>|<\|message\|>\s*\{".into(),
                 "<\u{FF5C}[^\u{FF5C}>]{1,40}\u{FF5C}>".into(),
                 r"\[/?inst\]|<</?sys>>|<start_of_turn>|<end_of_turn>|\[/?tool_calls?\]|\[/?available_tools\]".into(),
                 r"(?m)^\s*(?:assistant|ai|model)\s+to=(?:functions\.)?\w+".into(),
@@ -181,37 +179,29 @@ fn families() -> Vec<(Reason, Vec<String>)> {
     ]
 }
 
-/// The families' patterns, compiled once: one set to find which match, and each alone to
+/// The families' patterns, compiled once, each tried alone: which match, and
 /// show where.
 pub(crate) struct Patterns {
-    set: RegexSet,
     each: Vec<(Reason, Regex)>,
 }
 
 /// Case-insensitive, `\b` as an ASCII word boundary (so that the fast engines serve any text),
 /// `.` never a line break.
-fn written(pattern: &str) -> String {
+pub(crate) fn written(pattern: &str) -> String {
     format!("(?i){}", pattern.replace(r"\b", r"(?-u:\b)"))
 }
 
 pub(crate) static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let mut each = Vec::new();
-    let mut sources = Vec::new();
     for (reason, patterns) in families() {
         for pattern in patterns {
-            let source = written(&pattern);
             // The patterns are this file's constants: a bad one is a programming error that the
             // module's tests catch.
-            let regex = Regex::new(&source).expect("screening patterns are valid");
+            let regex = Regex::new(&written(&pattern)).expect("screening patterns are valid");
             each.push((reason, regex));
-            sources.push(source);
         }
     }
-    let set = RegexSetBuilder::new(&sources)
-        .size_limit(64 << 20)
-        .build()
-        .expect("screening patterns are valid");
-    Patterns { set, each }
+    Patterns { each }
 });
 
 impl Patterns {
@@ -220,19 +210,17 @@ impl Patterns {
     /// an attack ("the classic \"ignore previous instructions\""); an override of the
     /// instructions "I gave you" is the user taking back their own.
     pub(crate) fn first_match<'t>(&self, text: &'t str) -> Option<(Reason, &'t str)> {
-        let matched = self.set.matches(text);
-        if !matched.matched_any() {
-            return None;
-        }
-        let quoted = quoted_spans(text);
-        for index in matched.iter() {
-            let (reason, regex) = &self.each[index];
+        let mut quoted = None;
+        for (reason, regex) in self.each.iter().filter(|(_, regex)| regex.is_match(text)) {
+            let quoted = quoted.get_or_insert_with(|| quoted_spans(text));
             for found in regex.find_iter(text) {
                 let inside_quotes = quoted
                     .iter()
                     .any(|&(start, end)| start <= found.start() && found.end() <= end);
-                let users_own = *reason == Reason::InstructionOverride
-                    && gave_by_the_user(&text[found.end()..]);
+                let users_own = (*reason == Reason::InstructionOverride
+                    && (gave_by_the_user(&text[found.end()..])
+                        || about_something_else(&text[found.end()..])))
+                    || (*reason == Reason::StandingInstruction && first_person(found.as_str()));
                 if !inside_quotes && !users_own {
                     return Some((*reason, found.as_str()));
                 }
@@ -263,10 +251,35 @@ fn gave_by_the_user(after: &str) -> bool {
     )
 }
 
+/// Whether `words` speak in the user's first person (`my`, `me`, `I`): a standing order about
+/// the user's own things is the user's own preference.
+fn first_person(words: &str) -> bool {
+    words
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|word| matches!(word, "my" | "me" | "I" | "I'm" | "My" | "Me"))
+}
+
+/// Whether `after`, the text after an override's words, says whose instructions they are and
+/// they are not the agent's (`… the old instructions for feeding the cat`).
+fn about_something_else(after: &str) -> bool {
+    let mut words = after
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase);
+    let (Some(first), Some(second)) = (words.next(), words.next()) else {
+        return false;
+    };
+    matches!(first.as_str(), "for" | "on" | "about" | "regarding")
+        && !matches!(
+            second.as_str(),
+            "you" | "this" | "the" | "your" | "all" | "any" | "ai" | "assistant" | "assistants"
+        )
+}
+
 /// The byte spans of `text` inside quotation marks: double quotes, curly quotes, guillemets, and
 /// single quotes that open after a space or a bracket and close before a space or punctuation
 /// (so that an apostrophe, as in "user's", neither opens nor closes one).
-fn quoted_spans(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn quoted_spans(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut at = 0;
