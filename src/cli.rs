@@ -212,7 +212,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Forget a memory by id, as `[extensions.memory] forget` says: removed from the store, its
+    /// Forget a memory by id, with what was derived from it (facts drawn only from it, reflections
+    /// built on it), as `[extensions.memory] forget` says, and print the receipt: removed from the store, its
     /// indexes and caches ("hard"), or soft-deleted ("soft"; `mnemo restore` brings it back).
     Forget {
         /// The memory's id.
@@ -220,6 +221,9 @@ pub(crate) enum Command {
         /// Remove it for good whatever `forget` says, a soft-deleted memory too.
         #[arg(long)]
         purge: bool,
+        /// Print the receipt as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Bring back a soft-deleted memory (forgotten under `forget = "soft"`, expired, corrected
     /// or decayed): active again, and given its vector by the indexer.

@@ -212,32 +212,61 @@ pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(shown)
 }
 
-/// `mnemo forget`: removes a memory by id from the store, its indexes and caches.
-pub(crate) async fn forget(config: Config, id: &str, purge: bool) -> anyhow::Result<bool> {
+/// `mnemo forget`: forgets a memory by id, with what was derived from it, and prints the
+/// receipt.
+pub(crate) async fn forget(
+    config: Config,
+    id: &str,
+    purge: bool,
+    json_output: bool,
+) -> anyhow::Result<bool> {
     let kernel = start_for_store(config).await?;
     let service = memory_service(&kernel)?;
     let softly = !purge && service.config().forget == ForgetMode::Soft;
-    let ids = [id.to_owned()];
-    let result = if softly {
-        service.forget_softly(&ids).await
-    } else {
-        service.purge(&ids).await
-    };
+    let result = service
+        .forget_with_lineage(None, &[id.to_owned()], softly)
+        .await;
     // Extensions with their own copies (the markdown mirror) act on the announcement. Only the
     // bus is waited for: `Kernel::settle` would also run the indexer over its whole queue.
     kernel.context().router().settle().await;
     kernel.shutdown().await;
-    match (result?, softly) {
-        (1, false) => println!(
-            "forgot {id}: removed with its full-text entry, vector, entity links and cached vector"
-        ),
-        (1, true) => println!(
+    let receipt = result?;
+    if receipt.removed.is_empty() {
+        if softly {
+            bail!("no active memory `{id}` (a soft-deleted one is removed with --purge)");
+        }
+        bail!("no memory `{id}`");
+    }
+    if json_output {
+        println!("{}", serde_json::to_string_pretty(&receipt)?);
+    } else if softly {
+        println!(
             "forgot {id}: soft-deleted (forget = \"soft\"); `mnemo restore {id}` brings it back, `mnemo forget {id} --purge` removes it for good"
-        ),
-        (_, false) => bail!("no memory `{id}`"),
-        (_, true) => bail!("no active memory `{id}` (a soft-deleted one is removed with --purge)"),
+        );
+        print_receipt(&receipt);
+    } else {
+        println!("forgot {id}: removed for good, with what was derived from it");
+        print_receipt(&receipt);
     }
     Ok(true)
+}
+
+/// A receipt as lines for a person: what was removed and changed, by kind and id, and the
+/// artefacts that went with them.
+fn print_receipt(receipt: &mnemo_memory::ForgetReceipt) {
+    println!("receipt {} ({}):", receipt.id, receipt.action);
+    for entry in &receipt.removed {
+        println!("  removed {} {} ({})", entry.kind, entry.id, entry.why);
+    }
+    for entry in &receipt.changed {
+        println!("  changed {} {} ({})", entry.kind, entry.id, entry.why);
+    }
+    let artefacts: Vec<String> = receipt
+        .artefacts
+        .iter()
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    println!("  with: {}", artefacts.join(", "));
 }
 
 /// `mnemo restore`: brings back a soft-deleted memory.
@@ -276,8 +305,18 @@ pub(crate) async fn forget_user(config: Config, user: &str) -> anyhow::Result<bo
     let result = service.erase_user(user).await;
     kernel.context().router().settle().await;
     kernel.shutdown().await;
-    let removed = result?;
-    println!("erased user {user}: {removed} memories, with their entities, people, sessions and recorded events");
+    let receipt = result?;
+    let memories = receipt
+        .removed
+        .iter()
+        .filter(|entry| entry.kind != "entity")
+        .count();
+    println!("erased user {user}: {memories} memories, with their entities, people, sessions and recorded events; their earlier receipts went too");
+    println!(
+        "receipt {}: {} memories and entities removed",
+        receipt.id,
+        receipt.removed.len()
+    );
     Ok(true)
 }
 

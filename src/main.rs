@@ -139,7 +139,9 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             )
             .await
         }
-        Command::Forget { id, purge } => commands::forget(load_config(&cli)?, id, *purge).await,
+        Command::Forget { id, purge, json } => {
+            commands::forget(load_config(&cli)?, id, *purge, *json).await
+        }
         Command::Restore { id } => commands::restore(load_config(&cli)?, id).await,
         Command::Release { id } => commands::release(load_config(&cli)?, id).await,
         Command::ForgetUser { user } => commands::forget_user(load_config(&cli)?, user).await,

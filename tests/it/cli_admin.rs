@@ -108,3 +108,47 @@ fn store_commands_neither_load_the_model_nor_start_the_scheduler() {
     let stats: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(stats["counts"]["fact"], 0, "{stats}");
 }
+
+/// The README's example: `examples/lineage.jsonl` imported, its first turn forgotten with what
+/// was derived from it, and the receipt printed as JSON.
+#[test]
+fn the_readme_forget_takes_what_was_derived_and_prints_the_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n[extensions.memory]\n";
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/lineage.jsonl");
+    let imported = run(dir.path(), config, &["import", example.to_str().unwrap()]);
+    assert!(imported.status.success(), "{imported:?}");
+    let forgot = run(dir.path(), config, &["forget", "ep_locker", "--json"]);
+    assert!(forgot.status.success(), "{forgot:?}");
+    let receipt: Value = serde_json::from_slice(&forgot.stdout).unwrap();
+    let entries = |list: &str| -> Vec<String> {
+        receipt[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                format!(
+                    "{} {}",
+                    entry["id"].as_str().unwrap(),
+                    entry["why"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        entries("removed"),
+        [
+            "ep_locker forgotten",
+            "fact_code all_sources_forgotten",
+            "fact_door not_grounded_without_source",
+            "ref_week built_on_removed",
+        ]
+    );
+    assert_eq!(entries("changed"), ["fact_gym lost_sources"]);
+    assert!(
+        !String::from_utf8_lossy(&forgot.stdout).contains("4411"),
+        "no content"
+    );
+    let again = run(dir.path(), config, &["forget", "ep_locker"]);
+    assert!(!again.status.success(), "gone: {again:?}");
+}

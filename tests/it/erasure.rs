@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use mnemo_kernel::host::{Config, Kernel};
-use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
+use mnemo_kernel::{ConversationEvent, ToolScope};
 use mnemo_memory::MemoryService;
+
+use crate::common::probes::every_route;
 use serde_json::json;
 
 /// Told in the first session, then consolidated into the history (the model is down, so the
@@ -98,43 +100,6 @@ fn walk_for(dir: &Path, needle: &str) -> Option<Vec<String>> {
         }
     }
     Some(found)
-}
-
-/// Everything `user` can get back for `query`: each search mode, both recall tools, the typed
-/// search, the context block, and the markdown tools.
-async fn every_route(kernel: &Kernel, user: &str, query: &str) -> String {
-    let scope = scope(user);
-    let mut seen = String::new();
-    let mut calls = vec![
-        ("recall", json!({"query": query})),
-        ("search_memories", json!({"query": query, "limit": 50})),
-        ("md_recall", json!({"days": 30})),
-        ("md_search_history", json!({"query": query, "limit": 50})),
-    ];
-    for mode in ["hybrid", "fts", "vector", "entity"] {
-        calls.push((
-            "search_memory",
-            json!({"query": query, "mode": mode, "limit": 50}),
-        ));
-    }
-    for (tool, arguments) in calls {
-        let result = kernel.call_tool(&scope, tool, arguments).await.unwrap();
-        seen.push_str(&result.to_string());
-    }
-    let blocks = kernel
-        .gather_context(&ContextRequest {
-            prompt: query.to_owned(),
-            user_id: user.to_owned(),
-            session_id: format!("{user}-probe"),
-            chat_id: None,
-            at: scope.at,
-            history_messages: 0,
-        })
-        .await;
-    for (_, block) in blocks {
-        seen.push_str(&block);
-    }
-    seen
 }
 
 async fn memory_id(kernel: &Kernel, user: &str, text: &str) -> String {
@@ -288,13 +253,13 @@ async fn forget_and_erase(database_url: Option<String>) {
         .holding("flowerpot")
         .iter()
         .any(|path| path.contains(".sessions")));
-    assert!(every_route(&kernel, "ana", "locker combination")
+    assert!(every_route(&kernel, &scope("ana"), "locker combination")
         .await
         .contains("31-17-42"));
-    assert!(every_route(&kernel, "ana", "spare key flowerpot")
+    assert!(every_route(&kernel, &scope("ana"), "spare key flowerpot")
         .await
         .contains("flowerpot"));
-    assert!(every_route(&kernel, "bob", "passport number")
+    assert!(every_route(&kernel, &scope("bob"), "passport number")
         .await
         .contains("XK-558-1209"));
 
@@ -312,7 +277,7 @@ async fn forget_and_erase(database_url: Option<String>) {
         ("locker combination", "31-17-42"),
         ("spare key flowerpot", "flowerpot"),
     ] {
-        let seen = every_route(&kernel, "ana", query).await;
+        let seen = every_route(&kernel, &scope("ana"), query).await;
         assert!(
             !seen.contains(secret),
             "`{secret}` is still reachable: {seen}"
@@ -358,9 +323,15 @@ async fn forget_and_erase(database_url: Option<String>) {
     .await
     .unwrap();
     let service: Arc<MemoryService> = kernel.context().services().get::<MemoryService>().unwrap();
-    assert_eq!(service.erase_user("bob").await.unwrap(), 2);
+    let receipt = service.erase_user("bob").await.unwrap();
+    let memories = receipt
+        .removed
+        .iter()
+        .filter(|entry| entry.kind != "entity")
+        .count();
+    assert_eq!(memories, 2, "{receipt:?}");
     kernel.settle().await;
-    let seen = every_route(&kernel, "bob", "passport number dentist card").await;
+    let seen = every_route(&kernel, &scope("bob"), "passport number dentist card").await;
     assert!(
         !seen.contains("XK-558-1209") && !seen.contains("dentist card"),
         "{seen}"
@@ -370,7 +341,7 @@ async fn forget_and_erase(database_url: Option<String>) {
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!users.iter().any(|name| name.contains("bob")), "{users:?}");
-    assert!(every_route(&kernel, "ana", "dentist")
+    assert!(every_route(&kernel, &scope("ana"), "dentist")
         .await
         .contains("dentist for Tuesday"));
     kernel.shutdown().await;

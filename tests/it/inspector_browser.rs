@@ -252,7 +252,9 @@ async fn a_person_inspects_searches_and_forgets_in_a_real_browser() {
     browser.click("#ask-yes").await;
     browser
         .wait_for("#status", "the forgetting", |text| {
-            text.contains(&format!("Forgotten: {fact_id}"))
+            // The receipt names it: a forgotten fact drawn from turns, nothing derived from it.
+            text.contains("Forgotten, receipt rcpt_")
+                && text.contains(&format!("fact {fact_id} (forgotten)"))
         })
         .await;
     browser.screenshot("05-forgotten").await;

@@ -11,6 +11,8 @@ use mnemo_kernel::host::{Config, Kernel};
 use mnemo_kernel::{ContextRequest, ConversationEvent, ToolScope};
 use serde_json::json;
 
+use crate::common::probes::Random;
+
 const USERS: [&str; 3] = ["ana", "ben", "cleo"];
 const CHATS: [Option<&str>; 3] = [None, Some("family"), Some("work")];
 const NAMES: [&str; 3] = ["Dana", "Marco", "Priya"];
@@ -35,19 +37,6 @@ fn personal(user: &'static str) -> Owner {
 fn visible(owner: &Owner, user: &str, chat: Option<&str>) -> bool {
     (owner.user == user && (owner.chat.is_none() || owner.chat == chat))
         || (owner.shared && owner.chat.is_some() && owner.chat == chat)
-}
-
-struct Random(u64);
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// The memory tokens (`tok123`) in a text.

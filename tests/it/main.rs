@@ -39,6 +39,7 @@ mod inspector_browser;
 mod isolation;
 mod jobs_retry;
 mod kernel;
+mod lineage;
 mod llama_like_server;
 mod markdown_memory;
 mod mcp_stdio;

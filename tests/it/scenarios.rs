@@ -62,6 +62,7 @@ macro_rules! scenarios {
 
 scenarios!(
     agent_turn,
+    agent_turn_imitated_calls,
     agent_turn_small_model,
     consolidation,
     consolidation_failures,
@@ -75,6 +76,7 @@ scenarios!(
     decay_soft_delete,
     enrichment,
     enrichment_failures,
+    forget_lineage,
     forget_soft,
     kernel_basics,
     maintenance_without_llm,

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::api::MemoryApi;
 use crate::error::Result;
+use crate::receipts::ForgetReceipt;
 use crate::records::{
     EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord, OwnerSummary, Person,
     Subject,
@@ -129,17 +130,24 @@ pub trait MemoryHost: MemoryApi {
     /// No such memory of the owner, it is not quarantined, or the store fails.
     async fn release(&self, owner: &str, memory_id: &str) -> Result<Memory>;
 
-    /// Forgets one of `owner`'s memories, with its indexes, links and copies.
+    /// Forgets one of `owner`'s memories, with what was derived from it, its indexes, links and
+    /// copies; the receipt.
     ///
     /// # Errors
     /// No such memory of the owner, or the store fails.
-    async fn forget(&self, owner: &str, memory_id: &str) -> Result<()>;
+    async fn forget(&self, owner: &str, memory_id: &str) -> Result<ForgetReceipt>;
 
-    /// Erases everything stored about a user; how many memories went.
+    /// Erases everything stored about a user; the erasure's receipt.
     ///
     /// # Errors
     /// The store fails.
-    async fn erase_user(&self, user_id: &str) -> Result<u64>;
+    async fn erase_user(&self, user_id: &str) -> Result<ForgetReceipt>;
+
+    /// The newest `limit` forget and erasure receipts of `user_id`, newest first.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn receipts(&self, user_id: &str, limit: usize) -> Result<Vec<ForgetReceipt>>;
 
     /// The memories that replaced `id`.
     ///

@@ -8,7 +8,9 @@
 mod api;
 mod error;
 mod events;
+pub mod grounding;
 mod host;
+mod receipts;
 mod records;
 pub mod spans;
 mod types;
@@ -20,6 +22,7 @@ pub use api::MemoryApi;
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use host::{HostLimits, MemoryHost};
+pub use receipts::{ForgetReceipt, ReceiptEntry};
 pub use records::{
     content_event_id, EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord,
     OwnerSummary, Person, Subject, MAX_EXTERNAL_ID_CHARS,

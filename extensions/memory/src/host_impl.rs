@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::{Event, ToolScope};
 use mnemo_memory_api::{
-    EntitySummary, ExternalId, HostLimits, IngestedEvent, KeyRecord, McpSessionRecord, Memory,
-    MemoryHost, MemoryStats, MemoryType, OwnerSummary, Person, Result, SessionKey, Subject,
+    EntitySummary, ExternalId, ForgetReceipt, HostLimits, IngestedEvent, KeyRecord,
+    McpSessionRecord, Memory, MemoryHost, MemoryStats, MemoryType, OwnerSummary, Person, Result,
+    SessionKey, Subject,
 };
 use serde_json::{Map, Value};
 
@@ -89,12 +90,16 @@ impl MemoryHost for MemoryService {
         Ok(MemoryService::release(self, Some(owner), memory_id).await?)
     }
 
-    async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
+    async fn forget(&self, owner: &str, memory_id: &str) -> Result<ForgetReceipt> {
         Ok(MemoryService::forget(self, owner, memory_id).await?)
     }
 
-    async fn erase_user(&self, user_id: &str) -> Result<u64> {
+    async fn erase_user(&self, user_id: &str) -> Result<ForgetReceipt> {
         Ok(MemoryService::erase_user(self, user_id).await?)
+    }
+
+    async fn receipts(&self, user_id: &str, limit: usize) -> Result<Vec<ForgetReceipt>> {
+        Ok(MemoryService::receipts(self, Some(user_id), limit).await?)
     }
 
     async fn replaced_by(&self, id: &str) -> Result<Vec<Memory>> {

@@ -48,11 +48,11 @@ pub use error::{MemoryError, Result};
 pub use migrate::{copy_store, CopyReport, StoreLocation};
 pub use mnemo_memory_api::{
     content_event_id, CandidateList, DecayAction, DecayReport, EntityInfo, EntitySummary,
-    EpisodePage, FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch, ListRequest,
-    McpSessionRecord, Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost, MemoryKind,
-    MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, Quarantine, SavedFacts,
-    ScoreBreakdown, SearchHit, SearchMode, SearchRequest, SessionCompleted, SessionKey,
-    SkippedFact, UserErased,
+    EpisodePage, ForgetReceipt, FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch,
+    ListRequest, McpSessionRecord, Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost,
+    MemoryKind, MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, Quarantine,
+    ReceiptEntry, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;
 pub use service::{FactInput, MemoryService};

@@ -14,6 +14,7 @@ use mnemo_kernel::{
     extract_json, schema_for, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient,
     LlmError, ToolChoice, ToolSpec,
 };
+use mnemo_memory_api::grounding::grounded;
 use mnemo_memory_api::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -116,44 +117,6 @@ fn reply_json(response: &ChatResponse) -> Option<Value> {
 /// remembered fact's 1.0, since a model's reading of a conversation can be wrong.
 const DEFAULT_EXTRACTED_CONFIDENCE: f64 = 0.8;
 
-/// Words too common to show that a fact comes from a text.
-const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "are", "was", "were", "has", "have", "had", "his", "her", "hers", "their",
-    "they", "them", "she", "him", "its", "this", "that", "with", "from", "user", "users", "about",
-    "will", "would", "should", "could", "been", "being", "into", "than", "then", "there", "what",
-    "when", "who", "which", "also", "very", "does", "did", "not", "but", "you", "your", "our",
-];
-
-/// The content words of `text`, cut to five characters so that inflections meet ("loves" and
-/// "love", "hiking" and "hikes" do not all, but most paraphrases keep a noun or a name).
-fn content_stems(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|word| word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()))
-        .map(|word| word.chars().take(5).collect())
-        .collect()
-}
-
-/// The share of a fact's content words that must come from the turns it cites. A real small
-/// model's inventions shared one word with their sources ("hospital") and passed a check for
-/// any shared word; a fact read from the turns keeps most of their words, in the third person.
-const MIN_GROUNDED_SHARE: f64 = 0.5;
-
-/// Whether most of a fact's content words occur in the turns it cites. A fact that shares few
-/// was not read from them (a small model's invention, or its prompt echoed back).
-fn grounded(content: &str, sources: &[&Memory]) -> bool {
-    let cited: HashSet<String> = sources
-        .iter()
-        .flat_map(|episode| content_stems(&episode.content))
-        .collect();
-    let stems = content_stems(content);
-    if stems.is_empty() {
-        return false;
-    }
-    let found = stems.iter().filter(|stem| cited.contains(*stem)).count();
-    found as f64 / stems.len() as f64 >= MIN_GROUNDED_SHARE
-}
-
 /// Facts from a model's JSON, field by field: a malformed item is skipped, not fatal, and so is
 /// a fact most of whose content words are not in the turns it cites (counted, second). `None` when
 /// the reply has no `facts` list at all (nonsense).
@@ -191,7 +154,10 @@ fn parse_facts(reply: &Value, page: &[Memory]) -> Option<(Vec<NewFact>, usize)> 
         if cited.is_empty() {
             cited = page.iter().collect();
         }
-        if !grounded(content, &cited) {
+        if !grounded(
+            content,
+            cited.iter().map(|episode| episode.content.as_str()),
+        ) {
             tracing::info!(
                 fact_chars = content.len(),
                 "an extracted fact is mostly not in the turns it cites; not saved"

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::JobRun;
+use mnemo_memory_api::ForgetReceipt;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -70,6 +71,9 @@ pub(crate) struct Erased {
     user_id: String,
     /// Memories removed, with their entities, people, sessions and recorded events.
     memories_removed: u64,
+    /// The erasure's receipt: the kinds and ids of what it removed, no content. The audit
+    /// table keeps it, and no other receipt of the user.
+    receipt: ForgetReceipt,
 }
 
 /// Erase everything stored about a user. A user key may erase its own user only.
@@ -93,10 +97,16 @@ pub(crate) async fn erase_user(
             "this key may erase its own user only, not `{user_id}`"
         )));
     }
-    let memories_removed = state.memory.erase_user(&user_id).await?;
+    let receipt = state.memory.erase_user(&user_id).await?;
+    let memories_removed = receipt
+        .removed
+        .iter()
+        .filter(|entry| entry.kind != "entity")
+        .count() as u64;
     Ok(axum::Json(Erased {
         user_id,
         memories_removed,
+        receipt,
     }))
 }
 

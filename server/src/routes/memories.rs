@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::ToolScope;
-use mnemo_memory_api::{ListRequest, Memory, MemoryKind, MemoryType};
+use mnemo_memory_api::{ForgetReceipt, ListRequest, Memory, MemoryKind, MemoryType};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -352,6 +352,10 @@ pub(crate) struct MemoryChanged {
     change: String,
     /// For a correction: the new memory that replaces it.
     replaced_by: Option<String>,
+    /// For a forget: the receipt, the kinds and ids of everything removed or changed with it
+    /// (what was derived from it too), and counts of the index entries and caches; no content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receipt: Option<ForgetReceipt>,
 }
 
 /// Forget one of the caller's memories for good: row, indexes, caches and copies.
@@ -369,11 +373,12 @@ pub(crate) async fn forget(
     ApiPath(id): ApiPath<String>,
 ) -> Result<axum::Json<MemoryChanged>, ApiError> {
     own_memory(&state, &principal, &id).await?;
-    state.memory.forget(principal.user()?, &id).await?;
+    let receipt = state.memory.forget(principal.user()?, &id).await?;
     Ok(axum::Json(MemoryChanged {
         id,
         change: "forgotten".to_owned(),
         replaced_by: None,
+        receipt: Some(receipt),
     }))
 }
 
@@ -412,6 +417,7 @@ pub(crate) async fn correct(
         id,
         change: "corrected".to_owned(),
         replaced_by: Some(new_id),
+        receipt: None,
     }))
 }
 
@@ -435,6 +441,7 @@ pub(crate) async fn confirm(
         id,
         change: "confirmed".to_owned(),
         replaced_by: None,
+        receipt: None,
     }))
 }
 

@@ -63,6 +63,7 @@ pub(crate) fn run_with_input(mut command: Command, input: &[u8]) -> Output {
 }
 
 #[allow(dead_code)] // Only the HTTP tests start a server.
+pub(crate) mod probes;
 pub(crate) mod server;
 
 #[allow(dead_code)] // Only the inspector's test drives a browser.

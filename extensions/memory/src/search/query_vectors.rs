@@ -144,11 +144,14 @@ impl<S: SearchSource + ?Sized> Searcher<S> {
         Ok(Some(vector))
     }
 
-    /// Forgets the recent query vectors, whoever asked them.
-    pub(crate) fn forget_query_vectors(&self) {
-        *self
-            .query_vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = QueryVectorCache::default();
+    /// Forgets the recent query vectors, whoever asked them; how many there were.
+    pub(crate) fn forget_query_vectors(&self) -> u64 {
+        let forgotten = std::mem::take(
+            &mut *self
+                .query_vectors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        forgotten.vectors.len() as u64
     }
 }

@@ -5,48 +5,110 @@ use std::sync::PoisonError;
 
 use super::{announce, MemoryService};
 use crate::config::ForgetMode;
-use crate::error::{MemoryError, Result};
+use mnemo_kernel::spans::gen_ai;
+use mnemo_memory_api::spans;
+use tracing::Instrument;
+
+use crate::error::{record_failure, MemoryError, Result};
+use crate::store::{Erasure, ForgetRequest};
+use crate::types::ForgetReceipt;
 
 impl MemoryService {
-    /// Forgets one of the owner's memories as `[extensions.memory] forget` says: for good (see
-    /// [`Self::purge`]), or soft-deleted (see [`Self::forget_softly`]).
+    /// Forgets one of the owner's memories, and everything derived from it, as
+    /// `[extensions.memory] forget` says: for good, or soft-deleted (see
+    /// [`Self::forget_with_lineage`]). Returns the receipt.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] when it is not an active memory of the owner (under `soft`,
     /// one forgotten before is not active).
-    pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<()> {
+    pub async fn forget(&self, owner: &str, memory_id: &str) -> Result<ForgetReceipt> {
         let not_found =
             || MemoryError::NotFound(format!("no memory `{memory_id}` of yours to forget"));
         match self.store()?.get(memory_id).await? {
             Some(memory) if memory.user_id.as_deref() == Some(owner) => {
-                let ids = [memory_id.to_owned()];
-                let forgotten = match self.config().forget {
-                    ForgetMode::Hard => self.purge(&ids).await?,
-                    ForgetMode::Soft => self.forget_softly(&ids).await?,
-                };
-                if forgotten == 0 {
+                let soft = self.config().forget == ForgetMode::Soft;
+                if soft && memory.valid_until.is_some() {
                     return Err(not_found());
                 }
-                Ok(())
+                self.forget_with_lineage(Some(owner), &[memory_id.to_owned()], soft)
+                    .await
             }
             _ => Err(not_found()),
         }
     }
 
-    /// Soft-deletes the active memories among `ids`, whoever owns them (see
-    /// `SoftForget::retire`: never retrieved again, the row kept for an admin), then announces
-    /// each on `memory.forgotten` as [`Self::purge`] does, so that the markdown mirror drops its
-    /// copies. Returns how many were soft-deleted.
+    /// Forgets the memories `ids`, whoever owns them, with everything derived from them (see
+    /// `MemoryRemoval::forget`): removed for good, or soft-deleted with `soft` (never retrieved
+    /// again, the rows kept for an admin). The recent query vectors are dropped, since one of
+    /// them may be a forgotten text's, and each removed memory is announced on
+    /// `memory.forgotten` ([`crate::MemoryForgotten`]) so that extensions with their own copies
+    /// (the markdown mirror) remove them too. `user_id` is who asked, for the receipt (`None`
+    /// for an admin). Returns the receipt, also kept in the store's audit table; unknown ids
+    /// are skipped.
     ///
     /// # Errors
-    /// The store fails; nothing changes then.
-    pub async fn forget_softly(&self, ids: &[String]) -> Result<u64> {
+    /// The store fails; nothing is removed then.
+    pub async fn forget_with_lineage(
+        &self,
+        user_id: Option<&str>,
+        ids: &[String],
+        soft: bool,
+    ) -> Result<ForgetReceipt> {
+        let span = tracing::info_span!(
+            spans::FORGET,
+            gen_ai.operation.name = gen_ai::DELETE_MEMORY,
+            gen_ai.memory.record.count = tracing::field::Empty,
+            mnemo.forget.receipt = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
         let state = self.state()?;
-        let retired = state.store.retire(ids, self.now()?).await?;
+        let query_vectors = state.searcher.forget_query_vectors();
+        let request = ForgetRequest {
+            ids,
+            soft,
+            user_id,
+            at: self.now()?,
+            query_vectors,
+        };
+        let result = state.store.forget(&request).instrument(span.clone()).await;
+        record_failure(&span, &result);
+        let forgetting = result?;
+        let removed = forgetting
+            .receipt
+            .removed
+            .iter()
+            .filter(|entry| entry.kind != "entity");
+        span.record(
+            gen_ai::MEMORY_RECORD_COUNT,
+            mnemo_kernel::spans::count(removed.count()),
+        );
+        span.record("mnemo.forget.receipt", forgetting.receipt.id.as_str());
         state.searcher.stats().clear();
-        let count = retired.len() as u64;
-        self.announce_forgotten(retired).await;
-        Ok(count)
+        // A reflection the forget removed must not be shown from the cache.
+        self.reflections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        tracing::info!(
+            receipt = %forgetting.receipt.id,
+            removed = forgetting.receipt.removed.len(),
+            changed = forgetting.receipt.changed.len(),
+            "forgotten, with what was derived from it"
+        );
+        self.announce_forgotten(forgetting.forgotten).await;
+        Ok(forgetting.receipt)
+    }
+
+    /// The newest `limit` forget and erasure receipts of `user_id` (everyone's for `None`).
+    ///
+    /// # Errors
+    /// The store fails.
+    pub async fn receipts(
+        &self,
+        user_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ForgetReceipt>> {
+        self.store()?.receipts(user_id, limit).await
     }
 
     /// Brings back a soft-deleted memory (see `SoftForget::restore`) and wakes the indexer to
@@ -64,22 +126,6 @@ impl MemoryService {
             self.index_wakeup.notify_one();
         }
         Ok(restored)
-    }
-
-    /// Removes memories for good, whoever owns them: row, full-text entry, vector, entity links
-    /// and cached vector (see `MemoryRemoval::purge`), then announces each on
-    /// `memory.forgotten` ([`crate::MemoryForgotten`]) so that extensions with their own copies (the
-    /// markdown mirror) remove them too. Returns how many were removed; unknown ids are skipped.
-    ///
-    /// # Errors
-    /// The store fails; nothing is removed then.
-    pub async fn purge(&self, ids: &[String]) -> Result<u64> {
-        let state = self.state()?;
-        let removed = state.store.purge(ids).await?;
-        state.searcher.stats().clear();
-        let count = removed.len() as u64;
-        self.announce_forgotten(removed).await;
-        Ok(count)
     }
 
     /// Announces each of `forgotten` on `memory.forgotten`.
@@ -107,13 +153,14 @@ impl MemoryService {
     /// Removes everything stored about `user_id` (see `MemoryRemoval::erase_user`; their keys
     /// are revoked and their chat memberships removed in the same transaction), forgets
     /// the recent query vectors, whoever asked them, and announces the erasure on
-    /// `memory.user_erased` ([`crate::UserErased`]). Returns how many memories were removed.
+    /// `memory.user_erased` ([`crate::UserErased`]). Returns the erasure's receipt, the one
+    /// receipt of the user the audit table keeps.
     ///
     /// # Errors
     /// The store fails; nothing is removed then.
-    pub async fn erase_user(&self, user_id: &str) -> Result<u64> {
+    pub async fn erase_user(&self, user_id: &str) -> Result<ForgetReceipt> {
         let state = self.state()?;
-        let erased = state.store.erase_user(user_id).await?;
+        let Erasure { erased, receipt } = state.store.erase_user(user_id).await?;
         state.searcher.stats().clear();
         state.searcher.forget_query_vectors();
         // Their memberships went with them (and their keys were revoked).
@@ -130,7 +177,7 @@ impl MemoryService {
             "copies of the erased user's data kept by other extensions stay",
         )
         .await;
-        Ok(removed)
+        Ok(receipt)
     }
 
     /// Soft-deletes expired memories now; returns how many.

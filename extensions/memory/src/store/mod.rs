@@ -35,5 +35,24 @@ pub(crate) use backend::MemoryBackend;
 pub(crate) use backends::{open_postgres, redacted, PostgresOptions};
 pub(crate) use rows::{content_hash, new_id};
 pub(crate) use sqlite::{MemoryStore, StoreOptions, DEFAULT_WAL_TRUNCATE_FRAMES};
-pub(crate) use types::{FirstPass, NewMemory, RankKey, TextScope, TurnRow};
+pub(crate) use types::{
+    Erasure, FirstPass, ForgetRequest, Forgetting, NewMemory, RankKey, TextScope, TurnRow,
+};
 pub use types::{IndexItem, IntegrityReport, MirrorSize, StoredTurn, VectorStatus};
+
+/// Removes the memories `ids` for good through [`backend::MemoryRemoval::forget`] as an admin would,
+/// for the store's tests: what was removed.
+#[cfg(test)]
+pub(crate) async fn purge<S: backend::MemoryRemoval + ?Sized>(
+    store: &S,
+    ids: &[String],
+) -> crate::error::Result<Vec<crate::types::MemoryForgotten>> {
+    let request = ForgetRequest {
+        ids,
+        soft: false,
+        user_id: None,
+        at: chrono::Utc::now(),
+        query_vectors: 0,
+    };
+    Ok(store.forget(&request).await?.forgotten)
+}

@@ -174,7 +174,9 @@ pub(crate) async fn sentence_keys_follow_their_turn(store: &dyn MemoryBackend) -
         )
         .await
         .unwrap();
-    store.purge(std::slice::from_ref(&ana_turn)).await.unwrap();
+    crate::store::purge(store, std::slice::from_ref(&ana_turn))
+        .await
+        .unwrap();
     assert!(found(store, "ana", [0.0, 0.0, 1.0, 0.0]).await.is_empty());
     assert!(store
         .cached_vectors(&[content_hash(sentence)], "model-s")

@@ -278,3 +278,40 @@ pub(crate) struct TurnRow<'a> {
     /// its turns name.
     pub(crate) provider: Option<&'a str>,
 }
+
+/// A forget to carry out with everything derived from it ([`MemoryRemoval::forget`]).
+///
+/// [`MemoryRemoval::forget`]: crate::store::backend::MemoryRemoval::forget
+#[derive(Debug, Clone)]
+pub(crate) struct ForgetRequest<'a> {
+    /// The memories asked for.
+    pub(crate) ids: &'a [String],
+    /// Soft-delete (`forget = "soft"`) instead of removing for good.
+    pub(crate) soft: bool,
+    /// The owner who asked, for the receipt; `None` for an admin.
+    pub(crate) user_id: Option<&'a str>,
+    /// When.
+    pub(crate) at: DateTime<Utc>,
+    /// The recent query vectors dropped with it (the searcher's cache, outside the store).
+    pub(crate) query_vectors: u64,
+}
+
+/// What a forget did: the announcements for the markdown mirror, and the receipt (stored in
+/// `forget_receipts` in the same transaction).
+#[derive(Debug, Clone)]
+pub(crate) struct Forgetting {
+    /// One `memory.forgotten` announcement per removed memory.
+    pub(crate) forgotten: Vec<crate::types::MemoryForgotten>,
+    /// The receipt.
+    pub(crate) receipt: crate::types::ForgetReceipt,
+}
+
+/// What erasing a user did: the `memory.user_erased` announcement and the receipt, the one
+/// receipt of that user the audit table keeps.
+#[derive(Debug, Clone)]
+pub(crate) struct Erasure {
+    /// The announcement.
+    pub(crate) erased: crate::types::UserErased,
+    /// The receipt.
+    pub(crate) receipt: crate::types::ForgetReceipt,
+}

@@ -216,8 +216,9 @@ impl Tool for ForgetMemory {
     ) -> Result<Value, ToolError> {
         super::check_in_conversation(self.name(), &self.service, scope, &args.memory_id).await?;
         match self.service.forget(&scope.user_id, &args.memory_id).await {
-            Ok(()) if self.seed_answer => Ok(json!({"success": true, "id": args.memory_id})),
-            Ok(()) => Ok(json!({"id": args.memory_id, "forgotten": true})),
+            Ok(_) if self.seed_answer => Ok(json!({"success": true, "id": args.memory_id})),
+            // The receipt: what went with it (ids and kinds, no content).
+            Ok(receipt) => Ok(json!({"id": args.memory_id, "forgotten": true, "receipt": receipt})),
             Err(MemoryError::NotFound(_)) if self.seed_answer => {
                 Ok(json!({"success": false, "id": args.memory_id}))
             }

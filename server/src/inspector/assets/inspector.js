@@ -260,12 +260,17 @@ function ask(question, withText, initial) {
 
 async function forget() {
   const memory = state.current;
-  if (!memory || !(await ask(`Forget this memory for good? "${memory.content}" and its copies in the indexes are deleted; this cannot be undone.`))) return;
+  if (!memory || !(await ask(`Forget this memory for good? "${memory.content}", its copies in the indexes, and what was derived from it (facts drawn only from it, reflections built on it) are deleted; this cannot be undone.`))) return;
   try {
-    await api("DELETE", `/v1/memories/${encodeURIComponent(memory.id)}`);
+    const done = await api("DELETE", `/v1/memories/${encodeURIComponent(memory.id)}`);
+    const receipt = done.receipt;
     $("detail").hidden = true;
-    for (const node of document.querySelectorAll(`[data-id="${CSS.escape(memory.id)}"]`)) node.remove();
-    say(`Forgotten: ${memory.id}`);
+    for (const entry of receipt.removed) {
+      for (const node of document.querySelectorAll(`[data-id="${CSS.escape(entry.id)}"]`)) node.remove();
+    }
+    const removed = receipt.removed.map((entry) => `${entry.kind} ${entry.id} (${entry.why})`).join(", ");
+    const changed = receipt.changed.length ? `; changed: ${receipt.changed.map((entry) => `${entry.kind} ${entry.id}`).join(", ")}` : "";
+    say(`Forgotten, receipt ${receipt.id}. Removed: ${removed}${changed}.`);
     showStats(await api("GET", "/v1/stats"));
   } catch (error) {
     say(error.message, true);

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use mnemo_ner_api::ExtractedEntity;
 
 use crate::error::Result;
-use crate::store::{NewMemory, RankKey, StoredTurn, TurnRow};
+use crate::store::{Erasure, ForgetRequest, Forgetting, NewMemory, RankKey, StoredTurn, TurnRow};
 use crate::types::{
-    DecayAction, DecayReport, ListRequest, Memory, MemoryForgotten, MemoryKind, MemoryStats,
-    SearchRequest, UserErased,
+    DecayAction, DecayReport, ForgetReceipt, ListRequest, Memory, MemoryKind, MemoryStats,
+    SearchRequest,
 };
 
 /// What a search reads and writes of memories: the keys ranking needs, and counting accesses.
@@ -178,24 +178,39 @@ pub(crate) trait MemoryIngest: Send + Sync {
 /// Removing memories for good: some of them, or everything about a user.
 #[async_trait]
 pub(crate) trait MemoryRemoval: Send + Sync {
-    /// Removes memories for good, in one transaction: the rows (and through the trigger their
-    /// full-text entries), their vectors, queue entries, entity links and the embedding cache's
-    /// vectors of their texts. The event ids they were stored from stay recorded (ids, no
-    /// content), so replaying the same events does not bring a forgotten memory back. Returns
-    /// what was removed, for the `memory.forgotten` announcements; unknown ids are skipped.
+    /// Forgets the memories `request.ids` and everything derived from them, in one
+    /// transaction: facts whose sources are all forgotten, facts that no longer stand on the
+    /// sources they have left, reflections built on any of them (see `store/sql/lineage.rs`),
+    /// each removed for good: the row (and through the trigger its full-text entry), its vectors,
+    /// sentence keys, queue entry, entity links and the embedding cache's vectors of its text,
+    /// while the event id it was stored from stays recorded (an id, no content) so that
+    /// replaying the same events does not bring it back (or soft-deleted, under
+    /// `request.soft`), the
+    /// entities no memory mentions any more (not under `soft`), and the forgotten ids dropped
+    /// from the provenance of the facts that stay. The receipt, stored in `forget_receipts` in
+    /// the same transaction, names every memory and entity removed or changed and counts the
+    /// artefacts that went with them. Unknown ids are skipped (an empty receipt).
     ///
     /// # Errors
-    /// The database fails; nothing is removed then.
-    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>>;
+    /// The database fails; nothing changes then.
+    async fn forget(&self, request: &ForgetRequest<'_>) -> Result<Forgetting>;
+
+    /// The newest `limit` receipts of `user_id` (every user's for `None`), newest first.
+    ///
+    /// # Errors
+    /// The database fails, or a stored receipt is not one.
+    async fn receipts(&self, user_id: Option<&str>, limit: usize) -> Result<Vec<ForgetReceipt>>;
 
     /// Removes everything stored about `user_id`, in one transaction: every memory they own
-    /// (active or soft-deleted, in any chat, as [`Self::purge`] does), the event ids they were
+    /// (active or soft-deleted, in any chat, as [`Self::forget`] removes one), the event ids they were
     /// stored from, their entities and people, and their sessions' consolidation records.
-    /// Returns what was removed, for the `memory.user_erased` announcement.
+    /// Their earlier forget receipts go too; the erasure's own receipt (the kinds and ids of
+    /// what it removed) is the one receipt of theirs the audit table keeps. Returns the
+    /// `memory.user_erased` announcement and the receipt.
     ///
     /// # Errors
     /// The database fails; nothing is removed then.
-    async fn erase_user(&self, user_id: &str) -> Result<UserErased>;
+    async fn erase_user(&self, user_id: &str) -> Result<Erasure>;
 }
 
 /// Forgetting that keeps the row (`forget = "soft"`, the reference design's "records are
@@ -203,16 +218,6 @@ pub(crate) trait MemoryRemoval: Send + Sync {
 /// (`store/sql/retire.rs`).
 #[async_trait]
 pub(crate) trait SoftForget: Send + Sync {
-    /// Soft-deletes the active memories among `ids` at `at`, in one transaction: `valid_until`
-    /// is set, so that no search, context, listing or export of active memories finds them,
-    /// and their vectors and sentence keys are dropped; the row, its text and its links stay
-    /// for an admin to restore ([`Self::restore`]) or purge. Returns what was soft-deleted, for
-    /// the `memory.forgotten` announcements; ids unknown or not active are skipped.
-    ///
-    /// # Errors
-    /// The database fails; nothing changes then.
-    async fn retire(&self, ids: &[String], at: DateTime<Utc>) -> Result<Vec<MemoryForgotten>>;
-
     /// Brings back the soft-deleted memory `id` (forgotten softly, expired, corrected or
     /// decayed): active again and queued for its vector. `false` when no soft-deleted memory
     /// has this id (an active one is left as it is).

@@ -9,6 +9,7 @@ mod entities;
 mod indexing;
 mod ingest;
 pub(crate) mod lifecycle;
+mod lineage;
 mod people_anchors;
 mod quarantine;
 mod records;
@@ -388,7 +389,8 @@ on_both_backends!(
         records::stats_count_only_the_users_own_queue,
         lifecycle::soft_delete_hides_a_row_from_every_list_but_keeps_it,
         sessions_and_people::a_new_session_reports_each_closed_session_once,
-        quarantine::quarantine_is_stored_excluded_listed_and_released;
+        quarantine::quarantine_is_stored_excluded_listed_and_released,
+        lineage::forgetting_follows_lineage_and_leaves_a_receipt;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

@@ -61,9 +61,9 @@ pub(super) async fn quarantine_is_stored_excluded_listed_and_released<S: Conform
         .unwrap()
         .into_keys()
         .collect();
-    assert_eq!(kept, [clean.clone()], "the agent's requests leave it out");
+    assert_eq!(kept, [clean.as_str()], "the agent's requests leave it out");
     let keys = store.rank_keys(&ids, &for_the_agent, false).await.unwrap();
-    assert_eq!(keys.into_keys().collect::<Vec<_>>(), [clean.clone()]);
+    assert_eq!(keys.into_keys().collect::<Vec<_>>(), [clean.as_str()]);
 
     let quarantined = ListRequest {
         quarantined: true,

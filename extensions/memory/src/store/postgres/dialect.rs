@@ -125,6 +125,15 @@ impl SqlStore for PostgresStore {
         .await?)
     }
 
+    async fn count_vectors(&self, connection: &mut PgConnection, ids: &[String]) -> Result<u64> {
+        let (found,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM memory_vectors WHERE memory_id = ANY($1)")
+                .bind(ids)
+                .fetch_one(&mut *connection)
+                .await?;
+        Ok(u64::try_from(found).unwrap_or(0))
+    }
+
     async fn drop_vectors(&self, connection: &mut PgConnection, ids: &[String]) -> Result<()> {
         super::vectors::drop_vectors(connection, ids).await
     }

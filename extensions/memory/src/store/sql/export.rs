@@ -14,7 +14,7 @@ use crate::error::{MemoryError, Result};
 /// order they were stored (none here: [`Dialect::STORED_ORDER`]), so that an import stores them
 /// in that order again (search keeps the last stored matches of very common words), the other
 /// tables by key, text compared byte by byte as SQLite compares it.
-pub(crate) const EXPORT_TABLES: [(&str, &[&str]); 5] = [
+pub(crate) const EXPORT_TABLES: [(&str, &[&str]); 6] = [
     ("memories", &[]),
     ("entities", &["id"]),
     ("memory_entities", &["memory_id", "entity_id"]),
@@ -23,6 +23,7 @@ pub(crate) const EXPORT_TABLES: [(&str, &[&str]); 5] = [
         &["user_id", "chat_id", "session_id"],
     ),
     ("ingested_events", &["user_id", "event_id"]),
+    ("forget_receipts", &["id"]),
 ];
 
 /// The `ORDER BY` list of an exported table's `keys` (see [`EXPORT_TABLES`]).
@@ -85,7 +86,7 @@ pub(crate) fn push_user_rows<D: Driver>(
     user: &str,
 ) -> Result<()> {
     match table {
-        "memories" | "sessions_consolidations" => {
+        "memories" | "sessions_consolidations" | "forget_receipts" => {
             builder.push(" WHERE user_id = ").text(user);
         }
         "entities" => {

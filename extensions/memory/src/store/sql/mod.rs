@@ -21,6 +21,7 @@ mod index_queue;
 mod ingest;
 mod inspection;
 mod lifecycle;
+mod lineage;
 mod people;
 mod records;
 mod removal;
@@ -280,6 +281,14 @@ pub(crate) trait SqlStore: Send + Sync {
         owner: &str,
         name: &str,
     ) -> Result<()>;
+
+    /// How many of the memories `ids` have a vector, on `connection` inside the caller's
+    /// transaction (for a forget's receipt).
+    async fn count_vectors(
+        &self,
+        connection: &mut <Self::Db as Database>::Connection,
+        ids: &[String],
+    ) -> Result<u64>;
 
     /// Removes the vectors, sentence vectors and queue entries of the memories `ids`, on
     /// `connection` inside the caller's transaction.

@@ -12,41 +12,138 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Database, QueryBuilder};
 
+use super::lineage;
+use super::retire::soft_delete;
 use super::{
     remove_memberships, revoke_user_keys, Bind, Dialect, Driver, Run, SqlStore, WriteScope,
 };
-use crate::error::Result;
+use crate::error::{MemoryError, Result};
 use crate::store::backend::MemoryRemoval;
-use crate::store::rows::cached_hashes;
-use crate::types::{MemoryForgotten, MemoryKind, UserErased};
+use crate::store::rows::{cached_hashes, new_id, ts};
+use crate::store::{Erasure, ForgetRequest, Forgetting};
+use crate::types::{ForgetReceipt, MemoryForgotten, MemoryKind, ReceiptEntry, UserErased};
 
 #[async_trait]
 impl<S: SqlStore> MemoryRemoval for S {
-    async fn purge(&self, ids: &[String]) -> Result<Vec<MemoryForgotten>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+    async fn forget(&self, request: &ForgetRequest<'_>) -> Result<Forgetting> {
+        if request.ids.is_empty() {
+            return Ok(Forgetting {
+                forgotten: Vec::new(),
+                receipt: empty_receipt(request, request.user_id.map(str::to_owned)),
+            });
         }
-        // The ids may be anyone's: the whole store waits.
+        // The ids, and what is derived from them, may be anyone's: the whole store waits.
         let mut tx = self.write(WriteScope::Store).await?;
-        let removed = purge_memories(self, &mut tx, ids).await?;
-        let generation = self.end_removal(&mut tx, None, !removed.is_empty()).await?;
+        let traced = lineage::trace::<S::Db>(&mut tx, request.ids, request.soft).await?;
+        let ids = traced.removed_ids();
+        let mut artefacts = lineage::count_artefacts::<S::Db>(&mut tx, &ids).await?;
+        artefacts.insert(
+            "vectors".to_owned(),
+            self.count_vectors(&mut tx, &ids).await?,
+        );
+        let mut removed = traced.removed.clone();
+        let (forgotten, generation) = if request.soft {
+            // The rows stay, with their text, full-text entry and entity links, for an admin
+            // to restore.
+            for kept in [
+                "memory_rows",
+                "full_text_entries",
+                "entity_links",
+                "cached_vectors",
+            ] {
+                artefacts.remove(kept);
+            }
+            let retired = soft_delete(self, &mut tx, &ids, ts(request.at)).await?;
+            artefacts.insert("memory_rows_soft_deleted".to_owned(), retired.len() as u64);
+            (retired, None)
+        } else {
+            let mentioned = lineage::entities_of::<S::Db>(&mut tx, &ids).await?;
+            let purged = purge_memories(self, &mut tx, &ids).await?;
+            removed
+                .extend(lineage::remove_unmentioned_entities::<S::Db>(&mut tx, &mentioned).await?);
+            let generation = self.end_removal(&mut tx, None, !purged.is_empty()).await?;
+            (purged, generation)
+        };
+        lineage::write_changes::<S::Db>(&mut tx, &traced.changed).await?;
+        artefacts.insert("query_vectors".to_owned(), request.query_vectors);
+        artefacts.insert("copies_announced".to_owned(), forgotten.len() as u64);
+        let owner = request.user_id.map(str::to_owned).or_else(|| {
+            traced
+                .owners
+                .first()
+                .filter(|owner| !owner.is_empty())
+                .cloned()
+        });
+        let receipt = ForgetReceipt {
+            removed,
+            changed: traced
+                .changed
+                .iter()
+                .map(|(entry, _)| entry.clone())
+                .collect(),
+            artefacts,
+            ..empty_receipt(request, owner)
+        };
+        store_receipt::<S::Db>(&mut tx, &receipt).await?;
         tx.commit().await?;
-        self.removal_committed(ids, generation, false).await;
-        Ok(removed)
+        if request.soft {
+            self.vectors_dropped(&ids);
+        } else {
+            self.removal_committed(&ids, generation, false).await;
+        }
+        Ok(Forgetting { forgotten, receipt })
+    }
+
+    async fn receipts(&self, user_id: Option<&str>, limit: usize) -> Result<Vec<ForgetReceipt>> {
+        let mut query = QueryBuilder::<S::Db>::new("SELECT receipt FROM forget_receipts");
+        if let Some(user_id) = user_id {
+            query.push(" WHERE user_id = ").text(user_id);
+        }
+        query
+            .push(" ORDER BY created_at DESC, id DESC LIMIT ")
+            .count(limit);
+        self.read(query)
+            .await?
+            .iter()
+            .map(|row| {
+                serde_json::from_str(&S::Db::text(row, "receipt")?)
+                    .map_err(|error| MemoryError::Corrupt(format!("forget receipt: {error}")))
+            })
+            .collect()
     }
 
     /// Set-based, not a few statements per memory: a user with 100k memories is erased in
     /// seconds rather than a minute of held writers. What references a row goes before it
     /// (foreign keys).
-    async fn erase_user(&self, user_id: &str) -> Result<UserErased> {
+    async fn erase_user(&self, user_id: &str) -> Result<Erasure> {
         let mut tx = self.write(WriteScope::Owner(user_id)).await?;
-        let mut query = QueryBuilder::<S::Db>::new("SELECT id FROM memories WHERE user_id = ");
+        let mut query =
+            QueryBuilder::<S::Db>::new("SELECT id, kind FROM memories WHERE user_id = ");
         query.text(user_id);
-        let ids = S::Db::rows(&mut tx, query)
-            .await?
-            .iter()
-            .map(|row| S::Db::text(row, "id"))
-            .collect::<Result<Vec<_>>>()?;
+        let rows = S::Db::rows(&mut tx, query).await?;
+        let mut removed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            removed.push(ReceiptEntry {
+                id: S::Db::text(row, "id")?,
+                kind: S::Db::text(row, "kind")?,
+                why: "erased".to_owned(),
+            });
+        }
+        let ids: Vec<String> = removed.iter().map(|entry| entry.id.clone()).collect();
+        let mut artefacts = lineage::count_artefacts::<S::Db>(&mut tx, &ids).await?;
+        artefacts.insert(
+            "vectors".to_owned(),
+            self.count_vectors(&mut tx, &ids).await?,
+        );
+        let mut query = QueryBuilder::<S::Db>::new("SELECT id FROM entities WHERE owner_id = ");
+        query.text(user_id);
+        for row in S::Db::rows(&mut tx, query).await? {
+            removed.push(ReceiptEntry {
+                id: S::Db::text(&row, "id")?,
+                kind: "entity".to_owned(),
+                why: "erased".to_owned(),
+            });
+        }
         let session_ids = user_sessions::<S::Db>(&mut tx, user_id).await?;
         forget_user_cached_vectors::<S::Db>(&mut tx, user_id).await?;
         self.erase_user_vectors(&mut tx, user_id, ids.len()).await?;
@@ -66,18 +163,80 @@ impl<S: SqlStore> MemoryRemoval for S {
             delete.text(user_id).push(end);
             S::Db::execute(&mut tx, delete).await?;
         }
-        erase_owned_rows::<S::Db>(&mut tx, user_id, Utc::now()).await?;
+        let now = Utc::now();
+        erase_owned_rows::<S::Db>(&mut tx, user_id, now).await?;
+        // The user's earlier receipts go; the erasure's own is the one kept.
+        let mut receipts =
+            QueryBuilder::<S::Db>::new("DELETE FROM forget_receipts WHERE user_id = ");
+        receipts.text(user_id);
+        S::Db::execute(&mut tx, receipts).await?;
+        let receipt = ForgetReceipt {
+            id: new_id("rcpt"),
+            action: "erase_user".to_owned(),
+            user_id: Some(user_id.to_owned()),
+            at: now,
+            requested: Vec::new(),
+            removed,
+            changed: Vec::new(),
+            artefacts,
+        };
+        store_receipt::<S::Db>(&mut tx, &receipt).await?;
         let generation = self
             .end_removal(&mut tx, Some(user_id), !ids.is_empty())
             .await?;
         tx.commit().await?;
         self.removal_committed(&ids, generation, true).await;
-        Ok(UserErased {
-            user_id: user_id.to_owned(),
-            session_ids,
-            memories_removed: ids.len() as u64,
+        Ok(Erasure {
+            erased: UserErased {
+                user_id: user_id.to_owned(),
+                session_ids,
+                memories_removed: ids.len() as u64,
+            },
+            receipt,
         })
     }
+}
+
+/// The receipt of `request` before anything is removed, for `user_id`.
+fn empty_receipt(request: &ForgetRequest<'_>, user_id: Option<String>) -> ForgetReceipt {
+    ForgetReceipt {
+        id: new_id("rcpt"),
+        action: if request.soft {
+            "forget_soft"
+        } else {
+            "forget"
+        }
+        .to_owned(),
+        user_id,
+        at: request.at,
+        requested: request.ids.to_vec(),
+        removed: Vec::new(),
+        changed: Vec::new(),
+        artefacts: Default::default(),
+    }
+}
+
+/// Stores `receipt` in the audit table, on `connection` inside the caller's transaction.
+async fn store_receipt<D: Dialect>(
+    connection: &mut D::Connection,
+    receipt: &ForgetReceipt,
+) -> Result<()> {
+    let text = serde_json::to_string(receipt)
+        .map_err(|error| MemoryError::Corrupt(format!("forget receipt: {error}")))?;
+    let mut insert = QueryBuilder::<D>::new(
+        "INSERT INTO forget_receipts (id, user_id, created_at, receipt) VALUES (",
+    );
+    insert
+        .text(receipt.id.as_str())
+        .push(", ")
+        .opt_text(receipt.user_id.as_deref())
+        .push(", ")
+        .int(ts(receipt.at))
+        .push(", ")
+        .text(text)
+        .push(")");
+    D::execute(connection, insert).await?;
+    Ok(())
 }
 
 /// The columns of `memories` that [`forgotten`] reads, with `id`.

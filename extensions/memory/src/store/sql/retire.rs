@@ -6,14 +6,14 @@
 //! else changes.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+
 use sqlx::{Database, QueryBuilder};
 
 use super::lifecycle::owners_of;
 use super::{forgotten, Bind, Run, SqlStore, FORGOTTEN_COLUMNS};
 use crate::error::Result;
 use crate::store::backend::SoftForget;
-use crate::store::rows::ts;
+
 use crate::types::MemoryForgotten;
 
 /// Soft-deletes the active memories among `ids` at `at` on `connection`, inside the caller's
@@ -52,18 +52,6 @@ pub(crate) fn forgotten_ids(forgotten: &[MemoryForgotten]) -> Vec<String> {
 
 #[async_trait]
 impl<S: SqlStore> SoftForget for S {
-    async fn retire(&self, ids: &[String], at: DateTime<Utc>) -> Result<Vec<MemoryForgotten>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let owners = owners_of(self, ids).await?;
-        let mut tx = self.write(owners.scope()).await?;
-        let retired = soft_delete(self, &mut tx, ids, ts(at)).await?;
-        tx.commit().await?;
-        self.vectors_dropped(&forgotten_ids(&retired));
-        Ok(retired)
-    }
-
     async fn restore(&self, id: &str) -> Result<bool> {
         let owners = owners_of(self, &[id.to_owned()]).await?;
         let mut tx = self.write(owners.scope()).await?;

@@ -111,6 +111,26 @@ impl SqlStore for MemoryStore {
         fetch_packed(builder, &self.pool).await
     }
 
+    async fn count_vectors(
+        &self,
+        connection: &mut SqliteConnection,
+        ids: &[String],
+    ) -> Result<u64> {
+        if !self.vector_table_exists(connection).await? {
+            return Ok(0);
+        }
+        let mut count = 0;
+        for id in ids {
+            let (found,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM vec_memories WHERE memory_id = ?")
+                    .bind(id)
+                    .fetch_one(&mut *connection)
+                    .await?;
+            count += u64::try_from(found).unwrap_or(0);
+        }
+        Ok(count)
+    }
+
     async fn drop_vectors(&self, connection: &mut SqliteConnection, ids: &[String]) -> Result<()> {
         self.remove_vectors(connection, ids).await
     }

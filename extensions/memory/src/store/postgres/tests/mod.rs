@@ -52,6 +52,7 @@ async fn a_fresh_database_is_migrated_with_pgvector() {
             "embedding_cache",
             "embedding_queue",
             "entities",
+            "forget_receipts",
             "ingested_events",
             "job_history",
             "job_runs",

@@ -104,7 +104,9 @@ async fn purge_removes_a_memory_everywhere_and_erase_removes_a_user() {
     assert!(!traces(&path, &secret_id, "passport").await.is_empty());
 
     // One memory: gone from every table and index, the others untouched.
-    let forgotten = store.purge(std::slice::from_ref(&secret_id)).await.unwrap();
+    let forgotten = crate::store::purge(&store, std::slice::from_ref(&secret_id))
+        .await
+        .unwrap();
     assert_eq!(forgotten.len(), 1);
     assert_eq!(forgotten[0].memory_id, secret_id);
     assert_eq!(forgotten[0].content, secret, "announced with its text");
@@ -135,8 +137,7 @@ async fn purge_removes_a_memory_everywhere_and_erase_removes_a_user() {
     );
     assert!(store.get(&kept_id).await.unwrap().is_some());
     assert!(
-        store
-            .purge(std::slice::from_ref(&secret_id))
+        crate::store::purge(&store, std::slice::from_ref(&secret_id))
             .await
             .unwrap()
             .is_empty(),
@@ -146,7 +147,7 @@ async fn purge_removes_a_memory_everywhere_and_erase_removes_a_user() {
     assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
 
     // The whole user: nothing of ana is left, ben is untouched.
-    let erased = store.erase_user("ana").await.unwrap();
+    let erased = store.erase_user("ana").await.unwrap().erased;
     assert_eq!(erased.memories_removed, 1);
     assert!(!erased.session_ids.is_empty(), "{erased:?}");
     assert!(store.get(&kept_id).await.unwrap().is_none());
@@ -266,9 +267,18 @@ async fn purging_any_rows_leaves_a_sound_full_text_index() {
         }
         // In two goes: the second merges an index the first already merged.
         let half = purged / 2;
-        assert_eq!(store.purge(&ids[..half]).await.unwrap().len(), half);
         assert_eq!(
-            store.purge(&ids[half..purged]).await.unwrap().len(),
+            crate::store::purge(&store, &ids[..half])
+                .await
+                .unwrap()
+                .len(),
+            half
+        );
+        assert_eq!(
+            crate::store::purge(&store, &ids[half..purged])
+                .await
+                .unwrap()
+                .len(),
             purged - half
         );
         let report = store.check_integrity().await.unwrap();
@@ -310,7 +320,7 @@ async fn erasing_a_user_keeps_everyone_elses_vectors_either_way() {
             }
         }
         index_all(&store, 4).await;
-        let erased = store.erase_user("ana").await.unwrap();
+        let erased = store.erase_user("ana").await.unwrap().erased;
         assert_eq!(erased.memories_removed, theirs as u64);
         let report = store.check_integrity().await.unwrap();
         assert_eq!(report.problems(), Vec::<String>::new(), "{report:?}");
@@ -359,7 +369,7 @@ async fn a_forget_keeps_the_vector_mirror_without_reloading_it() {
     }
     index_all(&store, 4).await;
     assert_eq!(store.mirror_size().await.unwrap().memory_rows, 5);
-    store.purge(&ids[..1]).await.unwrap();
+    crate::store::purge(&store, &ids[..1]).await.unwrap();
     sqlx::query(
         "INSERT INTO vec_memories (memory_id, embedding, user_id, kind) VALUES ('stray', ?, 'ana', 'fact')",
     )
