@@ -46,16 +46,20 @@ struct Candidate {
     id: String,
     kind: MemoryKind,
     content: String,
+    /// The fact it corrects, for a correction (its `corrects` attribute).
+    corrects: Option<String>,
     sources: Vec<String>,
 }
 
 impl Candidate {
     /// The sources it is derived from: its provenance without its event and the fact it
     /// corrects.
-    fn lineage(&self, corrects: Option<&str>) -> Vec<String> {
+    fn lineage(&self) -> Vec<String> {
         self.sources
             .iter()
-            .filter(|source| !source.starts_with("event:") && Some(source.as_str()) != corrects)
+            .filter(|source| {
+                !source.starts_with("event:") && Some(source.as_str()) != self.corrects.as_deref()
+            })
             .cloned()
             .collect()
     }
@@ -119,12 +123,11 @@ pub(crate) async fn trace<D: Dialect>(
                     Some((_, sources)) => sources.clone(),
                     None => candidate.sources.clone(),
                 };
-                let corrects = corrects_of::<D>(connection, &candidate.id).await?;
                 let candidate = Candidate {
                     sources,
                     ..candidate
                 };
-                let derived = candidate.lineage(corrects.as_deref());
+                let derived = candidate.lineage();
                 let lost: Vec<&String> =
                     derived.iter().filter(|id| gone.contains_key(*id)).collect();
                 if lost.is_empty() {
@@ -191,7 +194,7 @@ async fn derived_from<D: Dialect>(
     active_only: bool,
 ) -> Result<Vec<Candidate>> {
     let mut query = QueryBuilder::<D>::new(
-        "SELECT m.id, m.kind, m.content, m.source_ids FROM memories m WHERE COALESCE(m.user_id, '') IN ",
+        "SELECT m.id, m.kind, m.content, m.source_ids, m.attributes FROM memories m WHERE COALESCE(m.user_id, '') IN ",
     );
     query.text_list(owners).push(format!(
         " AND EXISTS (SELECT 1 FROM {} WHERE value IN ",
@@ -204,7 +207,13 @@ async fn derived_from<D: Dialect>(
     let mut found = Vec::new();
     for row in D::rows(connection, query).await? {
         let kind = D::text(&row, "kind")?;
+        let attributes: Value =
+            serde_json::from_str(&D::text(&row, "attributes")?).unwrap_or_default();
         found.push(Candidate {
+            corrects: attributes
+                .get("corrects")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             id: D::text(&row, "id")?,
             kind: MemoryKind::parse(&kind).unwrap_or(MemoryKind::Fact),
             content: D::text(&row, "content")?,
@@ -212,23 +221,6 @@ async fn derived_from<D: Dialect>(
         });
     }
     Ok(found)
-}
-
-/// The fact the memory `id` corrects, if it is a correction.
-async fn corrects_of<D: Dialect>(
-    connection: &mut D::Connection,
-    id: &str,
-) -> Result<Option<String>> {
-    let mut query = QueryBuilder::<D>::new("SELECT attributes FROM memories WHERE id = ");
-    query.text(id);
-    let Some(row) = D::rows(connection, query).await?.into_iter().next() else {
-        return Ok(None);
-    };
-    let attributes: Value = serde_json::from_str(&D::text(&row, "attributes")?).unwrap_or_default();
-    Ok(attributes
-        .get("corrects")
-        .and_then(Value::as_str)
-        .map(str::to_owned))
 }
 
 /// The texts of the memories `ids` that exist.
@@ -276,33 +268,34 @@ pub(crate) async fn count_artefacts<D: Dialect>(
         ("sentence_keys", "memory_sentence_vectors"),
         ("index_queue_entries", "embedding_queue"),
     ] {
-        let mut total = 0;
-        for chunk in ids.chunks(PER_STATEMENT) {
-            let mut query =
-                QueryBuilder::<D>::new(format!("SELECT COUNT(*) AS n FROM {table} WHERE "));
-            D::push_one_of(&mut query, "memory_id", chunk);
-            if let Some(row) = D::rows(connection, query).await?.first() {
-                total += u64::try_from(D::int(row, "n")?).unwrap_or(0);
-            }
-        }
+        let total = count_rows::<D>(connection, table, "memory_id", ids).await?;
         counts.insert(name.to_owned(), total);
     }
     let texts = texts_of::<D>(connection, ids).await?;
     let hashes: Vec<String> = texts.iter().flat_map(|text| cached_hashes(text)).collect();
-    let mut cached = 0;
-    for chunk in hashes.chunks(PER_STATEMENT) {
-        let mut query = QueryBuilder::<D>::new(
-            "SELECT COUNT(*) AS n FROM embedding_cache WHERE content_hash IN ",
-        );
-        query.text_list(chunk);
-        if let Some(row) = D::rows(connection, query).await?.first() {
-            cached += u64::try_from(D::int(row, "n")?).unwrap_or(0);
-        }
-    }
+    let cached = count_rows::<D>(connection, "embedding_cache", "content_hash", &hashes).await?;
     counts.insert("cached_vectors".to_owned(), cached);
     counts.insert("memory_rows".to_owned(), ids.len() as u64);
     counts.insert("full_text_entries".to_owned(), ids.len() as u64);
     Ok(counts)
+}
+
+/// How many rows of `table` have one of `values` in `column`.
+async fn count_rows<D: Dialect>(
+    connection: &mut D::Connection,
+    table: &str,
+    column: &str,
+    values: &[String],
+) -> Result<u64> {
+    let mut total = 0;
+    for chunk in values.chunks(PER_STATEMENT) {
+        let mut query = QueryBuilder::<D>::new(format!("SELECT COUNT(*) AS n FROM {table} WHERE "));
+        D::push_one_of(&mut query, column, chunk);
+        if let Some(row) = D::rows(connection, query).await?.first() {
+            total += u64::try_from(D::int(row, "n")?).unwrap_or(0);
+        }
+    }
+    Ok(total)
 }
 
 /// The entities among `candidates` that no memory mentions any more, on `connection` after the
