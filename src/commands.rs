@@ -71,6 +71,7 @@ fn scope(kernel: &Kernel, user: &str, chat: Option<&str>, session: Option<String
         session_id: session,
         chat_id: chat.map(str::to_owned),
         at: kernel.context().now(),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 
@@ -138,10 +139,14 @@ pub(crate) async fn search(
             lines.push("no results".to_owned());
         }
         for hit in &hits {
-            let held = match &hit.memory.quarantine {
+            let mut held = match &hit.memory.quarantine {
                 Some(quarantine) => format!("[quarantined: {}] ", quarantine.reason),
                 None => String::new(),
             };
+            // A model's words say so, as in the agent's context.
+            if let Some(mark) = hit.memory.origin.context_mark() {
+                held.push_str(&format!("[{mark}] "));
+            }
             lines.push(format!(
                 "{:.4}  {:<22} {:<10} {held}{}",
                 hit.score,

@@ -381,6 +381,7 @@ mod tests {
             session_id: None,
             chat_id: Some(String::new()),
             at: Utc::now(),
+            caller: crate::ToolCaller::Client,
         };
         assert!(scope.validate().is_err());
     }

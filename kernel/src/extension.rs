@@ -128,6 +128,25 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+/// Who calls a tool, which tells a tool whose words it is given: a memory the chat's own model
+/// writes during a conversation is its claim, checked against what the user said; one a client
+/// or a service writes is what it was told.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCaller {
+    /// An MCP client, the CLI or a test acting for the user.
+    #[default]
+    Client,
+    /// The chat's model, during a conversation turn the kernel runs.
+    Model {
+        /// What the user said in the turn the model is answering: stored by the memory
+        /// extension while the model runs, so a tool may not find it stored yet.
+        said: String,
+    },
+    /// A service writing through the HTTP API.
+    Service,
+}
+
 /// Who calls a tool, and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolScope {
@@ -139,6 +158,9 @@ pub struct ToolScope {
     pub chat_id: Option<String>,
     /// The kernel clock's time.
     pub at: DateTime<Utc>,
+    /// Who calls.
+    #[serde(default)]
+    pub caller: ToolCaller,
 }
 
 impl ToolScope {

@@ -54,8 +54,8 @@ pub use event::{
 };
 pub use extension::{
     ContextProvider, ContextRequest, EventHandler, Extension, ExtensionFactory, JobClaims,
-    JobHistory, JobReport, JobSpec, Registrar, SchedulerProvider, ToolError, ToolProvider,
-    ToolScope, ToolSpec,
+    JobHistory, JobReport, JobSpec, Registrar, SchedulerProvider, ToolCaller, ToolError,
+    ToolProvider, ToolScope, ToolSpec,
 };
 pub use kernel::KernelContext;
 pub use llm::{

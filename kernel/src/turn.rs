@@ -39,6 +39,9 @@ impl TurnInput {
             session_id: Some(self.session_id.clone()),
             chat_id: self.chat_id.clone(),
             at: kernel.context().now(),
+            caller: crate::ToolCaller::Model {
+                said: self.text.clone(),
+            },
         }
     }
 }

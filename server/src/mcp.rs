@@ -299,6 +299,7 @@ impl ServerHandler for McpHandler {
             session_id: Some(acting.session),
             chat_id: acting.chat,
             at: self.kernel.context().now(),
+            caller: mnemo_kernel::ToolCaller::Client,
         };
         let result = self
             .kernel

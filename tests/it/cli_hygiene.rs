@@ -190,6 +190,7 @@ async fn the_memory_tools_keep_what_they_store_in_the_callers_chat() {
         session_id: Some("s1".to_owned()),
         chat_id: chat.map(str::to_owned),
         at: Utc::now(),
+        caller: mnemo_kernel::ToolCaller::Client,
     };
     let gym = scope(Some("gym"));
     for (tool, arguments) in [

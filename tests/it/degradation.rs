@@ -48,6 +48,7 @@ fn scope() -> ToolScope {
         session_id: Some("probe".into()),
         chat_id: None,
         at: Utc.with_ymd_and_hms(2026, 4, 6, 12, 0, 0).unwrap(),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

@@ -49,6 +49,7 @@ fn scope(user: &str) -> ToolScope {
         session_id: Some(format!("{user}-probe")),
         chat_id: None,
         at: start_time() + Duration::hours(2),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

@@ -169,6 +169,7 @@ async fn the_largest_metadata_store_memory_accepts_exports_and_imports_back() {
         session_id: Some("s1".to_owned()),
         chat_id: None,
         at: chrono::Utc::now(),
+        caller: mnemo_kernel::ToolCaller::Client,
     };
     // The largest content (max_content_chars, 20,000, of a character JSON writes in 6 bytes)
     // and the largest metadata: 16 KiB, 32 levels deep.

@@ -40,6 +40,7 @@ fn scope() -> ToolScope {
         session_id: Some("s1".into()),
         chat_id: None,
         at: t(1, 12),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

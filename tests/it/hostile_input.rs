@@ -128,6 +128,7 @@ fn scope() -> ToolScope {
         session_id: Some("s1".into()),
         chat_id: None,
         at: Utc.with_ymd_and_hms(2026, 5, 1, 10, 0, 0).unwrap(),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

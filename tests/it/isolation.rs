@@ -109,6 +109,7 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
             session_id: Some(format!("{user}-{}", chat.unwrap_or("dm"))),
             chat_id: chat.map(str::to_owned),
             at: start,
+            caller: mnemo_kernel::ToolCaller::Client,
         };
         let text = format!("project alpha note {token} about {name} and the budget");
         if random.below(3) == 0 {
@@ -218,6 +219,7 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
                 session_id: Some(format!("{user}-probe")),
                 chat_id: chat.map(str::to_owned),
                 at: start,
+                caller: mnemo_kernel::ToolCaller::Client,
             };
             let mut seen: Vec<String> = Vec::new();
             let mut queries: Vec<String> = vec!["project alpha budget".into(), "note".into()];
@@ -350,6 +352,7 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
                     session_id: None,
                     chat_id: None,
                     at: start,
+                    caller: mnemo_kernel::ToolCaller::Client,
                 },
                 "memory_stats",
                 json!({}),
@@ -376,6 +379,7 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
             session_id: None,
             chat_id: None,
             at: start,
+            caller: mnemo_kernel::ToolCaller::Client,
         };
         let result = kernel
             .call_tool(&scope, "md_search_history", json!({"query": token}))

@@ -122,6 +122,7 @@ fn scope(at: DateTime<Utc>) -> ToolScope {
         session_id: Some("probe".to_owned()),
         chat_id: None,
         at,
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

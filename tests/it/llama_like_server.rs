@@ -138,6 +138,7 @@ async fn a_small_model_on_a_llama_cpp_like_server_reaches_every_path() {
         session_id: Some("probe".into()),
         chat_id: None,
         at: Utc::now(),
+        caller: mnemo_kernel::ToolCaller::Client,
     };
     let facts = kernel
         .call_tool(

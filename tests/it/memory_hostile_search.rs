@@ -37,6 +37,7 @@ async fn hostile_queries_never_error() {
         session_id: Some("s2".into()),
         chat_id: None,
         at: start,
+        caller: mnemo_kernel::ToolCaller::Client,
     };
     let huge = "lorem ipsum dolor ".repeat(100_000 / 18 + 1);
     let hostile: Vec<String> = vec![

@@ -176,6 +176,7 @@ async fn a_whole_agent_turn_over_http_calls_the_tool_and_replies() {
                 session_id: None,
                 chat_id: None,
                 at: kernel.context().now(),
+                caller: mnemo_kernel::ToolCaller::Client,
             },
             "search_notes",
             json!({"query": "oat milk"}),

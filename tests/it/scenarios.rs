@@ -99,6 +99,8 @@ scenarios!(
     memory_search,
     memory_semantic,
     memory_without_embedding,
+    model_written_memories,
+    model_written_memories_refused,
     people,
     people_external_ids,
     people_from_model_subjects,
@@ -112,6 +114,7 @@ scenarios!(
     shared_session_id,
     supersession_and_expiry,
     tools_change_only_this_conversation,
+    trust_by_source,
     typed_tools,
     virtual_clock,
 );

@@ -117,11 +117,12 @@ pub trait MemoryHost: MemoryApi {
         content: &str,
     ) -> Result<String>;
 
-    /// Confirms one of `owner`'s facts: it stops decaying.
+    /// Confirms one of `owner`'s facts: it stops decaying, a model's fact becomes the user's
+    /// word, and the stated facts it contradicted give way to it. Returns those.
     ///
     /// # Errors
     /// No such active fact of the owner, or the store fails.
-    async fn confirm(&self, owner: &str, id: &str) -> Result<()>;
+    async fn confirm(&self, owner: &str, id: &str) -> Result<Vec<String>>;
 
     /// Releases one of `owner`'s quarantined memories: it may be put into the agent's context
     /// again. Returns it, released.

@@ -10,6 +10,7 @@ mod error;
 mod events;
 pub mod grounding;
 mod host;
+mod origin;
 mod receipts;
 mod records;
 pub mod spans;
@@ -22,6 +23,7 @@ pub use api::MemoryApi;
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use host::{HostLimits, MemoryHost};
+pub use origin::{Origin, OriginWeights, CONTRADICTS};
 pub use receipts::{ForgetReceipt, ReceiptEntry};
 pub use records::{
     content_event_id, EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord,

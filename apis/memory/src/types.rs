@@ -107,6 +107,10 @@ pub struct Memory {
     /// search shows it, flagged, until the user or an admin releases or forgets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quarantine: Option<Quarantine>,
+    /// Whose words it is: the user's, the agent's, told, inferred, reflected, imported, or a
+    /// service's; search weighs it by this and the context block marks a model's words.
+    #[serde(default)]
+    pub origin: crate::Origin,
 }
 
 /// Why a memory is quarantined: what the write-time screen found in its text.
@@ -319,7 +323,16 @@ impl SearchHit {
             "confidence": memory.confidence,
             "matched_by": self.why.lists.iter().map(|list| list.list.clone()).collect::<Vec<_>>(),
             "supersedes": memory.attributes.get("supersedes"),
+            "origin": memory.origin,
+            "origin_weight": self.why.origin_weight,
         });
+        // A model's fact that contradicts what the user stated says so until they confirm it.
+        if let (Some(contested), Some(fields)) = (
+            memory.attributes.get(crate::CONTRADICTS),
+            summary.as_object_mut(),
+        ) {
+            fields.insert(crate::CONTRADICTS.to_owned(), contested.clone());
+        }
         // Only quarantined hits carry the key: the agent's tools never return them.
         if let (Some(quarantine), Some(fields)) = (&memory.quarantine, summary.as_object_mut()) {
             fields.insert("quarantine".to_owned(), serde_json::json!(quarantine));
@@ -354,6 +367,10 @@ pub struct ScoreBreakdown {
     pub session: f64,
     /// The factor its confidence contributed: `min(1, 0.5 + confidence)`.
     pub confidence_weight: f64,
+    /// The factor its origin contributed (`[extensions.memory.origin_weights]`): the user's
+    /// own words weigh more than the agent's, what was stated more than what was inferred.
+    #[serde(default = "no_factor")]
+    pub origin_weight: f64,
 }
 
 /// A factor that changes nothing.

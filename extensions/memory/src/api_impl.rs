@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use mnemo_memory_api::{
     DecayAction, DecayReport, EpisodePage, ListRequest, Memory, MemoryApi, MemoryApiError,
-    MemoryKind, NewFact, PendingSession, Result, SavedFacts, SearchHit, SearchRequest, SessionKey,
-    SkippedFact,
+    MemoryKind, NewFact, Origin, PendingSession, Result, SavedFacts, SearchHit, SearchRequest,
+    SessionKey, SkippedFact,
 };
 use mnemo_ner_api::Strategy;
 use serde_json::Map;
@@ -107,6 +107,7 @@ impl MemoryApi for MemoryService {
                     tags: fact.tags,
                     source_ids: fact.source_ids,
                     confidence: fact.confidence.unwrap_or(1.0),
+                    origin: Origin::Inferred,
                     ..FactInput::default()
                 })
                 .await?;
@@ -184,10 +185,7 @@ impl MemoryApi for MemoryService {
     }
 
     async fn resolve_conflict(&self, old_fact_id: &str, new_fact_id: &str) -> Result<()> {
-        Ok(self
-            .store()?
-            .resolve_conflict(old_fact_id, new_fact_id)
-            .await?)
+        Ok(self.resolve_contradiction(old_fact_id, new_fact_id).await?)
     }
 
     async fn run_decay(&self, threshold: f64, action: DecayAction) -> Result<DecayReport> {
@@ -273,6 +271,7 @@ impl MemoryApi for MemoryService {
                     shared: false,
                     subject_ids: Vec::new(),
                     quarantine: self.quarantine_for(content),
+                    origin: Origin::Reflected,
                 },
                 &[],
             )

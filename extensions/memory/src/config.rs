@@ -1,7 +1,7 @@
 //! `[extensions.memory]`.
 
 use mnemo_kernel::ValidateConfig;
-use mnemo_memory_api::FusionMethod;
+use mnemo_memory_api::{FusionMethod, OriginWeights};
 use serde::{Deserialize, Serialize};
 
 /// The memory extension's options; every key is listed in `config.toml`.
@@ -116,6 +116,15 @@ pub struct MemoryConfig {
     /// carries them is stored quarantined, out of every context; a fact a model extracted that
     /// carries them is refused. Off stores everything as it comes, as before issue #47.
     pub quarantine_poisoned: bool,
+    /// What becomes of a memory the chat's own model writes through a tool during a
+    /// conversation (`remember`, `store_memory`) that the user's words in that conversation do
+    /// not bear out (the consolidation's grounding check): `keep` stores it as the agent's claim
+    /// (origin `agent`, weighed by `origin_weights.agent`, marked in the context, never
+    /// superseding what the user stated), `refuse` refuses the call with an error the model
+    /// sees. A memory the user's words bear out is stored as told either way.
+    pub ungrounded_model_memories: UngroundedModelMemories,
+    /// How much search trusts each origin of a memory (see [`OriginWeights`]).
+    pub origin_weights: OriginWeights,
     /// Memories embedded per batch by the background indexer.
     pub index_batch_size: usize,
     /// Episodes per page for consolidation.
@@ -208,6 +217,8 @@ impl Default for MemoryConfig {
             fact_decay_rate: 0.1,
             dedup_jaccard: 0.75,
             quarantine_poisoned: true,
+            ungrounded_model_memories: UngroundedModelMemories::Keep,
+            origin_weights: OriginWeights::default(),
             index_batch_size: 32,
             consolidation_page_size: 30,
             entity_memory_limit: 20,
@@ -345,8 +356,25 @@ impl ValidateConfig for MemoryConfig {
             "consolidation_page_size",
             "must be at least 1",
         );
+        if let Some((origin, weight)) = self.origin_weights.invalid() {
+            need(
+                false,
+                &format!("origin_weights.{origin}"),
+                &format!("must be between 0 and 1, not {weight}"),
+            );
+        }
         problems
     }
+}
+
+/// What becomes of a memory the chat's model writes that the user's words do not bear out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UngroundedModelMemories {
+    /// Stored as the agent's claim (origin `agent`).
+    Keep,
+    /// Refused; the model is told why.
+    Refuse,
 }
 
 /// The variable that overrides `database_url`.

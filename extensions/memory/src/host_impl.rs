@@ -82,7 +82,7 @@ impl MemoryHost for MemoryService {
         Ok(MemoryService::correct_fact(self, user_id, old_id, content).await?)
     }
 
-    async fn confirm(&self, owner: &str, id: &str) -> Result<()> {
+    async fn confirm(&self, owner: &str, id: &str) -> Result<Vec<String>> {
         Ok(MemoryService::confirm(self, owner, id).await?)
     }
 

@@ -482,6 +482,7 @@ mod tests {
             faded_at: None,
             subject_ids: Vec::new(),
             quarantine: None,
+            origin: mnemo_memory_api::Origin::User,
         }
     }
 

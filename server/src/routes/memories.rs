@@ -352,6 +352,10 @@ pub(crate) struct MemoryChanged {
     change: String,
     /// For a correction: the new memory that replaces it.
     replaced_by: Option<String>,
+    /// For a confirmation: the facts someone stated that it contradicted, which give way now
+    /// (a model's fact never supersedes a stated one until the user confirms it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    supersedes: Vec<String>,
     /// For a forget: the receipt, the kinds and ids of everything removed or changed with it
     /// (what was derived from it too), and counts of the index entries and caches; no content.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +381,7 @@ pub(crate) async fn forget(
     Ok(axum::Json(MemoryChanged {
         id,
         change: "forgotten".to_owned(),
+        supersedes: Vec::new(),
         replaced_by: None,
         receipt: Some(receipt),
     }))
@@ -416,6 +421,7 @@ pub(crate) async fn correct(
     Ok(axum::Json(MemoryChanged {
         id,
         change: "corrected".to_owned(),
+        supersedes: Vec::new(),
         replaced_by: Some(new_id),
         receipt: None,
     }))
@@ -436,11 +442,12 @@ pub(crate) async fn confirm(
     ApiPath(id): ApiPath<String>,
 ) -> Result<axum::Json<MemoryChanged>, ApiError> {
     own_fact(&state, &principal, &id, "confirmed").await?;
-    state.memory.confirm(principal.user()?, &id).await?;
+    let supersedes = state.memory.confirm(principal.user()?, &id).await?;
     Ok(axum::Json(MemoryChanged {
         id,
         change: "confirmed".to_owned(),
         replaced_by: None,
+        supersedes,
         receipt: None,
     }))
 }
@@ -474,6 +481,7 @@ impl AppState {
             session_id: None,
             chat_id: chat,
             at: self.kernel.context().now(),
+            caller: mnemo_kernel::ToolCaller::Service,
         }
     }
 }

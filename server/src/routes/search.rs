@@ -73,7 +73,8 @@ pub(crate) struct SearchResults {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct HitView {
     memory: MemoryView,
-    /// `(fused × speaker × period + neighbours + session) × confidence_weight`. Comparable within one search only: with
+    /// `(fused × speaker × period + neighbours + session) × confidence_weight × origin_weight`.
+    /// Comparable within one search only: with
     /// `fusion` `scores` (hybrid, by default) the lists' normalised scores are added (the best
     /// text match gives 1, the vector and entity lists add their weighted shares); with `rrf`
     /// (a single mode, or `fusion = "rrf"`) each list adds 1 / (60 + rank).
@@ -103,6 +104,9 @@ pub(crate) struct WhyView {
     session: f64,
     /// The factor its confidence gave: min(1, 0.5 + confidence).
     confidence_weight: f64,
+    /// The factor its origin gave (`[extensions.memory.origin_weights]`): the user's own words
+    /// weigh more than the agent's, what was stated more than what was inferred.
+    origin_weight: f64,
 }
 
 /// One list's verdict.
@@ -140,6 +144,7 @@ impl HitView {
                 neighbours: hit.why.neighbours,
                 session: hit.why.session,
                 confidence_weight: hit.why.confidence_weight,
+                origin_weight: hit.why.origin_weight,
             },
             memory: hit.memory.into(),
         }

@@ -2,7 +2,7 @@
 //! OpenAPI schemas.
 
 use chrono::{DateTime, Utc};
-use mnemo_memory_api::{Memory, MemoryKind, Quarantine};
+use mnemo_memory_api::{Memory, MemoryKind, Origin, Quarantine};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -49,6 +49,9 @@ pub(crate) struct MemoryView {
     /// Released by `POST /v1/memories/{id}/release`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) quarantine: Option<Quarantine>,
+    /// Whose words it is: `user`, `agent`, `told`, `inferred`, `reflected`, `imported` or
+    /// `service`. Search weighs it by this (`why.origin_weight`).
+    pub(crate) origin: Origin,
     pub(crate) attributes: Map<String, Value>,
 }
 
@@ -78,6 +81,7 @@ impl From<Memory> for MemoryView {
             superseded_by_id: memory.superseded_by_id,
             faded_at: memory.faded_at,
             quarantine: memory.quarantine,
+            origin: memory.origin,
             attributes: memory.attributes,
         }
     }

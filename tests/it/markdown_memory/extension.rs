@@ -16,6 +16,7 @@ fn scope() -> ToolScope {
         session_id: Some("s1".into()),
         chat_id: None,
         at: at("2026-03-02T09:00:00Z"),
+        caller: mnemo_kernel::ToolCaller::Client,
     }
 }
 

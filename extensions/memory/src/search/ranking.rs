@@ -125,11 +125,16 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
         keys.extend(store.rank_keys(&missing, request, spread).await?);
         // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
         // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
-        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone.
-        let weight = |id: &String| {
-            keys.get(id)
-                .map(|key| (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0))
+        // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone. Its origin's
+        // weight scales it too: the user's own words above the agent's, stated above inferred.
+        let origin_weights = self.config.origin_weights;
+        let trust = |id: &String| {
+            keys.get(id).map(|key| Trust {
+                confidence: (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0),
+                origin: origin_weights.of(key.origin),
+            })
         };
+        let weight = |id: &String| trust(id).map(|trust| trust.confidence * trust.origin);
         // Said in the period the query names (or the week after): relevance × (1 + weight).
         let period_weight = self.config.period_weight;
         let period = request
@@ -226,7 +231,7 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
                     period: period_factor(&id),
                     session: session_gain.get(&id).copied().unwrap_or(0.0),
                 };
-                let why = breakdown(&lists, fusion, &id, &ranks, relevance, score, weight(&id)?);
+                let why = breakdown(&lists, fusion, &id, &ranks, relevance, score, trust(&id)?);
                 memories
                     .remove(&id)
                     .map(|memory| SearchHit { score, memory, why })
@@ -234,6 +239,14 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
             .collect();
         Ok(hits)
     }
+}
+
+/// How much a hit is trusted: its confidence's factor and its origin's weight; its score is
+/// multiplied by both.
+#[derive(Debug, Clone, Copy)]
+struct Trust {
+    confidence: f64,
+    origin: f64,
 }
 
 /// A hit's relevance before its neighbours' shares and its confidence: the fused lists, the
@@ -245,9 +258,9 @@ struct Relevance {
     session: f64,
 }
 
-/// Why the memory `id` got `score` under `fusion`: each list's rank and own score, its `relevance`, what its
-/// neighbours added, and its confidence's factor
-/// (`score = (fused × speaker × period + neighbours + session) × weight`).
+/// Why the memory `id` got `score` under `fusion`: each list's rank and own score, its
+/// `relevance`, what its neighbours added, and its `trust`'s factors
+/// (`score = (fused × speaker × period + neighbours + session) × confidence × origin`).
 fn breakdown(
     lists: &[CandidateList],
     fusion: Fusion,
@@ -255,7 +268,7 @@ fn breakdown(
     ranks: &[(String, usize)],
     relevance: Relevance,
     score: f64,
-    confidence_weight: f64,
+    trust: Trust,
 ) -> ScoreBreakdown {
     let Relevance {
         fused,
@@ -276,8 +289,9 @@ fn breakdown(
                 .map_or(0.0, |(_, score)| *score),
         })
         .collect();
-    let neighbours = if confidence_weight > 0.0 {
-        score / confidence_weight - fused * speaker * period - session
+    let weight = trust.confidence * trust.origin;
+    let neighbours = if weight > 0.0 {
+        score / weight - fused * speaker * period - session
     } else {
         0.0
     };
@@ -289,6 +303,7 @@ fn breakdown(
         period,
         neighbours,
         session,
-        confidence_weight,
+        confidence_weight: trust.confidence,
+        origin_weight: trust.origin,
     }
 }

@@ -17,6 +17,7 @@ use super::stats::CorpusStats;
 use crate::config::MemoryConfig;
 use crate::store::MemoryBackend;
 use crate::types::FusionMethod;
+use crate::types::OriginWeights;
 
 /// Searches a store: gathering the candidate lists (`candidates.rs`), fusing and ranking them
 /// (`ranking.rs`, `fusion.rs`), pseudo-relevance feedback (`feedback.rs`), and the query's
@@ -89,6 +90,7 @@ pub(crate) struct SearchConfig {
     pub(crate) feedback_matches: usize,
     pub(crate) feedback_shift: f64,
     pub(crate) min_similarity: f32,
+    pub(crate) origin_weights: OriginWeights,
 }
 
 impl From<&MemoryConfig> for SearchConfig {
@@ -112,6 +114,7 @@ impl From<&MemoryConfig> for SearchConfig {
             feedback_matches: config.feedback_matches,
             feedback_shift: config.feedback_shift,
             min_similarity: config.min_similarity,
+            origin_weights: config.origin_weights,
         }
     }
 }

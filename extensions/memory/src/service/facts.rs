@@ -11,7 +11,7 @@ use crate::error::{MemoryError, Result};
 use crate::store::{NewMemory, Person};
 use crate::text::{is_stopword, terms};
 use crate::types::{
-    ExternalId, Memory, MemoryKind, MemoryType, SearchRequest, SessionKey, Subject,
+    ExternalId, Memory, MemoryKind, MemoryType, Origin, SearchRequest, SessionKey, Subject,
 };
 
 /// A fact to save through [`MemoryService::save_fact`].
@@ -44,8 +44,11 @@ pub struct FactInput {
     /// Metadata.
     pub attributes: Map<String, serde_json::Value>,
     /// Supersede older near-identical facts of the same scope and subjects (explicit
-    /// remembering); consolidation leaves this off and lets the LLM judge contradictions.
+    /// remembering); consolidation leaves this off and lets the LLM judge contradictions. A
+    /// model's words never supersede what someone stated ([`Origin::may_supersede`]).
     pub supersede: bool,
+    /// Whose words it is.
+    pub origin: Origin,
 }
 
 /// The lowercase content words of a text (no stopwords, no single letters), for Jaccard
@@ -112,6 +115,7 @@ impl MemoryService {
                     shared: fact.shared,
                     subject_ids: subject_ids.clone(),
                     quarantine: self.quarantine_for(&fact.content),
+                    origin: fact.origin,
                 },
                 &entities,
             )
@@ -123,6 +127,7 @@ impl MemoryService {
         if let Err(error) = self
             .supersede_similar(
                 &id,
+                fact.origin,
                 &fact.content,
                 fact.user_id.as_deref(),
                 fact.chat_id.as_deref(),
@@ -136,10 +141,12 @@ impl MemoryService {
     }
 
     /// Marks older facts of the same owner, chat and subjects that say nearly the same as
-    /// superseded by `new_id`; returns how many.
+    /// superseded by `new_id`, whose words are `origin`'s; a model's words leave what someone
+    /// stated alone. Returns how many.
     pub(super) async fn supersede_similar(
         &self,
         new_id: &str,
+        origin: Origin,
         content: &str,
         user_id: Option<&str>,
         chat_id: Option<&str>,
@@ -177,6 +184,7 @@ impl MemoryService {
                     memory.user_id.as_deref() == user_id
                         && memory.chat_id.as_deref() == chat_id
                         && theirs == subject_ids
+                        && origin.may_supersede(memory.origin)
                 })
             })
             .collect();
@@ -286,6 +294,7 @@ impl MemoryService {
                 )));
             }
         }
+        let origin = self.origin_for(scope, content).await?;
         let name_hint = self.person_hint(content);
         let store = self.store()?;
         crate::people::check_subjects(
@@ -327,6 +336,7 @@ impl MemoryService {
                 shared,
                 memory_type: Some("fact".to_owned()),
                 supersede: true,
+                origin,
                 ..FactInput::default()
             })
             .await?;
@@ -346,6 +356,7 @@ impl MemoryService {
         metadata: Map<String, serde_json::Value>,
     ) -> Result<String> {
         self.check_content("content", content)?;
+        let origin = self.origin_for(scope, content).await?;
         let now = self.now()?;
         let end_of_day = now
             .date_naive()
@@ -381,6 +392,7 @@ impl MemoryService {
                 memory_type: Some(memory_type.as_str().to_owned()),
                 attributes: metadata,
                 supersede: memory_type == MemoryType::Fact,
+                origin,
                 ..FactInput::default()
             })
             .await?
@@ -409,6 +421,7 @@ impl MemoryService {
                         shared: false,
                         subject_ids: Vec::new(),
                         quarantine: self.quarantine_for(content),
+                        origin,
                     },
                     &entities,
                 )
@@ -416,7 +429,7 @@ impl MemoryService {
             self.index_wakeup.notify_one();
             id
         };
-        if let Some(previous) = previous {
+        if let Some(previous) = previous.filter(|previous| origin.may_supersede(previous.origin)) {
             self.store()?.supersede(&[previous.id], &id, now).await?;
         }
         Ok(id)
@@ -436,14 +449,6 @@ impl MemoryService {
         self.store()?
             .context_value(owner, chat_id, key, self.now()?)
             .await
-    }
-
-    /// Confirms one of the owner's active facts: full confidence, and it never fades.
-    ///
-    /// # Errors
-    /// It is not an active fact of the owner, or the store fails.
-    pub async fn confirm(&self, owner: &str, id: &str) -> Result<()> {
-        self.store()?.confirm(id, Some(owner)).await
     }
 
     /// Replaces a fact of `user_id`; the new one keeps the old id in its provenance.
@@ -487,6 +492,8 @@ impl MemoryService {
                 .map(|memory| memory.subject_ids.clone())
                 .unwrap_or_default(),
             quarantine: self.quarantine_for(content),
+            // A correction is the user's own word, whoever passed it on.
+            origin: Origin::Told,
         };
         let id = state
             .store

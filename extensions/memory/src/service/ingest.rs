@@ -13,7 +13,7 @@ use super::group_commit::OwnedTurn;
 use super::MemoryService;
 use crate::error::{record_failure, MemoryError, Result};
 use crate::store::NewMemory;
-use crate::types::{IngestedEvent, MemoryKind, SessionCompleted};
+use crate::types::{IngestedEvent, MemoryKind, Origin, SessionCompleted};
 
 impl MemoryService {
     /// Refuses empty or over-long memory text, naming the limit.
@@ -100,7 +100,8 @@ impl MemoryService {
         writer: Writer,
     ) -> Result<Option<String>> {
         let started = Instant::now();
-        let Some(turn) = self.prepare_turn(event)? else {
+        // A turn that announces nothing is an import's: the user's turns are marked imported.
+        let Some(turn) = self.prepare_turn(event, !announce)? else {
             return Ok(None);
         };
         if writer == Writer::Trusted {
@@ -166,12 +167,14 @@ impl MemoryService {
         let mut events_stored: Vec<Option<&Event>> = Vec::with_capacity(events.len());
         let mut turns = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
-            let turn = self.prepare_turn(event).map_err(|error| match error {
-                MemoryError::Invalid(message) => {
-                    MemoryError::Invalid(format!("events[{index}]: {message}"))
-                }
-                other => other,
-            })?;
+            let turn = self
+                .prepare_turn(event, false)
+                .map_err(|error| match error {
+                    MemoryError::Invalid(message) => {
+                        MemoryError::Invalid(format!("events[{index}]: {message}"))
+                    }
+                    other => other,
+                })?;
             events_stored.push(turn.as_ref().map(|turn| turn.event));
             turns.extend(turn.map(|turn| turn.turn));
         }
@@ -213,7 +216,11 @@ impl MemoryService {
     }
 
     /// What `event` is to become: its episode and entities; `None` for a session command.
-    fn prepare_turn<'e>(&self, event: &'e Event) -> Result<Option<PreparedTurn<'e>>> {
+    fn prepare_turn<'e>(
+        &self,
+        event: &'e Event,
+        imported: bool,
+    ) -> Result<Option<PreparedTurn<'e>>> {
         let state = self.state()?;
         let Some(text) = event.payload.text() else {
             return Ok(None);
@@ -263,6 +270,12 @@ impl MemoryService {
             subject_ids: Vec::new(),
             // Stored whatever it says (nothing the user said is lost), held back if poisoned.
             quarantine: self.quarantine_for(text),
+            // The agent's words are the agent's however they came.
+            origin: match (is_user, imported) {
+                (false, _) => Origin::Agent,
+                (true, false) => Origin::User,
+                (true, true) => Origin::Imported,
+            },
         };
         Ok(Some(PreparedTurn {
             event,

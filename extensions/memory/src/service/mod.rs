@@ -13,6 +13,7 @@ mod quarantine;
 mod recalls;
 mod removal;
 mod search;
+mod trust;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

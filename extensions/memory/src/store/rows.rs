@@ -7,7 +7,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::error::{MemoryError, Result};
 use crate::store::{EntitySummary, OwnerSummary};
-use crate::types::{Memory, MemoryKind};
+use crate::types::{Memory, MemoryKind, Origin};
 
 /// The columns [`memory_from_row`] reads, for alias `m`.
 pub(crate) const MEMORY_COLUMNS: &str =
@@ -15,7 +15,7 @@ pub(crate) const MEMORY_COLUMNS: &str =
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
     m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
     m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids, \
-    m.faded_at, m.quarantine";
+    m.faded_at, m.quarantine, m.origin";
 
 pub(crate) fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
@@ -139,7 +139,13 @@ where
                     .map_err(|err| MemoryError::Corrupt(format!("quarantine: {err}")))
             })
             .transpose()?,
+        origin: origin_named(&row.try_get::<String, _>("origin")?)?,
     })
+}
+
+/// The origin stored as `name`; the column's check admits no other.
+pub(crate) fn origin_named(name: &str) -> Result<Origin> {
+    Origin::parse(name).ok_or_else(|| MemoryError::Corrupt(format!("origin: `{name}`")))
 }
 
 /// A new id: `<prefix>_<16 hex>`, unique across processes and restarts.

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::types::{MemoryKind, Quarantine, SessionKey};
+use crate::types::{MemoryKind, Origin, Quarantine, SessionKey};
 
 /// A memory to insert.
 #[derive(Debug, Clone)]
@@ -46,6 +46,8 @@ pub(crate) struct NewMemory {
     pub(crate) subject_ids: Vec<String>,
     /// Why it is stored quarantined (see `crate::screening`), if it is.
     pub(crate) quarantine: Option<Quarantine>,
+    /// Whose words it is.
+    pub(crate) origin: Origin,
 }
 
 impl NewMemory {
@@ -87,10 +89,12 @@ pub(crate) struct RankKey {
     pub(crate) next: Option<String>,
     /// Its session (episodes only).
     pub(crate) session: Option<SessionKey>,
+    /// Whose words it is.
+    pub(crate) origin: Origin,
 }
 
 /// A row of `rank_keys`' query: id, confidence, event time, previous and next turn, owner,
-/// chat, and session id (episodes only). PostgreSQL reads it as is; SQLite reads it packed, as
+/// chat, session id (episodes only) and origin. PostgreSQL reads it as is; SQLite reads it packed, as
 /// `RankColumns<Real>`, and turns it into this.
 pub(crate) type RankRow = RankColumns<f64>;
 
@@ -104,12 +108,14 @@ pub(crate) type RankColumns<Confidence> = (
     Option<String>,
     Option<String>,
     Option<String>,
+    String,
 );
 
 impl RankKey {
     /// The id and key a [`RankRow`] holds.
     pub(crate) fn from_row(row: RankRow) -> (String, Self) {
-        let (id, confidence, event_time, previous, next, user_id, chat_id, session_id) = row;
+        let (id, confidence, event_time, previous, next, user_id, chat_id, session_id, origin) =
+            row;
         // An episode of nobody's (no owner) is in no user's session.
         let session = user_id
             .zip(session_id)
@@ -124,6 +130,8 @@ impl RankKey {
             previous,
             next,
             session,
+            // The column's check admits no other name; a row read past it counts as the user's.
+            origin: Origin::parse(&origin).unwrap_or_default(),
         };
         (id, key)
     }

@@ -116,6 +116,11 @@ impl Tool for RememberFact {
         scope: &ToolScope,
         args: RememberFactArgs,
     ) -> Result<Value, ToolError> {
+        let origin = self
+            .0
+            .origin_for(scope, &args.content)
+            .await
+            .map_err(|error| tool_error(self.name(), error))?;
         let mut entities = Vec::new();
         for entity in args.entities.unwrap_or_default() {
             let canonical = entity.name.trim().to_owned();
@@ -146,6 +151,7 @@ impl Tool for RememberFact {
                 confidence: args.confidence.unwrap_or(1.0),
                 extra_entities: entities,
                 supersede: true,
+                origin,
                 ..FactInput::default()
             })
             .await
@@ -230,11 +236,12 @@ impl Tool for ConfirmFact {
         args: IdArgs,
     ) -> Result<Value, ToolError> {
         super::check_in_conversation(self.name(), &self.0, scope, &args.id).await?;
-        self.0
-            .confirm(&scope.user_id, &args.id)
+        let superseded = self
+            .0
+            .confirm_for(scope, &args.id)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
-        Ok(json!({"id": args.id, "confirmed": true}))
+        Ok(json!({"id": args.id, "confirmed": true, "supersedes": superseded}))
     }
 }
 

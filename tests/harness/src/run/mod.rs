@@ -289,6 +289,7 @@ impl Run<'_> {
             ),
             chat_id: who.chat_id.clone().or_else(|| self.chat_id.clone()),
             at: self.kernel.context().now(),
+            caller: mnemo_kernel::ToolCaller::Client,
         }
     }
 

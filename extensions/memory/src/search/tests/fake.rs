@@ -48,6 +48,7 @@ pub(super) fn memory(id: &str, kind: MemoryKind, content: &str, at: DateTime<Utc
         faded_at: None,
         subject_ids: Vec::new(),
         quarantine: None,
+        origin: crate::types::Origin::User,
     }
 }
 
@@ -150,6 +151,7 @@ impl SearchSource for FakeStore {
                     previous: None,
                     next: None,
                     session: None,
+                    origin: memory.origin,
                 };
                 (memory.id.clone(), key)
             })

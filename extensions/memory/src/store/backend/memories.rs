@@ -252,17 +252,29 @@ pub(crate) trait FactLifecycle: Send + Sync {
         entities: &[ExtractedEntity],
     ) -> Result<String>;
 
-    /// Protects a fact: decay rate 0, confidence 1.
+    /// Protects a fact: decay rate 0, confidence 1. A model's fact becomes the user's word
+    /// (origin `told`, the one it had kept as `confirmed_origin`), and the stated facts it
+    /// contradicts (`contradicts`, see [`FactLifecycle::contest`]) are resolved as
+    /// [`FactLifecycle::resolve_conflict`] resolves them, in the same transaction. Returns the
+    /// ids of those it now supersedes.
     ///
     /// # Errors
     /// [`MemoryError::NotFound`] if it is not an active fact of `user_id`.
-    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()>;
+    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<Vec<String>>;
 
     /// Lowers the old fact's confidence to 0.3 and records `supersedes` on the new one.
     ///
     /// # Errors
     /// Either fact is missing.
     async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()>;
+
+    /// Records that the model's fact `new_id` contradicts `old_id`, which someone stated,
+    /// without touching `old_id`: `old_id` joins `new_id`'s `contradicts` list, which the
+    /// user's confirmation of `new_id` resolves.
+    ///
+    /// # Errors
+    /// Either fact is missing.
+    async fn contest(&self, old_id: &str, new_id: &str) -> Result<()>;
 
     /// Ebbinghaus decay of active facts: confidence × exp(−rate × days since the later of the
     /// last access and the last decay), so no elapsed day is counted twice. Facts below

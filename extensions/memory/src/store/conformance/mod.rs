@@ -15,6 +15,7 @@ mod quarantine;
 mod records;
 mod sessions_and_people;
 mod shared_runs;
+mod trust;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
@@ -103,6 +104,7 @@ pub(crate) fn fact(user: &str, content: &str) -> NewMemory {
         shared: false,
         subject_ids: Vec::new(),
         quarantine: None,
+        origin: crate::types::Origin::Told,
     }
 }
 
@@ -112,6 +114,7 @@ pub(crate) fn turn(user: &str, session: &str, content: &str) -> NewMemory {
         kind: MemoryKind::Episode,
         session_id: Some(session.into()),
         source_role: Some("user".into()),
+        origin: crate::types::Origin::User,
         ..fact(user, content)
     }
 }
@@ -390,6 +393,7 @@ on_both_backends!(
         lifecycle::soft_delete_hides_a_row_from_every_list_but_keeps_it,
         sessions_and_people::a_new_session_reports_each_closed_session_once,
         quarantine::quarantine_is_stored_excluded_listed_and_released,
+        trust::origins_are_kept_and_a_contest_waits_for_the_users_confirmation,
         lineage::forgetting_follows_lineage_and_leaves_a_receipt;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,

@@ -50,8 +50,8 @@ impl SearchRecords for PostgresStore {
             builder.push("NULL::text, NULL::text");
         }
         builder.push(
-            ", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END \
-             FROM memories m WHERE m.id = ANY(",
+            ", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END, \
+             m.origin FROM memories m WHERE m.id = ANY(",
         );
         builder.push_bind(ids.to_vec()).push(")");
         push_filters(&mut builder, request);

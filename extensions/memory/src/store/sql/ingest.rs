@@ -188,7 +188,7 @@ pub(crate) async fn insert_memory<S: SqlStore>(
     let mut insert = QueryBuilder::<S::Db>::new(
         "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
          created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
-         memory_type, expires_at, shared, subject_ids, quarantine) VALUES (",
+         memory_type, expires_at, shared, subject_ids, quarantine, origin) VALUES (",
     );
     insert
         .text(&id)
@@ -233,6 +233,8 @@ pub(crate) async fn insert_memory<S: SqlStore>(
                 .as_ref()
                 .map(|quarantine| serde_json::json!(quarantine).to_string()),
         )
+        .push(", ")
+        .text(memory.origin.as_str())
         .push(")");
     S::Db::execute(connection, insert).await?;
     for subject in &memory.subject_ids {

@@ -16,9 +16,22 @@ use super::retire::{forgotten_ids, soft_delete};
 use super::{insert_memory, Bind, Driver, Run, SqlStore, WriteScope};
 use crate::error::{MemoryError, Result};
 use crate::store::backend::{FactLifecycle, MemoryRecords};
-use crate::store::rows::ts;
+use crate::store::rows::{ts, MEMORY_COLUMNS};
 use crate::store::NewMemory;
-use crate::types::{DecayAction, DecayReport, Memory, MemoryKind};
+use crate::types::{DecayAction, DecayReport, Memory, MemoryKind, Origin, CONTRADICTS};
+
+/// The ids in `fact`'s `contradicts` list.
+pub(crate) fn contested_ids(fact: &Memory) -> Vec<String> {
+    fact.attributes
+        .get(CONTRADICTS)
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// A fact's decay in one run: its new confidence, and whether it fell below the threshold.
 #[derive(Debug)]
@@ -152,18 +165,59 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         Ok(new_id)
     }
 
-    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<()> {
+    async fn confirm(&self, id: &str, user_id: Option<&str>) -> Result<Vec<String>> {
         let fact = active_fact_of(self, id, user_id).await?;
         let mut owners = Owners::default();
         owners.add(fact.user_id.as_deref());
         // Under the turn, so that a decay run does not write back the confidence it read before.
         let mut tx = self.write(owners.scope()).await?;
+        // Read again under the owner's turn: a contest recorded meanwhile is resolved too.
+        let mut read = QueryBuilder::<S::Db>::new(format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id = "
+        ));
+        read.text(id);
+        let fact = match S::Db::rows(&mut tx, read).await?.first() {
+            Some(row) => S::Db::memory(row)?,
+            None => fact,
+        };
+        let mut attributes = fact.attributes.clone();
+        let contested = contested_ids(&fact);
+        attributes.remove(CONTRADICTS);
+        let mut origin = fact.origin;
+        if origin.is_model_made() {
+            attributes.insert(
+                "confirmed_origin".to_owned(),
+                Value::String(origin.as_str().to_owned()),
+            );
+            origin = Origin::Told;
+        }
         let mut protect = QueryBuilder::<S::Db>::new(
-            "UPDATE memories SET decay_rate = 0.0, confidence = 1.0 WHERE id = ",
+            "UPDATE memories SET decay_rate = 0.0, confidence = 1.0, origin = ",
         );
-        protect.text(id);
+        protect.text(origin.as_str());
+        // The attributes are written again only when they change, which keeps their order.
+        if attributes != fact.attributes {
+            protect
+                .push(", attributes = ")
+                .text(Value::Object(attributes).to_string());
+        }
+        protect.push(" WHERE id = ").text(id);
         S::Db::execute(&mut tx, protect).await?;
-        tx.commit().await
+        // The stated facts it contradicts, still in force, give way now.
+        let mut superseded = Vec::new();
+        for old_id in contested {
+            let mut lower = QueryBuilder::<S::Db>::new(
+                "UPDATE memories SET confidence = 0.3 WHERE valid_until IS NULL \
+                 AND superseded_at IS NULL AND id = ",
+            );
+            lower.text(&old_id);
+            if S::Db::execute(&mut tx, lower).await? == 1 {
+                S::set_supersedes(&mut tx, id, &old_id).await?;
+                superseded.push(old_id);
+            }
+        }
+        tx.commit().await?;
+        Ok(superseded)
     }
 
     async fn resolve_conflict(&self, old_id: &str, new_id: &str) -> Result<()> {
@@ -181,6 +235,44 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         lower.text(old_id);
         S::Db::execute(&mut tx, lower).await?;
         S::set_supersedes(&mut tx, new_id, old_id).await?;
+        tx.commit().await
+    }
+
+    async fn contest(&self, old_id: &str, new_id: &str) -> Result<()> {
+        let Some(new) = self.get(new_id).await? else {
+            return Err(MemoryError::NotFound(format!("no fact `{new_id}`")));
+        };
+        if self.get(old_id).await?.is_none() {
+            return Err(MemoryError::NotFound(format!("no fact `{old_id}`")));
+        }
+        let mut owners = Owners::default();
+        owners.add(new.user_id.as_deref());
+        let mut tx = self.write(owners.scope()).await?;
+        // Read again under the owner's turn, so that two contests do not lose one another.
+        let mut read = QueryBuilder::<S::Db>::new("SELECT attributes FROM memories WHERE id = ");
+        read.text(new_id);
+        let rows = S::Db::rows(&mut tx, read).await?;
+        let Some(row) = rows.first() else {
+            return Err(MemoryError::NotFound(format!("no fact `{new_id}`")));
+        };
+        let text = S::Db::text(row, "attributes")?;
+        let mut attributes: serde_json::Map<String, Value> = serde_json::from_str(&text)
+            .map_err(|err| MemoryError::Corrupt(format!("attributes: {err}")))?;
+        let mut ids: Vec<Value> = attributes
+            .get(CONTRADICTS)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !ids.iter().any(|id| id.as_str() == Some(old_id)) {
+            ids.push(Value::String(old_id.to_owned()));
+        }
+        attributes.insert(CONTRADICTS.to_owned(), Value::Array(ids));
+        let mut write = QueryBuilder::<S::Db>::new("UPDATE memories SET attributes = ");
+        write
+            .text(Value::Object(attributes).to_string())
+            .push(" WHERE id = ")
+            .text(new_id);
+        S::Db::execute(&mut tx, write).await?;
         tx.commit().await
     }
 

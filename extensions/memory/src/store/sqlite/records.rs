@@ -46,8 +46,9 @@ impl SearchRecords for MemoryStore {
         } else {
             columns.push_str("NULL, NULL");
         }
-        columns
-            .push_str(", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END");
+        columns.push_str(
+            ", m.user_id, m.chat_id, CASE WHEN m.kind = 'episode' THEN m.session_id END, m.origin",
+        );
         let mut builder = QueryBuilder::new(format!(
             "SELECT {} FROM memories m WHERE m.id IN ",
             packed_rows(&columns, "")
@@ -58,9 +59,19 @@ impl SearchRecords for MemoryStore {
         Ok(rows
             .into_iter()
             .map(
-                |(id, Real(confidence), event_time, previous, next, user, chat, session)| {
+                |(
+                    id,
+                    Real(confidence),
+                    event_time,
+                    previous,
+                    next,
+                    user,
+                    chat,
+                    session,
+                    origin,
+                )| {
                     RankKey::from_row((
-                        id, confidence, event_time, previous, next, user, chat, session,
+                        id, confidence, event_time, previous, next, user, chat, session, origin,
                     ))
                 },
             )

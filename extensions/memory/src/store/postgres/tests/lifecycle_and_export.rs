@@ -279,6 +279,11 @@ fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64)
         shared: false,
         subject_ids: Vec::new(),
         quarantine: None,
+        origin: if kind == MemoryKind::Episode {
+            crate::types::Origin::User
+        } else {
+            crate::types::Origin::Told
+        },
     }
 }
 

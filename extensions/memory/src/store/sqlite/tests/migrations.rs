@@ -373,3 +373,46 @@ async fn each_owners_memories_become_one_range_of_the_text_index() {
     assert!(check.is_ok(), "{check:?}");
     store.close().await;
 }
+
+/// A store from before origins (schema 22): each memory gets the origin its kind and provenance
+/// show, the user's turns, the agent's turns, facts drawn from turns, facts told, reflections.
+#[tokio::test]
+async fn earlier_memories_get_the_origin_their_kind_and_provenance_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 22).await;
+    for (id, kind, role, sources) in [
+        ("ep_user", "episode", Some("user"), "[]"),
+        ("ep_agent", "episode", Some("assistant"), "[]"),
+        ("fact_drawn", "fact", None, r#"["ep_user"]"#),
+        ("fact_told", "fact", None, "[]"),
+        ("fact_corrected", "fact", None, r#"["fact_told"]"#),
+        ("ref_week", "reflection", None, r#"["fact_drawn"]"#),
+    ] {
+        sqlx::query(
+            "INSERT INTO memories (id, kind, content, user_id, event_time, created_at, \
+             source_role, source_ids) VALUES (?, ?, 'text', 'ana', 1775000000, 1775000000, ?, ?)",
+        )
+        .bind(id)
+        .bind(kind)
+        .bind(role)
+        .bind(sources)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    for (id, origin) in [
+        ("ep_user", crate::types::Origin::User),
+        ("ep_agent", crate::types::Origin::Agent),
+        ("fact_drawn", crate::types::Origin::Inferred),
+        ("fact_told", crate::types::Origin::Told),
+        ("fact_corrected", crate::types::Origin::Told),
+        ("ref_week", crate::types::Origin::Reflected),
+    ] {
+        assert_eq!(store.get(id).await.unwrap().unwrap().origin, origin, "{id}");
+    }
+    store.close().await;
+}
