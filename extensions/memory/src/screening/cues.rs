@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::prefilter::Prefilter;
 use super::{cue_list, Reason};
 
 /// The score from which a text is held back.
@@ -114,9 +115,12 @@ fn cues() -> Vec<(Reason, i32, String)> {
 
 /// The cues compiled. Each is tried alone (`is_match`, which stops at the first match and
 /// skips ahead on literals): measured on `dev.jsonl` and `train.jsonl`, a `RegexSet` of these
-/// few hundred patterns was ten times slower, its lazy DFA's states exploding.
+/// few hundred patterns was ten times slower, its lazy DFA's states exploding. A literal
+/// prefilter (`prefilter.rs`) leaves out the cues whose words a text lacks.
 pub(crate) struct Cues {
     each: Vec<(Reason, i32, Regex)>,
+    /// Which of `each` a text may match, from the words it holds.
+    filter: Prefilter,
 }
 
 /// What [`Cues::score`] found in a text.
@@ -134,26 +138,40 @@ pub(crate) struct Score {
 }
 
 pub(crate) static CUES: LazyLock<Cues> = LazyLock::new(|| {
+    let mut sources = Vec::new();
     let each = cues()
         .into_iter()
         .map(|(reason, weight, pattern)| {
+            let source = super::patterns::written(&pattern);
             // The cues are this module's constants: a bad one is a programming error that the
             // module's tests catch.
-            let regex =
-                Regex::new(&super::patterns::written(&pattern)).expect("screening cues are valid");
+            let regex = Regex::new(&source).expect("screening cues are valid");
+            sources.push(source);
             (reason, weight, regex)
         })
         .collect();
-    Cues { each }
+    Cues {
+        each,
+        filter: Prefilter::new(&sources),
+    }
 });
 
 impl Cues {
+    /// How many of the expressions the prefilter can leave out, and how many there are.
+    #[cfg(test)]
+    pub(crate) fn filter_stats(&self) -> (usize, usize) {
+        (self.filter.filtered(), self.each.len())
+    }
+
     /// The indices of the cues `text` holds.
     fn matches<'a>(&'a self, text: &'a str) -> impl Iterator<Item = usize> + 'a {
+        let candidates = self.filter.candidates(text);
         self.each
             .iter()
             .enumerate()
-            .filter(move |(_, (_, _, regex))| regex.is_match(text))
+            .filter(move |(index, (_, _, regex))| {
+                candidates.may_match(*index) && regex.is_match(text)
+            })
             .map(|(index, _)| index)
     }
 

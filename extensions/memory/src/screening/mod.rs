@@ -7,9 +7,10 @@
 //! characters (`hidden.rs`), HTML entities decoded (model servers' chat formats write `&#34;`),
 //! then two readings of the text: the pattern families (`patterns.rs`), shapes that alone hold
 //! a text back, and weighted cues (`cues.rs`, listed in `cue_list.rs`), family-level signs
-//! that hold it back when their weights reach a threshold. Cues that the text discusses or
-//! quotes injection, or that the user speaks of their own words, weigh against, and make a
-//! pattern count as a cue. Spellings a model reads through (leetspeak, look-alike letters,
+//! that hold it back when their weights reach a threshold. A literal prefilter
+//! (`prefilter.rs`) tries only the expressions whose words a reading holds. Cues that the text
+//! discusses or quotes injection, or that the user speaks of their own words, weigh against,
+//! and make a pattern count as a cue. Spellings a model reads through (leetspeak, look-alike letters,
 //! spelled-out words, base64; `variants.rs`) are read again the same way. It says why, or
 //! nothing. It is a filter of known shapes, not a proof of safety: docs/RELIABILITY.md says
 //! what it does not catch, and `mnemo eval-screening` measures it on `tests/data/injection/`.
@@ -18,6 +19,7 @@ mod cue_list;
 mod cues;
 mod hidden;
 mod patterns;
+mod prefilter;
 mod variants;
 
 use std::borrow::Cow;
@@ -87,20 +89,18 @@ pub fn screen(text: &str) -> Option<Finding> {
         return Some(finding);
     }
     // What a model reads as easily as plain text: digits for letters, look-alike letters,
-    // words spelled out letter by letter, and base64.
-    [
-        unleet(&decoded),
-        variants::unconfuse(&decoded),
-        variants::unspell(&decoded),
-        base64_text(&decoded),
-    ]
-    .into_iter()
-    .flatten()
-    .find_map(|variant| judge(&variant))
-    .map(|finding| Finding {
-        reason: finding.reason,
-        evidence: format!("encoded: {}", finding.evidence),
-    })
+    // words spelled out letter by letter, and base64; each read only if the one before it
+    // found nothing.
+    let readings: [fn(&str) -> Option<String>; 4] =
+        [unleet, variants::unconfuse, variants::unspell, base64_text];
+    readings
+        .iter()
+        .filter_map(|reading| reading(&decoded))
+        .find_map(|variant| judge(&variant))
+        .map(|finding| Finding {
+            reason: finding.reason,
+            evidence: format!("encoded: {}", finding.evidence),
+        })
 }
 
 /// The verdict on one reading of a text: a pattern of a family outright, unless the text

@@ -2,7 +2,8 @@
 //! it to drop its instructions, giving it another role, standing orders about "the user",
 //! sending data away, asking for its prompt, and imitations of tool calls and chat-format
 //! markers. Each family is a list of case-insensitive regular expressions over the text with
-//! its HTML entities decoded, each tried alone (a `RegexSet` of them all was slower).
+//! its HTML entities decoded, each tried alone (a `RegexSet` of them all was slower), and only
+//! where the text holds the words it needs (`prefilter.rs`).
 //!
 //! What a user says to their own assistant about themselves ("ignore my previous message",
 //! "always remind me to take my pills", "from now on call me Sam") is not matched: the patterns
@@ -13,6 +14,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::prefilter::Prefilter;
 use super::Reason;
 
 /// Words that qualify the instructions an override names (`ignore all previous instructions`);
@@ -183,6 +185,8 @@ fn families() -> Vec<(Reason, Vec<String>)> {
 /// show where.
 pub(crate) struct Patterns {
     each: Vec<(Reason, Regex)>,
+    /// Which of `each` a text may match, from the words it holds.
+    filter: Prefilter,
 }
 
 /// Case-insensitive, `\b` as an ASCII word boundary (so that the fast engines serve any text),
@@ -193,25 +197,43 @@ pub(crate) fn written(pattern: &str) -> String {
 
 pub(crate) static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let mut each = Vec::new();
+    let mut sources = Vec::new();
     for (reason, patterns) in families() {
         for pattern in patterns {
+            let source = written(&pattern);
             // The patterns are this file's constants: a bad one is a programming error that the
             // module's tests catch.
-            let regex = Regex::new(&written(&pattern)).expect("screening patterns are valid");
+            let regex = Regex::new(&source).expect("screening patterns are valid");
             each.push((reason, regex));
+            sources.push(source);
         }
     }
-    Patterns { each }
+    Patterns {
+        each,
+        filter: Prefilter::new(&sources),
+    }
 });
 
 impl Patterns {
+    /// How many of the expressions the prefilter can leave out, and how many there are.
+    #[cfg(test)]
+    pub(crate) fn filter_stats(&self) -> (usize, usize) {
+        (self.filter.filtered(), self.each.len())
+    }
+
     /// The first family (in this file's order) one of whose patterns matches `text` outside a
     /// quotation, with the matched words. A match inside quotation marks is someone quoting
     /// an attack ("the classic \"ignore previous instructions\""); an override of the
     /// instructions "I gave you" is the user taking back their own.
     pub(crate) fn first_match<'t>(&self, text: &'t str) -> Option<(Reason, &'t str)> {
         let mut quoted = None;
-        for (reason, regex) in self.each.iter().filter(|(_, regex)| regex.is_match(text)) {
+        let candidates = self.filter.candidates(text);
+        let matching = self
+            .each
+            .iter()
+            .enumerate()
+            .filter(|(index, (_, regex))| candidates.may_match(*index) && regex.is_match(text));
+        for (_, (reason, regex)) in matching {
             let quoted = quoted.get_or_insert_with(|| quoted_spans(text));
             for found in regex.find_iter(text) {
                 let inside_quotes = quoted
