@@ -100,6 +100,9 @@ pub struct ContextRequest {
     /// How many of this session's latest messages the host sends to the model itself (its
     /// chat history, before `prompt`): a provider need not repeat them.
     pub history_messages: usize,
+    /// Asked about a past time (an HTTP client's `as_of`): what the user believed then. `None`
+    /// for now, as every agent turn asks.
+    pub as_of: Option<DateTime<Utc>>,
 }
 
 /// Contributes a block to the system prompt before each agent turn.

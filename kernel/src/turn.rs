@@ -1,5 +1,6 @@
 //! The agent-turn pipeline: context in, model with tools, reply out.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -73,6 +74,17 @@ impl Kernel {
     /// `history_messages` says how many of the session's latest messages go to the model as
     /// chat history beside it.
     pub async fn prepare_turn(&self, input: &TurnInput, history_messages: usize) -> PreparedTurn {
+        self.prepare_turn_as_of(input, history_messages, None).await
+    }
+
+    /// [`Self::prepare_turn`] as of a past time: the context of what the user believed then
+    /// ([`ContextRequest::as_of`]).
+    pub async fn prepare_turn_as_of(
+        &self,
+        input: &TurnInput,
+        history_messages: usize,
+        as_of: Option<DateTime<Utc>>,
+    ) -> PreparedTurn {
         let request = ContextRequest {
             prompt: input.text.clone(),
             user_id: input.user_id.clone(),
@@ -80,6 +92,7 @@ impl Kernel {
             chat_id: input.chat_id.clone(),
             at: self.context().now(),
             history_messages,
+            as_of,
         };
         let blocks = self.gather_context(&request).await;
         let mut system_prompt = self.config().kernel.system_prompt.clone();

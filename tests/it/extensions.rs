@@ -52,6 +52,7 @@ fn request(prompt: &str) -> ContextRequest {
         chat_id: None,
         at: t(1, 12),
         history_messages: 0,
+        as_of: None,
     }
 }
 

@@ -275,6 +275,7 @@ async fn check_seed(seed: u64, database_url: Option<String>) {
                         chat_id: chat.map(str::to_owned),
                         at: start,
                         history_messages: 0,
+                        as_of: None,
                     })
                     .await;
                 for (_, block) in blocks {

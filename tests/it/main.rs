@@ -25,6 +25,7 @@ mod extensions;
 mod hostile_input;
 mod http_access;
 mod http_api;
+mod http_as_of;
 mod http_inspection;
 mod http_isolation;
 mod http_mcp;

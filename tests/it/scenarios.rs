@@ -64,6 +64,7 @@ scenarios!(
     agent_turn,
     agent_turn_imitated_calls,
     agent_turn_small_model,
+    as_of,
     consolidation,
     consolidation_failures,
     consolidation_incremental,

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod api;
+mod as_of;
 mod error;
 mod events;
 pub mod grounding;
@@ -20,6 +21,7 @@ mod types;
 pub const EXTENSION_NAME: &str = "memory";
 
 pub use api::MemoryApi;
+pub use as_of::{AsOf, TimeAxis};
 pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use host::{HostLimits, MemoryHost};

@@ -111,6 +111,13 @@ pub struct Memory {
     /// service's; search weighs it by this and the context block marks a model's words.
     #[serde(default)]
     pub origin: crate::Origin,
+    /// Since when it is true in the world, where known (else when it was said).
+    #[serde(default)]
+    pub valid_from: Option<DateTime<Utc>>,
+    /// Until when it was true: a newer fact superseded it, or (equal to `valid_from`) a
+    /// correction showed it was never true. `None` while it holds.
+    #[serde(default)]
+    pub valid_to: Option<DateTime<Utc>>,
 }
 
 /// Why a memory is quarantined: what the write-time screen found in its text.
@@ -229,6 +236,9 @@ pub struct SearchRequest {
     pub about: Vec<String>,
     /// The time expiry is judged at (the kernel clock); `None` ignores expiry.
     pub at: Option<DateTime<Utc>>,
+    /// Ask about a past time: what the user believed then, or what was true then
+    /// ([`crate::AsOf`]); `None` asks about now. Expiry is judged at that time too.
+    pub as_of: Option<crate::AsOf>,
     /// Also return memories a newer one superseded.
     pub include_superseded: bool,
     /// Overrides `min_similarity` for the vector list (`Some(-1.0)`: nearest neighbours whatever

@@ -98,6 +98,16 @@ impl MemoryApi for MemoryService {
                 });
                 continue;
             }
+            // True since the latest turn it was drawn from was said, not since this run.
+            let mut valid_from = None;
+            let store = self.store()?;
+            for source in &fact.source_ids {
+                if let Some(turn) = store.get(source).await? {
+                    if turn.user_id.as_deref() == Some(session.user_id.as_str()) {
+                        valid_from = valid_from.max(Some(turn.event_time));
+                    }
+                }
+            }
             let id = self
                 .save_fact(FactInput {
                     user_id: Some(session.user_id.clone()),
@@ -108,6 +118,7 @@ impl MemoryApi for MemoryService {
                     source_ids: fact.source_ids,
                     confidence: fact.confidence.unwrap_or(1.0),
                     origin: Origin::Inferred,
+                    valid_from,
                     ..FactInput::default()
                 })
                 .await?;
@@ -272,6 +283,7 @@ impl MemoryApi for MemoryService {
                     subject_ids: Vec::new(),
                     quarantine: self.quarantine_for(content),
                     origin: Origin::Reflected,
+                    valid_from: None,
                 },
                 &[],
             )

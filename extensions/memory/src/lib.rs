@@ -199,7 +199,12 @@ impl ContextProvider for MemoryExtension {
             // quarantined, until it is released.
             exclude_faded: true,
             exclude_quarantined: true,
-            touch: true,
+            // A context asked as of a past time recalls nothing now: it counts no access.
+            touch: request.as_of.is_none(),
+            as_of: request.as_of.map(|at| mnemo_memory_api::AsOf {
+                at,
+                axis: mnemo_memory_api::TimeAxis::Believed,
+            }),
             ..SearchRequest::default()
         };
         let facts = if config.context_limit == 0 {

@@ -483,6 +483,8 @@ mod tests {
             subject_ids: Vec::new(),
             quarantine: None,
             origin: mnemo_memory_api::Origin::User,
+            valid_from: None,
+            valid_to: None,
         }
     }
 

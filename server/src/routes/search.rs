@@ -5,7 +5,9 @@ use std::sync::Arc;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use mnemo_kernel::host::TurnInput;
-use mnemo_memory_api::{ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest};
+use mnemo_memory_api::{
+    AsOf, ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest, TimeAxis,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -61,6 +63,13 @@ pub(crate) struct SearchBody {
     /// The vector list's similarity cut-off, -1 to 1 (default from the config).
     #[schema(minimum = -1.0, maximum = 1.0)]
     min_similarity: Option<f32>,
+    /// Ask about a past time instead of now: what the user believed then, or what was true then
+    /// (`as_of_axis`).
+    as_of: Option<DateTime<Utc>>,
+    /// With `as_of`: `believed` (default; what was recorded by then, as it stood then) or
+    /// `true` (what held then, by what is known now: corrections apply, superseded facts count
+    /// until they were replaced).
+    as_of_axis: Option<TimeAxis>,
 }
 
 /// The hits, best first.
@@ -193,6 +202,14 @@ pub(crate) async fn search(
             )));
         }
     }
+    let as_of = match (body.as_of, body.as_of_axis) {
+        (Some(at), axis) => Some(AsOf {
+            at,
+            axis: axis.unwrap_or_default(),
+        }),
+        (None, Some(_)) => return Err(ApiError::invalid("`as_of_axis` needs an `as_of` time")),
+        (None, None) => None,
+    };
     let mut about = Vec::new();
     for name in &body.about {
         match state.memory.find_person(user, &name.0).await? {
@@ -211,6 +228,7 @@ pub(crate) async fn search(
         until: body.until,
         tags: body.tags,
         mode: body.mode,
+        as_of,
         ..SearchRequest::for_caller(body.query, user, chat.as_deref(), limit)
     };
     let hits = state.memory.search(request).await?;
@@ -230,6 +248,9 @@ pub(crate) struct ContextBody {
     chat_id: Option<IdText>,
     /// The session the conversation is in: its own turns are left out (the client has them).
     session_id: Option<IdText>,
+    /// The context as of a past time: what the user believed then (memories recorded by then,
+    /// as they stood then).
+    as_of: Option<DateTime<Utc>>,
 }
 
 /// The context blocks for a prompt.
@@ -276,7 +297,7 @@ pub(crate) async fn context(
         chat_id: chat,
         text: body.query,
     };
-    let prepared = state.kernel.prepare_turn(&input, 0).await;
+    let prepared = state.kernel.prepare_turn_as_of(&input, 0, body.as_of).await;
     let blocks: Vec<ContextBlock> = prepared
         .blocks
         .into_iter()

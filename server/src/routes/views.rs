@@ -52,6 +52,11 @@ pub(crate) struct MemoryView {
     /// Whose words it is: `user`, `agent`, `told`, `inferred`, `reflected`, `imported` or
     /// `service`. Search weighs it by this (`why.origin_weight`).
     pub(crate) origin: Origin,
+    /// Since when it is true in the world, where known (else when it was said).
+    pub(crate) valid_from: Option<DateTime<Utc>>,
+    /// Until when it was true: a newer fact replaced it, or (equal to `valid_from`) a
+    /// correction showed it never was. Absent while it holds.
+    pub(crate) valid_to: Option<DateTime<Utc>>,
     pub(crate) attributes: Map<String, Value>,
 }
 
@@ -82,6 +87,8 @@ impl From<Memory> for MemoryView {
             faded_at: memory.faded_at,
             quarantine: memory.quarantine,
             origin: memory.origin,
+            valid_from: memory.valid_from,
+            valid_to: memory.valid_to,
             attributes: memory.attributes,
         }
     }

@@ -51,6 +51,7 @@ pub(crate) async fn every_route(kernel: &Kernel, scope: &ToolScope, query: &str)
             chat_id: None,
             at: scope.at,
             history_messages: 0,
+            as_of: None,
         })
         .await;
     for (_, block) in blocks {

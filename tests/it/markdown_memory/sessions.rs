@@ -38,6 +38,7 @@ async fn prompt(kernel: &Kernel, user: &str, chat: Option<&str>, session: &str) 
             chat_id: chat.map(str::to_owned),
             at: kernel.context().now(),
             history_messages: 0,
+            as_of: None,
         })
         .await
         .into_iter()

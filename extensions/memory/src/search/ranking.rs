@@ -89,7 +89,13 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
     pub(crate) async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
         let store = self.store.as_ref();
         let mut owned = request.clone();
-        owned.at.get_or_insert(self.clock.now());
+        // An "as of" search reads the query's periods ("last week") from that time.
+        match owned.as_of {
+            Some(as_of) => owned.at = Some(as_of.at),
+            None => {
+                owned.at.get_or_insert(self.clock.now());
+            }
+        }
         let request = &owned;
         let limit = request.limit.clamp(1, self.config.max_search_limit.max(1));
         let candidates = self.config.candidates_per_list.max(limit);

@@ -49,6 +49,9 @@ pub struct FactInput {
     pub supersede: bool,
     /// Whose words it is.
     pub origin: Origin,
+    /// Since when it is true in the world, where known (the turns it was drawn from); `None` =
+    /// since it is saved.
+    pub valid_from: Option<DateTime<Utc>>,
 }
 
 /// The lowercase content words of a text (no stopwords, no single letters), for Jaccard
@@ -116,6 +119,7 @@ impl MemoryService {
                     subject_ids: subject_ids.clone(),
                     quarantine: self.quarantine_for(&fact.content),
                     origin: fact.origin,
+                    valid_from: fact.valid_from,
                 },
                 &entities,
             )
@@ -422,6 +426,7 @@ impl MemoryService {
                         subject_ids: Vec::new(),
                         quarantine: self.quarantine_for(content),
                         origin,
+                        valid_from: None,
                     },
                     &entities,
                 )
@@ -494,6 +499,10 @@ impl MemoryService {
             quarantine: self.quarantine_for(content),
             // A correction is the user's own word, whoever passed it on.
             origin: Origin::Told,
+            // It was true all along: from the corrected fact's start.
+            valid_from: old
+                .as_ref()
+                .and_then(|memory| memory.valid_from.or(Some(memory.event_time))),
         };
         let id = state
             .store

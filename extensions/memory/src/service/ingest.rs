@@ -276,6 +276,7 @@ impl MemoryService {
                 (true, false) => Origin::User,
                 (true, true) => Origin::Imported,
             },
+            valid_from: None,
         };
         Ok(Some(PreparedTurn {
             event,

@@ -15,7 +15,7 @@ pub(crate) const MEMORY_COLUMNS: &str =
     m.event_time, m.created_at, m.valid_until, m.confidence, m.access_count, m.last_accessed, \
     m.decay_rate, m.source_ids, m.source_role, m.entity_ids, m.tags, m.attributes, \
     m.memory_type, m.expires_at, m.shared, m.superseded_at, m.superseded_by_id, m.subject_ids, \
-    m.faded_at, m.quarantine, m.origin";
+    m.faded_at, m.quarantine, m.origin, m.valid_from, m.valid_to";
 
 pub(crate) fn ts(time: DateTime<Utc>) -> i64 {
     time.timestamp()
@@ -140,6 +140,8 @@ where
             })
             .transpose()?,
         origin: origin_named(&row.try_get::<String, _>("origin")?)?,
+        valid_from: row.try_get::<Option<i64>, _>("valid_from")?.map(from_ts),
+        valid_to: row.try_get::<Option<i64>, _>("valid_to")?.map(from_ts),
     })
 }
 

@@ -48,6 +48,8 @@ pub(crate) struct NewMemory {
     pub(crate) quarantine: Option<Quarantine>,
     /// Whose words it is.
     pub(crate) origin: Origin,
+    /// Since when it is true in the world, where known; `None` = since `event_time`.
+    pub(crate) valid_from: Option<DateTime<Utc>>,
 }
 
 impl NewMemory {

@@ -16,8 +16,8 @@ use crate::config::ToolProfile;
 use crate::error::MemoryError;
 use crate::service::{FactInput, MemoryService};
 use crate::types::{
-    ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest, Subject,
-    MAX_EXTERNAL_ID_CHARS,
+    AsOf, ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest, Subject,
+    TimeAxis, MAX_EXTERNAL_ID_CHARS,
 };
 
 mod people;

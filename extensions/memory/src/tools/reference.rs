@@ -25,6 +25,10 @@ pub(super) struct SearchMemoryArgs {
     tags: Option<Vec<String>>,
     /// also return memories a newer one replaced
     include_superseded: Option<bool>,
+    /// ask about a past time (RFC 3339 or YYYY-MM-DD) instead of now
+    as_of: Option<String>,
+    /// with as_of: what the user believed then (default) or what was true then
+    as_of_axis: Option<TimeAxis>,
 }
 
 #[async_trait]
@@ -58,6 +62,19 @@ impl Tool for SearchMemory {
             limit: args.limit.unwrap_or(self.0.config().search_limit),
             mode: args.mode.unwrap_or_default(),
             include_superseded: args.include_superseded.unwrap_or(false),
+            as_of: match parse_time(name, "as_of", args.as_of.as_deref())? {
+                Some(at) => Some(AsOf {
+                    at,
+                    axis: args.as_of_axis.unwrap_or_default(),
+                }),
+                None if args.as_of_axis.is_some() => {
+                    return Err(ToolError::invalid(
+                        name,
+                        "`as_of_axis` needs an `as_of` time",
+                    ));
+                }
+                None => None,
+            },
             ..caller_request(&self.0, scope, args.query)
         };
         let hits = search(&self.0, name, request).await?;

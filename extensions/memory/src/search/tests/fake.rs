@@ -49,6 +49,8 @@ pub(super) fn memory(id: &str, kind: MemoryKind, content: &str, at: DateTime<Utc
         subject_ids: Vec::new(),
         quarantine: None,
         origin: crate::types::Origin::User,
+        valid_from: None,
+        valid_to: None,
     }
 }
 

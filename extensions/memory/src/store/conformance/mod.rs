@@ -105,6 +105,7 @@ pub(crate) fn fact(user: &str, content: &str) -> NewMemory {
         subject_ids: Vec::new(),
         quarantine: None,
         origin: crate::types::Origin::Told,
+        valid_from: None,
     }
 }
 

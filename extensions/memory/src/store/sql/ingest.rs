@@ -188,7 +188,7 @@ pub(crate) async fn insert_memory<S: SqlStore>(
     let mut insert = QueryBuilder::<S::Db>::new(
         "INSERT INTO memories (id, kind, content, session_id, user_id, chat_id, event_time, \
          created_at, confidence, decay_rate, source_ids, source_role, tags, attributes, \
-         memory_type, expires_at, shared, subject_ids, quarantine, origin) VALUES (",
+         memory_type, expires_at, shared, subject_ids, quarantine, origin, valid_from) VALUES (",
     );
     insert
         .text(&id)
@@ -235,6 +235,8 @@ pub(crate) async fn insert_memory<S: SqlStore>(
         )
         .push(", ")
         .text(memory.origin.as_str())
+        .push(", ")
+        .int(ts(memory.valid_from.unwrap_or(memory.event_time)))
         .push(")");
     S::Db::execute(connection, insert).await?;
     for subject in &memory.subject_ids {

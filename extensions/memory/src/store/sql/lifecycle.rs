@@ -20,6 +20,18 @@ use crate::store::rows::{ts, MEMORY_COLUMNS};
 use crate::store::NewMemory;
 use crate::types::{DecayAction, DecayReport, Memory, MemoryKind, Origin, CONTRADICTS};
 
+/// Appends `, valid_to = …` to an `UPDATE memories SET …`: the memory updated stops being true
+/// where `new_id`, which replaces it, starts (unless its validity was closed before).
+fn close_validity_at<D: Driver>(builder: &mut QueryBuilder<'_, D>, new_id: &str) {
+    builder
+        .push(
+            ", valid_to = COALESCE(valid_to, (SELECT COALESCE(n.valid_from, n.event_time) \
+             FROM memories n WHERE n.id = ",
+        )
+        .text(new_id)
+        .push("))");
+}
+
 /// The ids in `fact`'s `contradicts` list.
 pub(crate) fn contested_ids(fact: &Memory) -> Vec<String> {
     fact.attributes
@@ -144,10 +156,11 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         owners.add(replacement.user_id.as_deref());
         let mut tx = self.write(owners.scope()).await?;
         // Retire the old fact only if it is still active: a concurrent correction wins once.
+        // A corrected fact was never true: its validity closes where it opened.
         let mut retire = QueryBuilder::<S::Db>::new("UPDATE memories SET valid_until = ");
         retire
             .int(ts(replacement.created_at))
-            .push(" WHERE id = ")
+            .push(", valid_to = COALESCE(valid_from, event_time) WHERE id = ")
             .text(&old.id)
             .push(" AND valid_until IS NULL");
         if S::Db::execute(&mut tx, retire).await? != 1 {
@@ -206,11 +219,11 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         // The stated facts it contradicts, still in force, give way now.
         let mut superseded = Vec::new();
         for old_id in contested {
-            let mut lower = QueryBuilder::<S::Db>::new(
-                "UPDATE memories SET confidence = 0.3 WHERE valid_until IS NULL \
-                 AND superseded_at IS NULL AND id = ",
-            );
-            lower.text(&old_id);
+            let mut lower = QueryBuilder::<S::Db>::new("UPDATE memories SET confidence = 0.3");
+            close_validity_at(&mut lower, id);
+            lower
+                .push(" WHERE valid_until IS NULL AND superseded_at IS NULL AND id = ")
+                .text(&old_id);
             if S::Db::execute(&mut tx, lower).await? == 1 {
                 S::set_supersedes(&mut tx, id, &old_id).await?;
                 superseded.push(old_id);
@@ -230,9 +243,9 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
         owners.add(old.user_id.as_deref());
         owners.add(new.user_id.as_deref());
         let mut tx = self.write(owners.scope()).await?;
-        let mut lower =
-            QueryBuilder::<S::Db>::new("UPDATE memories SET confidence = 0.3 WHERE id = ");
-        lower.text(old_id);
+        let mut lower = QueryBuilder::<S::Db>::new("UPDATE memories SET confidence = 0.3");
+        close_validity_at(&mut lower, new_id);
+        lower.push(" WHERE id = ").text(old_id);
         S::Db::execute(&mut tx, lower).await?;
         S::set_supersedes(&mut tx, new_id, old_id).await?;
         tx.commit().await
@@ -358,7 +371,9 @@ impl<S: SqlStore + MemoryRecords> FactLifecycle for S {
             update
                 .int(ts(at))
                 .push(", superseded_by_id = ")
-                .text(new_id)
+                .text(new_id);
+            close_validity_at(&mut update, new_id);
+            update
                 .push(" WHERE superseded_at IS NULL AND id IN ")
                 .text_list(chunk);
             S::Db::execute(&mut tx, update).await?;

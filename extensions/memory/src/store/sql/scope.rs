@@ -8,7 +8,7 @@ use sqlx::QueryBuilder;
 
 use super::{Bind, Dialect};
 use crate::store::rows::ts;
-use crate::types::SearchRequest;
+use crate::types::{AsOf, SearchRequest, TimeAxis};
 
 /// Appends the visibility rule for alias `m`: a user sees their personal memories (no chat); in
 /// a chat, also their own memories of that chat and the chat's shared memories; never another
@@ -47,15 +47,58 @@ pub(crate) fn push_scope<D: Dialect>(
     }
 }
 
+/// Appends the conditions of an "as of" search in place of "active, not superseded".
+///
+/// What the user believed at `at`: recorded by then, not superseded by then, and not retired by
+/// then, where only a correction's retirement can be undone this way (a forgotten or decayed
+/// memory stays out). What was true at `at`, by what is known now: its time of truth holds
+/// then, superseded or not; a corrected memory was never true and a deleted one stays out.
+fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest, as_of: AsOf) {
+    let at = ts(as_of.at);
+    match as_of.axis {
+        TimeAxis::Believed => {
+            builder.push(" AND m.created_at <= ").int(at);
+            if !request.include_deleted {
+                builder
+                    .push(" AND (m.valid_until IS NULL OR (m.superseded_by_id IS NOT NULL AND m.valid_until > ")
+                    .int(at)
+                    .push("))");
+            }
+            if !request.include_superseded {
+                builder
+                    .push(" AND (m.superseded_at IS NULL OR m.superseded_at > ")
+                    .int(at)
+                    .push(")");
+            }
+        }
+        TimeAxis::True => {
+            if !request.include_deleted {
+                builder.push(" AND m.valid_until IS NULL");
+            }
+            builder
+                .push(" AND COALESCE(m.valid_from, m.event_time) <= ")
+                .int(at)
+                .push(" AND (m.valid_to IS NULL OR m.valid_to > ")
+                .int(at)
+                .push(")");
+        }
+    }
+}
+
 /// Appends the filters of `request` (owner, kinds, session, time, tags, metadata, deleted, faded,
 /// quarantined) for
 /// alias `m`.
 pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest) {
-    if !request.include_deleted {
-        builder.push(" AND m.valid_until IS NULL");
-    }
-    if !request.include_superseded {
-        builder.push(" AND m.superseded_at IS NULL");
+    match request.as_of {
+        None => {
+            if !request.include_deleted {
+                builder.push(" AND m.valid_until IS NULL");
+            }
+            if !request.include_superseded {
+                builder.push(" AND m.superseded_at IS NULL");
+            }
+        }
+        Some(as_of) => push_as_of(builder, request, as_of),
     }
     if request.exclude_faded {
         builder.push(" AND m.faded_at IS NULL");
@@ -63,7 +106,7 @@ pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, reques
     if request.exclude_quarantined {
         builder.push(" AND m.quarantine IS NULL");
     }
-    if let Some(at) = request.at {
+    if let Some(at) = request.as_of.map(|as_of| as_of.at).or(request.at) {
         builder
             .push(" AND (m.expires_at IS NULL OR m.expires_at > ")
             .int(ts(at))

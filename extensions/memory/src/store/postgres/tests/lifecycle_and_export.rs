@@ -284,6 +284,7 @@ fn new_memory(kind: MemoryKind, content: &str, user: Option<&str>, seconds: i64)
         } else {
             crate::types::Origin::Told
         },
+        valid_from: None,
     }
 }
 

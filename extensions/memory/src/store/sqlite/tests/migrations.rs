@@ -416,3 +416,44 @@ async fn earlier_memories_get_the_origin_their_kind_and_provenance_show() {
     }
     store.close().await;
 }
+
+/// A store from before validity (schema 23): each memory is true from its event time, a
+/// superseded fact until it was superseded, a corrected one never.
+#[tokio::test]
+async fn earlier_memories_are_true_from_their_event_time_until_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let pool = store_at_schema(&path, 23).await;
+    for (id, superseded_at, superseded_by, valid_until) in [
+        ("fact_now", None, None, None),
+        ("fact_moved", Some(1_775_000_500), Some("fact_now"), None),
+        ("fact_wrong", None, Some("fact_now"), Some(1_775_000_900)),
+    ] {
+        sqlx::query(
+            "INSERT INTO memories (id, kind, content, user_id, event_time, created_at, \
+             superseded_at, superseded_by_id, valid_until) \
+             VALUES (?, 'fact', 'text', 'ana', 1775000000, 1775000000, ?, ?, ?)",
+        )
+        .bind(id)
+        .bind(superseded_at)
+        .bind(superseded_by)
+        .bind(valid_until)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = MemoryStore::open(&path, &options()).await.unwrap();
+    let at = |seconds: i64| chrono::DateTime::from_timestamp(seconds, 0);
+    for (id, valid_to) in [
+        ("fact_now", None),
+        ("fact_moved", at(1_775_000_500)),
+        ("fact_wrong", at(1_775_000_000)),
+    ] {
+        let memory = store.get(id).await.unwrap().unwrap();
+        assert_eq!(memory.valid_from, at(1_775_000_000), "{id}");
+        assert_eq!(memory.valid_to, valid_to, "{id}");
+    }
+    store.close().await;
+}
