@@ -50,9 +50,10 @@ pub(crate) fn push_scope<D: Dialect>(
 /// Appends the conditions of an "as of" search in place of "active, not superseded".
 ///
 /// What the user believed at `at`: recorded by then, not superseded by then, and not retired by
-/// then, where only a correction's retirement can be undone this way (a forgotten or decayed
-/// memory stays out). What was true at `at`, by what is known now: its time of truth holds
-/// then, superseded or not; a corrected memory was never true and a deleted one stays out.
+/// then, where only a correction's or an expiry's retirement can be undone this way (a
+/// forgotten or decayed memory stays out; expiry itself is judged at `at` below). What was
+/// true at `at`, by what is known now: its time of truth holds then, superseded or not, and it
+/// had not expired; a corrected memory was never true and a deleted one stays out.
 fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest, as_of: AsOf) {
     let at = ts(as_of.at);
     match as_of.axis {
@@ -60,7 +61,10 @@ fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchReq
             builder.push(" AND m.created_at <= ").int(at);
             if !request.include_deleted {
                 builder
-                    .push(" AND (m.valid_until IS NULL OR (m.superseded_by_id IS NOT NULL AND m.valid_until > ")
+                    .push(
+                        " AND (m.valid_until IS NULL OR ((m.superseded_by_id IS NOT NULL \
+                         OR m.valid_until = m.expires_at) AND m.valid_until > ",
+                    )
                     .int(at)
                     .push("))");
             }
@@ -73,7 +77,10 @@ fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchReq
         }
         TimeAxis::True => {
             if !request.include_deleted {
-                builder.push(" AND m.valid_until IS NULL");
+                builder
+                    .push(" AND (m.valid_until IS NULL OR (m.valid_until = m.expires_at AND m.valid_until > ")
+                    .int(at)
+                    .push("))");
             }
             builder
                 .push(" AND COALESCE(m.valid_from, m.event_time) <= ")
