@@ -50,6 +50,7 @@ mod migrate_store;
 mod multi_process;
 mod ner;
 mod openai_http;
+mod openai_stream;
 #[cfg(feature = "postgres")]
 mod postgres_instances;
 mod postgres_script;

@@ -37,6 +37,11 @@ pub struct LlmConfig {
     /// Most tokens in any reply, for requests that set no bound of their own: a runaway local
     /// model otherwise generates long after the timeout, and the requests queued behind it fail.
     pub max_tokens: u32,
+    /// Whether replies are streamed: the client then stops reading, and closes the connection,
+    /// once a reply passes `max_tokens` or the timeout, which ends the generation on servers that
+    /// ignore `max_tokens` but notice a client leaving (llama-cpp-python). A server that answers
+    /// a streamed request with a plain reply is read as before.
+    pub stream: bool,
     /// Tries after a failed request when the server is overloaded, restarting or unreachable
     /// (429, 5xx, connection errors); 0 turns retrying off. Timeouts are not retried.
     pub max_retries: u32,
@@ -54,6 +59,7 @@ impl fmt::Debug for LlmConfig {
             .field("timeout_secs", &self.timeout_secs)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
+            .field("stream", &self.stream)
             .field("max_retries", &self.max_retries)
             .field("retry_base_ms", &self.retry_base_ms)
             .finish()
@@ -70,6 +76,7 @@ impl Default for LlmConfig {
             timeout_secs: 60,
             temperature: 0.2,
             max_tokens: 1_024,
+            stream: true,
             max_retries: 2,
             retry_base_ms: 500,
         }

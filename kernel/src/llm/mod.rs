@@ -4,6 +4,7 @@ pub(crate) mod json;
 pub(crate) mod model_text;
 pub(crate) mod openai;
 pub(crate) mod scripted;
+pub(crate) mod stream;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -145,9 +146,21 @@ pub struct ChatResponse {
     /// Tools the model wants called.
     #[serde(default)]
     pub tool_calls: Vec<LlmToolCall>,
-    /// Why the model stopped, as the server says it.
+    /// Why the model stopped, as the server says it; `length` for a reply that reached its
+    /// `max_tokens`, whether the server stopped it or the client cut it (see
+    /// [`ChatResponse::hit_max_tokens`]).
     #[serde(default)]
     pub finish_reason: Option<String>,
+}
+
+impl ChatResponse {
+    /// Whether the reply ended at its `max_tokens` (`finish_reason` `length`) rather than where
+    /// the model meant to stop: its text may end mid-sentence and a tool call's arguments may be
+    /// cut (they are then the raw string, not JSON). The OpenAI client also cuts a streamed reply
+    /// that runs past the bound on a server that ignores it, and returns it so flagged.
+    pub fn hit_max_tokens(&self) -> bool {
+        self.finish_reason.as_deref() == Some(stream::FINISH_LENGTH)
+    }
 }
 
 /// Why a model call failed.

@@ -1,4 +1,6 @@
 //! A client for the OpenAI chat-completions protocol (OpenAI, Ollama, llama.cpp server, vLLM).
+//! Replies are streamed unless `[llm] stream = false`, so that one running past its `max_tokens`
+//! or the timeout can be abandoned (`stream.rs` assembles them); a plain JSON reply is read too.
 
 use std::time::Duration;
 
@@ -6,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use super::stream::{Progress, StreamAssembler};
 use super::{ChatRequest, ChatResponse, ChatRole, LlmClient, LlmError, LlmToolCall, ToolChoice};
 use crate::config::LlmConfig;
 use crate::retry::{retry_after, RetryPolicy};
@@ -23,6 +26,7 @@ pub struct OpenAiClient {
     temperature: f32,
     timeout_secs: u64,
     max_tokens: u32,
+    stream: bool,
     retry: RetryPolicy,
 }
 
@@ -44,6 +48,7 @@ impl OpenAiClient {
             temperature: config.temperature,
             timeout_secs: config.timeout_secs,
             max_tokens: config.max_tokens,
+            stream: config.stream,
             retry: RetryPolicy::new(config.max_retries, config.retry_base_ms),
         })
     }
@@ -112,6 +117,12 @@ impl OpenAiClient {
         body["max_tokens"] = json!(request
             .max_tokens
             .map_or(self.max_tokens, |asked| asked.min(self.max_tokens)));
+        if self.stream {
+            // Streamed, the client can stop a reply that runs past the bound (`send`); the usage
+            // comes in a last chunk only when asked for.
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+        }
         body
     }
 }
@@ -313,6 +324,14 @@ impl OpenAiClient {
         })?;
         let status = response.status();
         let wait = retry_after(response.headers());
+        if status.is_success() && is_event_stream(&response) {
+            let bound = body["max_tokens"]
+                .as_u64()
+                .map_or(self.max_tokens, |bound| {
+                    u32::try_from(bound).unwrap_or(u32::MAX)
+                });
+            return self.read_stream(response, bound).await;
+        }
         let text = response.text().await.map_err(|err| {
             if err.is_timeout() {
                 Attempt::Final(LlmError::Timeout(self.timeout_secs))
@@ -354,6 +373,88 @@ impl OpenAiClient {
     }
 }
 
+impl OpenAiClient {
+    /// Reads a streamed reply until `[DONE]`, or until it passes `bound` tokens: then the
+    /// response is dropped unread, which closes the connection, and a server that notices
+    /// (llama-cpp-python checks between tokens) stops generating. The timeout bounds the whole
+    /// read as well (reqwest's total timeout covers the body).
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        bound: u32,
+    ) -> Result<ChatResponse, Attempt> {
+        let mut stream = StreamAssembler::new(bound);
+        let cut = loop {
+            match response.chunk().await {
+                Ok(Some(bytes)) => match stream.feed(&bytes).map_err(Attempt::Final)? {
+                    Progress::Reading => {}
+                    Progress::Done => break false,
+                    Progress::OverBound => break true,
+                },
+                Ok(None) if stream.complete() => break false,
+                Ok(None) => return Err(broken_stream(&stream, "the stream ended")),
+                Err(err) if err.is_timeout() => {
+                    return Err(Attempt::Final(LlmError::Timeout(self.timeout_secs)))
+                }
+                Err(err) => return Err(broken_stream(&stream, &err.to_string())),
+            }
+        };
+        drop(response);
+        if cut {
+            tracing::warn!(
+                max_tokens = bound,
+                "the model's reply passed max_tokens; stopped reading it and closed the connection"
+            );
+        }
+        let (response, summary) = stream.finish(cut).map_err(Attempt::Final)?;
+        if response.finish_reason.is_none() {
+            // llama-cpp-python ends a stream this way when another request interrupts it.
+            tracing::warn!("the streamed reply ended without a finish_reason; it may be cut short");
+        }
+        record_usage(&summary, &response);
+        Ok(response)
+    }
+}
+
+/// Whether the reply is a server-sent event stream (a server that ignores `stream` answers
+/// with plain JSON).
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+/// How a stream that ended before the reply did fails. Broken off after some events, it is a
+/// transport failure, tried again; broken off before the first one, the server accepted the
+/// request and then could not serve it (llama-cpp-python answers 200 and then raises when its
+/// chat format cannot stream the request: chatml-function-calling with `tool_choice: auto`), and
+/// another try would fail the same way.
+fn broken_stream(stream: &StreamAssembler, cause: &str) -> Attempt {
+    if stream.started() {
+        Attempt::Transient {
+            error: LlmError::Transport(format!(
+                "the streamed reply broke off after {} tokens: {cause}",
+                stream.tokens()
+            )),
+            retry_after: None,
+        }
+    } else {
+        Attempt::Final(LlmError::Protocol(format!(
+            "the server accepted the streamed request but broke off before its first event \
+             ({cause}); a server that cannot stream this request (llama-cpp-python's \
+             chatml-function-calling with tools the model may choose) needs another chat \
+             format, or [llm] stream = false"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,6 +488,9 @@ mod tests {
         assert_eq!(body["tool_choice"], json!("auto"));
         // A request without a bound of its own gets the configured one.
         assert_eq!(body["max_tokens"], json!(LlmConfig::default().max_tokens));
+        // Streamed by default, so that a reply past the bound can be cut (`read_stream`).
+        assert_eq!(body["stream"], json!(true));
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
         let sent = body["tools"][0]["function"]["parameters"].to_string();
         assert!(
             !sent.contains("20000") && !sent.contains("minLength"),
