@@ -97,6 +97,8 @@ scenarios!(
     memory_decay_and_corrections,
     memory_model_missing,
     memory_poisoning,
+    markdown_world_per_user,
+    markdown_world_shared_writers,
     memory_search,
     memory_semantic,
     memory_without_embedding,

@@ -22,10 +22,17 @@ pub struct MarkdownMemoryConfig {
     /// `true`: `MEMORY.md` and the agent's `MEMORY.md` go into every system prompt, as quoted
     /// data. `false`: tools-only, with a short memory directive instead.
     pub inject: bool,
-    /// `true`: each user gets their own files under `users/{user}/` (world topics stay shared),
-    /// so one user's memory never reaches another's prompt. `false`: one set of files for
-    /// everyone, for single-user set-ups.
+    /// `true`: each user gets their own files under `users/{user}/`, their own world topics
+    /// (`users/{user}/world/`) included, so one user's memory never reaches another's prompt or
+    /// tools; the shared `world/` is read by everyone. `false`: one set of files for everyone,
+    /// for single-user set-ups, where `learn_fact` writes the shared `world/` (seed 004).
     pub per_user: bool,
+    /// Agent ids allowed to write the shared `world/` from a conversation when `per_user` is on
+    /// (seed 004's "Shared facts (all agents see)", rewritten via `learn_fact`): when this
+    /// extension's `agent_id` is listed, its `learn_fact` writes `world/{topic}.md`, which every
+    /// user's `recall` shows. Default empty: a `learn_fact` writes the user's own
+    /// `users/{user}/world/{topic}.md`, and the shared `world/` is written only by hand.
+    pub shared_world_writers: Vec<String>,
     /// A session longer than this many messages is consolidated, keeping the latest
     /// `keep_messages`.
     pub memory_window: usize,
@@ -65,6 +72,7 @@ impl Default for MarkdownMemoryConfig {
             tool_prefix: "md_".to_owned(),
             inject: true,
             per_user: true,
+            shared_world_writers: Vec::new(),
             memory_window: 50,
             keep_messages: 10,
             max_memory_size: 8_192,
@@ -88,6 +96,15 @@ const MAX_TIMEOUT_SECS: u64 = 3_600;
 /// Longest tool prefix, in characters.
 const MAX_PREFIX_CHARS: usize = 32;
 
+impl MarkdownMemoryConfig {
+    /// Whether `learn_fact` writes the shared `world/` (read by every user): with one set of
+    /// files for everyone (`per_user = false`), or when `agent_id` is one of the
+    /// `shared_world_writers`. Otherwise it writes the user's own `users/{user}/world/`.
+    pub fn writes_shared_world(&self) -> bool {
+        !self.per_user || self.shared_world_writers.contains(&self.agent_id)
+    }
+}
+
 impl ValidateConfig for MarkdownMemoryConfig {
     /// Every problem with the values, each naming its key; empty when the config is usable.
     fn problems(&self) -> Vec<String> {
@@ -106,6 +123,11 @@ impl ValidateConfig for MarkdownMemoryConfig {
         }
         if let Err(err) = names::check_agent_id(&self.agent_id) {
             problem("agent_id", err.to_string());
+        }
+        for writer in &self.shared_world_writers {
+            if let Err(err) = names::check_agent_id(writer) {
+                problem("shared_world_writers", err.to_string());
+            }
         }
         if self.tool_prefix.chars().count() > MAX_PREFIX_CHARS {
             problem(
@@ -174,6 +196,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_listed_agent_or_a_single_user_set_up_writes_the_shared_world() {
+        let per_user = MarkdownMemoryConfig::default();
+        assert!(
+            !per_user.writes_shared_world(),
+            "the default keeps users apart"
+        );
+        let listed = MarkdownMemoryConfig {
+            shared_world_writers: vec!["curator".to_owned(), "assistant".to_owned()],
+            ..MarkdownMemoryConfig::default()
+        };
+        assert!(listed.writes_shared_world());
+        let other = MarkdownMemoryConfig {
+            shared_world_writers: vec!["curator".to_owned()],
+            ..MarkdownMemoryConfig::default()
+        };
+        assert!(!other.writes_shared_world());
+        let single = MarkdownMemoryConfig {
+            per_user: false,
+            ..MarkdownMemoryConfig::default()
+        };
+        assert!(single.writes_shared_world(), "seed 004's one set of files");
+    }
+
+    #[test]
     fn the_defaults_are_valid_and_round_trip() {
         let config = MarkdownMemoryConfig::default();
         assert!(config.problems().is_empty(), "{:?}", config.problems());
@@ -182,6 +228,24 @@ mod tests {
         assert_eq!(back, config);
         let empty: MarkdownMemoryConfig = serde_json::from_str("{}").unwrap();
         assert_eq!(empty, config);
+    }
+
+    #[test]
+    fn config_toml_shows_every_option_with_its_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let config = mnemo_kernel::host::Config::parse(&text, "config.toml").unwrap();
+        let section = config.extension(crate::NAME).unwrap();
+        let mut shown: Vec<&String> = section.table().keys().collect();
+        shown.sort();
+        let defaults = serde_json::to_value(MarkdownMemoryConfig::default()).unwrap();
+        let mut keys: Vec<&String> = defaults.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(shown, keys);
+        assert_eq!(
+            section.parse::<MarkdownMemoryConfig>().unwrap(),
+            MarkdownMemoryConfig::default()
+        );
     }
 
     #[test]
@@ -213,13 +277,15 @@ mod tests {
             keep_messages: 5,
             llm_timeout_secs: 0,
             memory_versions: 1_001,
+            shared_world_writers: vec!["curator".to_owned(), "../all".to_owned()],
             ..MarkdownMemoryConfig::default()
         };
         let problems = config.problems();
-        assert_eq!(problems.len(), 6, "{problems:#?}");
+        assert_eq!(problems.len(), 7, "{problems:#?}");
         for key in [
             "workspace",
             "agent_id",
+            "shared_world_writers",
             "tool_prefix",
             "keep_messages",
             "llm_timeout_secs",

@@ -7,8 +7,10 @@
 //!
 //! A forgotten text is removed where it was copied word for word: the session's buffered messages
 //! and recap, and every line of `MEMORY.md`, the history files, the agents' memory files and daily
-//! logs, and the earlier versions of the memory files (`MEMORY.history/`) that contains it (a history or log entry left empty loses its header too). World files are
-//! shared by all users and are not touched. A summary the model wrote in its own words cannot be
+//! logs, the earlier versions of the memory files (`MEMORY.history/`) and, with `per_user`, the
+//! user's own world topics (`users/{user}/world/`) that contains it (a history or log entry left
+//! empty loses its header too). The shared `world/` files, written by an administrator or an agent
+//! in `shared_world_writers`, are not touched. A summary the model wrote in its own words cannot be
 //! recognised and stays; erasing the user removes those too when `per_user` is on, since the user's
 //! whole `users/{user}/` directory goes. With one shared workspace, an erasure removes the user's
 //! session buffers and recaps (`.sessions/{user}/`, every chat and session) only: the shared

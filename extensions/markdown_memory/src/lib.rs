@@ -8,7 +8,9 @@
 //! messages. Seed 004's world and agent memory: shared `world/{topic}.md` files and per-agent
 //! `agents/{agent_id}/MEMORY.md` plus daily logs, reached through the tools `recall`, `remember`,
 //! `reflect` and `learn_fact`, and `search_history`, a BM25-ranked search over the history files
-//! and daily logs. Tool names carry `tool_prefix` (default `md_`), so the extension can run beside
+//! and daily logs. With `per_user` (the default) each user has their own files, and `learn_fact`
+//! in a user's conversation writes that user's own world topics; the shared `world/` is written by
+//! hand, or by an agent listed in `shared_world_writers`, and read by everyone. Tool names carry `tool_prefix` (default `md_`), so the extension can run beside
 //! the `memory` extension, whose `remember` and `recall` it would otherwise clash with; alone, with
 //! `tool_prefix = ""` and `inject = false`, it is seed 004's tools-only memory with no database.
 //!
@@ -93,8 +95,8 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    /// The workspace `user_id` works in: their own `users/{user}/` when `per_user` is on (world
-    /// files stay shared), else the one shared workspace.
+    /// The workspace `user_id` works in: their own `users/{user}/` when `per_user` is on (which
+    /// still reads the shared `world/`), else the one shared workspace.
     pub(crate) fn open_workspace(&self, user_id: Option<&str>) -> Result<Workspace> {
         let base = self.workspace.get().ok_or(MarkdownError::NotStarted)?;
         match user_id {
@@ -176,6 +178,11 @@ impl Extension for MarkdownMemoryExtension {
             workspace = %workspace.root().display(),
             agent_id = %self.files.config.agent_id,
             inject = self.files.config.inject,
+            learn_fact_writes = if self.files.config.writes_shared_world() {
+                "the shared world/"
+            } else {
+                "each user's own users/{user}/world/"
+            },
             "markdown memory open"
         );
         if self.files.workspace.set(workspace).is_err() {

@@ -126,12 +126,17 @@ impl Tool for Recall {
     }
 
     fn description(&self) -> String {
+        let config = &self.0.files.config;
+        let world = if config.per_user {
+            "the world files (the shared ones and this user's own topics)"
+        } else {
+            "the shared world files"
+        };
         format!(
-            "Load your memory: the shared world files, the long-term memory, your own \
-             MEMORY.md and the last `days` days of your daily log (default {}), as markdown \
-             sections separated by `---`. Use it at the start of a conversation or when \
-             earlier context would help.",
-            self.0.files.config.recall_days
+            "Load your memory: {world}, the long-term memory, your own MEMORY.md and the last \
+             `days` days of your daily log (default {}), as markdown sections separated by \
+             `---`. Use it at the start of a conversation or when earlier context would help.",
+            config.recall_days
         )
     }
 
@@ -160,6 +165,15 @@ impl Tool for Recall {
             for (topic, path, text) in workspace.world_files()? {
                 if !text.trim().is_empty() {
                     sections.push(section(&format!("World: {topic} ({path})"), &text));
+                    files.push(path);
+                }
+            }
+            for (topic, path, text) in workspace.own_world_files()? {
+                if !text.trim().is_empty() {
+                    sections.push(section(
+                        &format!("World: {topic} ({path}, this user's own)"),
+                        &text,
+                    ));
                     files.push(path);
                 }
             }
@@ -317,7 +331,8 @@ impl Tool for Reflect {
     }
 }
 
-/// `learn_fact`: writes a shared world topic.
+/// `learn_fact`: writes a world topic: the shared `world/` when the config allows it
+/// ([`crate::MarkdownMemoryConfig::writes_shared_world`]), else the user's own.
 struct LearnFact(FileTool);
 
 /// Arguments of `learn_fact`.
@@ -341,9 +356,18 @@ impl Tool for LearnFact {
     }
 
     fn description(&self) -> String {
-        "Write shared knowledge about the world under a topic (such as `people` or \
-         `home-network`), replacing what the topic held. Every agent sees the world files."
-            .to_owned()
+        if self.0.files.config.writes_shared_world() {
+            "Write shared knowledge about the world under a topic (such as `people` or \
+             `home-network`), replacing what the topic held. The world files are shared: every \
+             user and agent sees them."
+                .to_owned()
+        } else {
+            "Write knowledge about the world under a topic (such as `people` or \
+             `home-network`), replacing what the topic held. It is kept in this user's own \
+             files: only this user's conversations see it, not other users (the shared world \
+             files are written by an administrator)."
+                .to_owned()
+        }
     }
 
     fn limits(&self) -> Limits {
@@ -370,13 +394,28 @@ impl Tool for LearnFact {
             .files
             .open_workspace(Some(&scope.user_id))
             .map_err(|err| tool_error(tool, err))?;
+        let shared = self.0.files.config.writes_shared_world();
         let written = crate::blocking(&workspace, move |workspace| {
-            workspace.write_world(&topic, &content)
+            if shared {
+                workspace.write_world(&topic, &content)
+            } else {
+                workspace.write_own_world(&topic, &content)
+            }
         })
         .await
         .map_err(|err| tool_error(tool, err))?;
-        tracing::info!(path = %written.path, replaced = written.replaced, "world topic written");
-        Ok(json!({"saved": written.path, "topic": written.topic, "replaced": written.replaced}))
+        tracing::info!(
+            path = %written.path,
+            replaced = written.replaced,
+            shared = written.shared,
+            "world topic written"
+        );
+        Ok(json!({
+            "saved": written.path,
+            "topic": written.topic,
+            "replaced": written.replaced,
+            "shared": written.shared,
+        }))
     }
 }
 

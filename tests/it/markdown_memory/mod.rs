@@ -9,3 +9,4 @@ mod files;
 mod properties;
 mod sessions;
 mod sweep;
+mod world;

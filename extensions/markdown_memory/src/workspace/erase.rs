@@ -72,8 +72,9 @@ impl Workspace {
 
     /// Removes every copy of a forgotten text from this workspace's own files (see
     /// [`crate::erasure`]): the session's buffered messages and recap, and the lines of
-    /// `MEMORY.md`, the history files, and each agent's memory and daily logs that copy it.
-    /// World files are shared and are not touched. Returns the changed files, relative paths.
+    /// `MEMORY.md`, the history files, each agent's memory and daily logs, and, in one user's
+    /// workspace, the user's own world topics (`users/{user}/world/`) that copy it. The shared
+    /// `world/` files are not touched. Returns the changed files, relative paths.
     ///
     /// # Errors
     /// A file cannot be read or rewritten; the files already rewritten stay so.
@@ -124,6 +125,9 @@ impl Workspace {
                     self.scrub_file(&daily.join(name), needle, true, &mut changed)?;
                 }
             }
+        }
+        for path in self.own_world_paths()? {
+            self.scrub_file(&path, needle, false, &mut changed)?;
         }
         Ok(changed)
     }

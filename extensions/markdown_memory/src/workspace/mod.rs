@@ -5,12 +5,16 @@
 //! MEMORY.history/MEMORY-{time}.md        its versions before each rewrite (the last `versions`)
 //! MEMORY.history/model-lines.md          the lines the last consolidation wrote (crate::guard)
 //! HISTORY.md, HISTORY-YYYY-MM.md         append-only history; every entry goes to both
-//! world/{topic}.md                       shared facts, rewritten by learn_fact
+//! world/{topic}.md                       shared facts: learn_fact's with one set of files for
+//!                                        everyone, or from an agent in shared_world_writers
 //! agents/{agent_id}/MEMORY.md            the agent's curated memory, rewritten by reflect
 //! agents/{agent_id}/MEMORY.history/      its versions before each rewrite
 //! agents/{agent_id}/daily/YYYY-MM-DD.md  the agent's append-only daily log
 //! .sessions/{user}/{chat}/{session}.jsonl  messages not consolidated yet (and .recap.md)
 //! ```
+//!
+//! With `per_user`, each user's files are the same tree under `users/{user}/`, their own world
+//! topics (`users/{user}/world/{topic}.md`, written by learn_fact) included; `world/` stays shared.
 //!
 //! A session buffer is keyed by user, chat and session ([`SessionKey`]): `{user}` is `_anonymous`
 //! for an event without a user, `{chat}` is `_personal` outside a chat (neither can be the name
@@ -83,6 +87,10 @@ pub struct Workspace {
     root: PathBuf,
     /// `world/`, shared by every user and agent even when the rest is per user.
     world_root: PathBuf,
+    /// For one user's workspace, its directory from the whole workspace's root (`users/{user}`):
+    /// the paths of the user's own world topics are shown from there, so that they never read
+    /// as the shared `world/`. `None` for the whole workspace.
+    user_dir: Option<PathBuf>,
     writes: Arc<Mutex<()>>,
     /// Versions of each `MEMORY.md` kept before a rewrite; 0 keeps none.
     versions: usize,
@@ -99,6 +107,7 @@ impl Workspace {
         let root = root.into();
         let workspace = Self {
             world_root: root.join(WORLD_DIR),
+            user_dir: None,
             root,
             writes: Arc::new(Mutex::new(())),
             versions: DEFAULT_MEMORY_VERSIONS,
@@ -155,14 +164,17 @@ impl Workspace {
         Ok(workspace)
     }
 
-    /// The workspace of one user: their own MEMORY.md, history, agent memory, daily logs and
-    /// session buffers under `users/{user}/`, sharing this workspace's `world/` and write lock,
-    /// so that no user's memory files reach another user's prompt or tools. Its directories are
-    /// created by the first write: reading a user who has nothing creates nothing.
+    /// The workspace of one user: their own MEMORY.md, history, agent memory, daily logs, world
+    /// topics and session buffers under `users/{user}/`, reading this workspace's shared `world/`
+    /// and sharing its write lock, so that no user's memory files reach another user's prompt or
+    /// tools. Its directories are created by the first write: reading a user who has nothing
+    /// creates nothing.
     pub fn for_user(&self, user_id: &str) -> Self {
+        let user_dir = Path::new(USERS_DIR).join(session_stem(user_id));
         Self {
-            root: self.root.join(USERS_DIR).join(session_stem(user_id)),
+            root: self.root.join(&user_dir),
             world_root: self.world_root.clone(),
+            user_dir: Some(user_dir),
             writes: self.writes.clone(),
             versions: self.versions,
         }
@@ -190,6 +202,15 @@ impl Workspace {
     fn relative(&self, path: &Path) -> String {
         if let Ok(in_world) = path.strip_prefix(&self.world_root) {
             return Path::new(WORLD_DIR).join(in_world).display().to_string();
+        }
+        if let Some(user_dir) = &self.user_dir {
+            if let Ok(in_own_world) = path.strip_prefix(self.root.join(WORLD_DIR)) {
+                return user_dir
+                    .join(WORLD_DIR)
+                    .join(in_own_world)
+                    .display()
+                    .to_string();
+            }
         }
         path.strip_prefix(&self.root)
             .unwrap_or(path)
