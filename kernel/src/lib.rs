@@ -68,7 +68,7 @@ pub use router::PublishError;
 pub use schedule::{CronError, CronSchedule};
 pub use services::Services;
 pub use tool::{parse_arguments, schema_for, Limits, Tool, ToolSet};
-pub use turn::{NEW_SESSION_COMMAND, NO_ANSWER, SESSION_CLEARED};
+pub use turn::{EMPTY_ANSWER, NEW_SESSION_COMMAND, NO_ANSWER, SESSION_CLEARED};
 
 /// What only a host uses: the running kernel and its builder, the factory table, the config
 /// file, the router, the clocks and the model clients. Extensions do not need any of it.

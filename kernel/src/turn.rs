@@ -227,41 +227,51 @@ impl Kernel {
                 tool_calls.push((call, result));
             }
         };
-        // A reply that only imitates a tool call is no answer: asked once more without tools,
-        // else the user is told, and nothing is stored as the agent's answer.
-        let reply = if imitates_tool_call(&reply) {
-            tracing::warn!(
-                "the model's reply imitates a tool call; asking once more without tools"
-            );
-            rounds += 1;
-            let mut retry = messages.clone();
-            retry.push(ChatMessage::system(PLAIN_REPLY_PROMPT.to_owned()));
-            match llm
-                .complete(ChatRequest {
-                    messages: retry,
-                    ..ChatRequest::default()
-                })
-                .await
-            {
-                Ok(response) => {
-                    let again = decode_entities(&response.content.unwrap_or_default()).into_owned();
-                    (!again.trim().is_empty() && !imitates_tool_call(&again)).then_some(again)
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "the retry without tools failed");
-                    None
+        // An empty reply, or one that only imitates a tool call, is no answer: asked once more
+        // without tools, else the user is told, and nothing is stored as the agent's answer.
+        let reply = match Unanswered::of(&reply) {
+            None => Ok(reply),
+            Some(flaw) => {
+                tracing::info!(
+                    flaw = flaw.as_str(),
+                    "the model gave no answer; asking once more without tools"
+                );
+                rounds += 1;
+                let mut retry = messages.clone();
+                retry.push(ChatMessage::system(PLAIN_REPLY_PROMPT.to_owned()));
+                match llm
+                    .complete(ChatRequest {
+                        messages: retry,
+                        ..ChatRequest::default()
+                    })
+                    .await
+                {
+                    Ok(response) => {
+                        let again =
+                            decode_entities(&response.content.unwrap_or_default()).into_owned();
+                        // The user is told what the last reply did.
+                        Unanswered::of(&again).map_or(Ok(again), Err)
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the retry without tools failed");
+                        Err(flaw)
+                    }
                 }
             }
-        } else {
-            Some(reply)
         };
-        let Some(reply) = reply else {
-            tracing::warn!("the model answered with an imitated tool call twice; the user is told");
-            return Ok(TurnOutcome {
-                reply: NO_ANSWER.to_owned(),
-                tool_calls,
-                rounds,
-            });
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(flaw) => {
+                tracing::info!(
+                    flaw = flaw.as_str(),
+                    "the model gave no answer twice; the user is told and nothing is stored"
+                );
+                return Ok(TurnOutcome {
+                    reply: flaw.message().to_owned(),
+                    tool_calls,
+                    rounds,
+                });
+            }
         };
         let published = self
             .publish(
@@ -290,7 +300,7 @@ impl Kernel {
     }
 }
 
-/// What the retry of a reply that imitated a tool call is told.
+/// What the retry of a reply that was empty or imitated a tool call is told.
 const PLAIN_REPLY_PROMPT: &str =
     "Answer the user now in plain words. Tools are not available: do not write a tool call.";
 
@@ -298,6 +308,47 @@ const PLAIN_REPLY_PROMPT: &str =
 /// or stored.
 pub const NO_ANSWER: &str =
     "Sorry, the model replied with a tool call instead of an answer, twice. Please ask again.";
+
+/// What the user is told when the model's reply was empty twice: nothing is stored.
+pub const EMPTY_ANSWER: &str = "Sorry, the model gave an empty reply, twice. Please ask again.";
+
+/// Why a model's final reply is no answer to show or store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unanswered {
+    /// Nothing but white space (a small model's reply after a tool call, often).
+    Empty,
+    /// Only an imitation of a tool call ([`imitates_tool_call`]).
+    ImitatedToolCall,
+}
+
+impl Unanswered {
+    /// Why `reply` is no answer, or `None` when it is one.
+    fn of(reply: &str) -> Option<Self> {
+        if reply.trim().is_empty() {
+            Some(Self::Empty)
+        } else if imitates_tool_call(reply) {
+            Some(Self::ImitatedToolCall)
+        } else {
+            None
+        }
+    }
+
+    /// Its name in logs.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Empty => "empty",
+            Self::ImitatedToolCall => "imitated_tool_call",
+        }
+    }
+
+    /// What the user is told when the retry is no answer either.
+    fn message(self) -> &'static str {
+        match self {
+            Self::Empty => EMPTY_ANSWER,
+            Self::ImitatedToolCall => NO_ANSWER,
+        }
+    }
+}
 
 /// A tool call's arguments as one text, the same for the same arguments however the model wrote
 /// them (an object, or JSON in a string, with or without HTML entities).

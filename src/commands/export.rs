@@ -138,18 +138,16 @@ fn markdown(records: &[Value]) -> String {
                     format!(" (via {})", providers.join(", "))
                 };
                 out.push_str(&format!("\n#### Session {}{via}\n", visible(&session)));
-                // In the order they were said (ids are hashes); the id decides between turns
-                // of the same second, so that the order is the same on every export.
+                // In the order they were said: by time, and between turns of the same second
+                // in the order they were stored, which is the export's own (a stable sort; ids
+                // are random, and ordering by them swapped a question and its answer).
                 let mut turns: Vec<&&&Value> = mine
                     .iter()
                     .filter(|memory| {
                         memory["kind"] == "episode" && memory["session_id"] == session.as_str()
                     })
                     .collect();
-                turns.sort_by(|a, b| {
-                    (a["event_time"].as_i64(), a["id"].as_str())
-                        .cmp(&(b["event_time"].as_i64(), b["id"].as_str()))
-                });
+                turns.sort_by_key(|memory| memory["event_time"].as_i64());
                 for memory in turns {
                     out.push_str(&format!(
                         "- {}: {}\n",

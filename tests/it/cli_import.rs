@@ -200,3 +200,37 @@ fn an_imported_turns_provider_is_its_sessions_and_a_bad_one_is_named() {
         "{markdown}"
     );
 }
+
+#[test]
+fn the_markdown_export_keeps_turns_of_one_second_in_the_order_they_were_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("events.jsonl");
+    let said = ["one", "two", "three", "four", "five", "six"];
+    let lines: Vec<String> = said
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let kind = if index % 2 == 0 {
+                "user_message"
+            } else {
+                "agent_response"
+            };
+            json!({"type": kind, "id": format!("e{index}"), "at": "2026-03-02T08:00:00Z",
+                "session_id": "s1", "user_id": "ana", "text": format!("turn {text}")})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let output = import(dir.path(), CONFIG, &file);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let markdown = text(&run(dir.path(), CONFIG, &["export", "--format", "markdown"]).stdout);
+    let order: Vec<usize> = said
+        .iter()
+        .map(|word| {
+            markdown
+                .find(&format!("turn {word}\n"))
+                .unwrap_or_else(|| panic!("turn {word} is exported: {markdown}"))
+        })
+        .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{markdown}");
+}

@@ -140,6 +140,17 @@ pub trait MemoryApi: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<Memory>>;
 
+    /// How many memories of `kinds` the enrichment gave up on after `max_attempts` failures:
+    /// skipped by every run until `mnemo jobs retry`.
+    ///
+    /// # Errors
+    /// The store fails.
+    async fn count_enrichments_given_up(
+        &self,
+        kinds: &[MemoryKind],
+        max_attempts: i64,
+    ) -> Result<u64>;
+
     /// Re-extracts entities with the accurate strategy, links them and stamps `enriched_at`;
     /// returns the memory's entity-link count. A failed extraction is counted on the memory
     /// (`enrichment_attempts`), so that a memory the model keeps failing on is not retried

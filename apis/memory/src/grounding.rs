@@ -1,7 +1,10 @@
 //! Whether a fact is grounded in the memories it cites: most of its content words occur in
-//! them. The consolidation refuses an extracted fact that is not; forgetting re-checks a fact
-//! that lost one of its sources against the sources it has left (`MemoryRemoval`), and removes
-//! it when it is no longer grounded or still carries words only the forgotten source had.
+//! them. The consolidation keeps an extracted fact only when it is a statement ([`is_statement`])
+//! grounded in the user's turns of its page (those it cites, else the ones
+//! [`grounding_sources`] finds); the chat's model's memories are checked against the user's
+//! words (`service/trust.rs`); forgetting re-checks a fact that lost one of its sources against
+//! the sources it has left (`MemoryRemoval`), and removes it when it is no longer grounded or
+//! still carries words only the forgotten source had.
 
 use std::collections::HashSet;
 
@@ -48,6 +51,66 @@ pub fn grounded<'a>(content: &str, sources: impl IntoIterator<Item = &'a str>) -
     found as f64 / stems.len() as f64 >= MIN_GROUNDED_SHARE
 }
 
+/// The fewest of `candidates` that together ground `content` ([`grounded`]), as indices into
+/// `candidates`, best match first: each next one adds the most of the content's stems not yet
+/// found (the earlier candidate on a tie). `None` when even all candidates that share a stem do
+/// not ground it. The consolidation keeps a fact that cites the wrong turn with the turns this
+/// finds, not with the model's citation.
+pub fn grounding_sources(content: &str, candidates: &[&str]) -> Option<Vec<usize>> {
+    let stems = content_stems(content);
+    if stems.is_empty() {
+        return None;
+    }
+    let mut remaining: Vec<(usize, HashSet<String>)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let shared = content_stems(text)
+                .into_iter()
+                .filter(|stem| stems.contains(stem))
+                .collect();
+            (index, shared)
+        })
+        .collect();
+    let mut found: HashSet<String> = HashSet::new();
+    let mut chosen = Vec::new();
+    // The share [`grounded`] asks for, of the stems the chosen candidates hold.
+    while (found.len() as f64 / stems.len() as f64) < MIN_GROUNDED_SHARE {
+        let best = remaining
+            .iter()
+            .enumerate()
+            .map(|(position, (_, shared))| (position, shared.difference(&found).count()))
+            .filter(|(_, new)| *new > 0)
+            // The first of the candidates adding the most: `max_by_key` keeps the last.
+            .min_by_key(|(position, new)| (std::cmp::Reverse(*new), *position))?;
+        let (index, shared) = remaining.remove(best.0);
+        found.extend(shared);
+        chosen.push(index);
+    }
+    Some(chosen)
+}
+
+/// The fewest words a fact needs to be a statement, with [`MIN_STATEMENT_CONTENT_WORDS`] of them
+/// content words. A real small model saved "Ben" and "the company" as facts; "Ana is
+/// vegetarian" is the shortest kind of statement worth keeping.
+pub const MIN_STATEMENT_WORDS: usize = 3;
+
+/// The fewest distinct content words ([`content_words`]) a fact needs to be a statement: who or
+/// what it is about, and something said of it.
+pub const MIN_STATEMENT_CONTENT_WORDS: usize = 2;
+
+/// Whether `content` is a statement rather than a fragment: at least [`MIN_STATEMENT_WORDS`]
+/// words (separated by spaces, each with a letter or digit) of which at least
+/// [`MIN_STATEMENT_CONTENT_WORDS`] are distinct content words. A count, not a grammar: "Ben's
+/// dog Pixel" passes it.
+pub fn is_statement(content: &str) -> bool {
+    let words = content
+        .split_whitespace()
+        .filter(|word| word.chars().any(char::is_alphanumeric))
+        .count();
+    words >= MIN_STATEMENT_WORDS && content_words(content).len() >= MIN_STATEMENT_CONTENT_WORDS
+}
+
 /// Whether `content` still stands once `forgotten` is gone: grounded in `remaining`, and without
 /// a content word that only `forgotten` had (a name, a number, a code word it told), compared
 /// whole, not as stems, so that forgetting "tok123" does not spare a fact naming it because
@@ -80,6 +143,63 @@ mod tests {
         assert!(grounded("The user loves hiking in the Alps", [turn]));
         assert!(!grounded("The user works at a hospital in Lyon", [turn]));
         assert!(!grounded("the and for", [turn]), "no content words");
+    }
+
+    #[test]
+    fn the_sources_that_ground_a_fact_are_the_fewest_best_matches() {
+        let turns = [
+            "I walked the dog this morning",
+            "My brother Ben adopted a dog named Pixel",
+            "Ben lives in Porto with his wife",
+        ];
+        // The turn that shares the most comes alone when it is enough.
+        assert_eq!(
+            grounding_sources("Ben adopted a dog named Pixel", &turns),
+            Some(vec![1])
+        );
+        // Spread over two turns: the best match first, then the one that adds most.
+        let spread = "Ben adopted Pixel, moved to Porto and married Lucia, a nurse";
+        assert_eq!(grounding_sources(spread, &turns), Some(vec![1, 2]));
+        assert!(grounded(spread, [turns[1], turns[2]]));
+        assert!(!grounded(spread, [turns[1]]));
+        // A tie goes to the earlier turn.
+        assert_eq!(
+            grounding_sources("The dog", &["a dog", "the dog"]),
+            Some(vec![0])
+        );
+        assert_eq!(
+            grounding_sources("The user works at a hospital in Lyon", &turns),
+            None
+        );
+        assert_eq!(grounding_sources("Ben adopted Pixel", &[]), None);
+        assert_eq!(
+            grounding_sources("the and for", &turns),
+            None,
+            "no content words"
+        );
+    }
+
+    #[test]
+    fn a_fragment_is_not_a_statement() {
+        for fragment in [
+            "Ben",
+            "the company",
+            "",
+            "  Pixel  ",
+            "The user's sister",
+            "a b c",
+        ] {
+            assert!(!is_statement(fragment), "{fragment:?}");
+        }
+        for fact in [
+            "Ben has a dog named Pixel",
+            "Ana is vegetarian",
+            "The user's sister Dana moved to Lisbon",
+        ] {
+            assert!(is_statement(fact), "{fact:?}");
+        }
+        // Words of punctuation alone are not words.
+        assert!(!is_statement("Ana - vegetarian"));
     }
 
     #[test]

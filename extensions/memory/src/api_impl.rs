@@ -225,6 +225,17 @@ impl MemoryApi for MemoryService {
             .await?)
     }
 
+    async fn count_enrichments_given_up(
+        &self,
+        kinds: &[MemoryKind],
+        max_attempts: i64,
+    ) -> Result<u64> {
+        Ok(self
+            .store()?
+            .enrichments_given_up(kinds, max_attempts)
+            .await?)
+    }
+
     async fn enrich_memory_entities(&self, memory_id: &str) -> Result<usize> {
         let state = self.state()?;
         let memory = state

@@ -222,9 +222,39 @@ pub(crate) fn render(parts: &ContextParts<'_>) -> Option<String> {
     )
 }
 
+/// True for a text that only asks: it ends with a question mark and no sentence in it ends with
+/// a full stop or an exclamation mark ("What is my dog called?"; not "I moved. Where is the
+/// gym?", which also tells something).
+pub(crate) fn is_question(text: &str) -> bool {
+    let text = text.trim();
+    text.ends_with('?')
+        && !text.char_indices().any(|(at, c)| {
+            matches!(c, '.' | '!') && text[at + c.len_utf8()..].starts_with(char::is_whitespace)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_only_asks() {
+        for question in [
+            "What is my dog called?",
+            "  where do I work?  ",
+            "Pixel? Or Pip?",
+        ] {
+            assert!(is_question(question), "{question}");
+        }
+        for statement in [
+            "My dog is called Pixel.",
+            "I moved to Lisbon. Where is a good gym?",
+            "Great! Can you help?",
+            "What a day",
+        ] {
+            assert!(!is_question(statement), "{statement}");
+        }
+    }
 
     #[test]
     fn the_fence_outgrows_backticks_in_memories() {

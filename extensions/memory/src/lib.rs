@@ -233,7 +233,7 @@ impl ContextProvider for MemoryExtension {
                 similar
             }
         };
-        let messages = if config.context_messages == 0 {
+        let mut messages = if config.context_messages == 0 {
             Vec::new()
         } else {
             self.service
@@ -245,6 +245,10 @@ impl ContextProvider for MemoryExtension {
                 })
                 .await?
         };
+        // An earlier question is the most similar message to the same question asked again,
+        // but the statement that answers it is what the agent needs: statements come first,
+        // each group in its ranking's order.
+        messages.sort_by_key(|hit| context::is_question(&hit.memory.content));
         let store = self.service.store()?;
         // Seed 001's window: the last `context_window` turns, each a user message and the
         // agent's reply, so twice as many messages.
@@ -264,7 +268,9 @@ impl ContextProvider for MemoryExtension {
                 .await?
         };
         let turns = conversation_so_far(turns, request, window);
-        let people = store.known_people(&request.user_id).await?;
+        let people = store
+            .people_told_in(&request.user_id, request.chat_id.as_deref())
+            .await?;
         let subject_ids: Vec<String> = facts
             .iter()
             .flat_map(|hit| hit.memory.subject_ids.clone())

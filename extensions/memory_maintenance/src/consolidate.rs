@@ -2,9 +2,11 @@
 //!
 //! Steps: idempotency guard; the episodes no earlier consolidation of the session read (a turn
 //! added after one makes the session pending again), in pages; one model call per page that extracts facts
-//! (a `save_facts` tool call, or a JSON reply read tolerantly); `save_facts_batch` (deduplicated
-//! by the store); one model call that names contradictions between the new facts and similar old
-//! ones (`resolve_conflict` for each); `mark_session_consolidated`. A model that fails or answers
+//! (a `save_facts` tool call, or a JSON reply read tolerantly), keeping only statements grounded
+//! in the user's turns of the page, with those turns as their sources ([`facts`]);
+//! `save_facts_batch` (deduplicated by the store); one model call that names contradictions
+//! between the new facts and similar old ones (`resolve_conflict` for each);
+//! `mark_session_consolidated`. A model that fails or answers
 //! nonsense during extraction leaves the session pending, records the attempt, and saves nothing.
 
 use std::collections::{HashMap, HashSet};
@@ -14,19 +16,22 @@ use mnemo_kernel::{
     extract_json, schema_for, ChatMessage, ChatRequest, ChatResponse, KernelContext, LlmClient,
     LlmError, ToolChoice, ToolSpec,
 };
-use mnemo_memory_api::grounding::grounded;
 use mnemo_memory_api::{Memory, MemoryApi, NewFact, SearchHit, SessionKey};
 use schemars::JsonSchema;
 use serde_json::Value;
 
-const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [turn numbers], \"confidence\": 0.0 to 1.0}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
+use facts::{parse_facts, transcript};
+
+mod facts;
+
+const EXTRACT_PROMPT: &str = "You read a conversation between a user and an assistant and extract durable facts worth remembering for future conversations: preferences, plans, relationships, biographical details, decisions, commitments. Each fact is one short, self-contained sentence in the third person that names who it is about (write \"the user\" for the user). Only what the user said counts: the assistant's turns are context, not evidence. Skip small talk, questions, and anything only true during this conversation. Reply with JSON only: {\"facts\": [{\"content\": \"...\", \"sources\": [numbers of the user's turns that say it], \"confidence\": 0.0 to 1.0}]}. Reply {\"facts\": []} when there is nothing worth keeping.";
 
 const CONFLICT_PROMPT: &str = "You check new facts (N1, N2, ...) against older facts (O1, O2, ...) about the same user. Two facts contradict when both cannot be true now (a changed preference, a new address, a cancelled plan). Facts that merely add detail do not contradict. Reply with JSON only: {\"contradictions\": [{\"new\": \"N1\", \"old\": \"O2\"}]}, or {\"contradictions\": []}.";
 
 /// What happened to one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// Facts saved (and skipped: duplicates, or not found in the turns they cite),
+    /// Facts saved (and skipped: duplicates, fragments, or facts not found in the user's turns),
     /// contradictions resolved.
     Consolidated {
         saved: usize,
@@ -35,6 +40,9 @@ pub(crate) enum Outcome {
     },
     /// Nothing to do: already consolidated, or running elsewhere.
     Skipped(String),
+    /// Given up after this many failed attempts (`max_consolidation_attempts`): it stays
+    /// pending, and every run passes it over until `mnemo jobs retry`.
+    GivenUp(i64),
     /// The model failed; the session stays pending.
     Failed(String),
 }
@@ -79,7 +87,8 @@ impl InFlight {
 }
 
 /// The arguments the `save_facts` tool asks the model for. Only its schema is used: the reply is
-/// read field by field by [`parse_facts`], so that one malformed fact does not lose the others.
+/// read field by field by [`facts::parse_facts`], so that one malformed fact does not lose the
+/// others.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
 struct SaveFacts {
@@ -111,88 +120,6 @@ fn reply_json(response: &ChatResponse) -> Option<Value> {
         };
     }
     response.content.as_deref().and_then(extract_json)
-}
-
-/// The confidence of an extracted fact whose model states none: below an explicitly
-/// remembered fact's 1.0, since a model's reading of a conversation can be wrong.
-const DEFAULT_EXTRACTED_CONFIDENCE: f64 = 0.8;
-
-/// Facts from a model's JSON, field by field: a malformed item is skipped, not fatal, and so is
-/// a fact most of whose content words are not in the turns it cites (counted, second). `None` when
-/// the reply has no `facts` list at all (nonsense).
-fn parse_facts(reply: &Value, page: &[Memory]) -> Option<(Vec<NewFact>, usize)> {
-    let items = match reply {
-        Value::Object(object) => object.get("facts")?.as_array()?,
-        Value::Array(items) => items,
-        _ => return None,
-    };
-    let mut facts = Vec::new();
-    let mut ungrounded = 0;
-    for item in items {
-        let (content, sources, confidence) = match item {
-            Value::String(text) => (text.as_str(), None, None),
-            Value::Object(object) => match object.get("content").and_then(Value::as_str) {
-                Some(text) => (
-                    text,
-                    object.get("sources").and_then(Value::as_array),
-                    object.get("confidence").and_then(Value::as_f64),
-                ),
-                None => continue,
-            },
-            _ => continue,
-        };
-        let content = content.trim();
-        if content.is_empty() {
-            continue;
-        }
-        let mut cited: Vec<&Memory> = sources
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_u64)
-            .filter_map(|turn| page.get((turn as usize).checked_sub(1)?))
-            .collect();
-        if cited.is_empty() {
-            cited = page.iter().collect();
-        }
-        if !grounded(
-            content,
-            cited.iter().map(|episode| episode.content.as_str()),
-        ) {
-            tracing::info!(
-                fact_chars = content.len(),
-                "an extracted fact is mostly not in the turns it cites; not saved"
-            );
-            ungrounded += 1;
-            continue;
-        }
-        facts.push(NewFact {
-            content: content.to_owned(),
-            source_ids: cited.iter().map(|episode| episode.id.clone()).collect(),
-            confidence: Some(
-                confidence
-                    .filter(|value| (0.0..=1.0).contains(value))
-                    .unwrap_or(DEFAULT_EXTRACTED_CONFIDENCE),
-            ),
-            ..NewFact::default()
-        });
-    }
-    Some((facts, ungrounded))
-}
-
-fn transcript(page: &[Memory]) -> String {
-    page.iter()
-        .enumerate()
-        .map(|(index, episode)| {
-            format!(
-                "{}. [{}] {}: {}",
-                index + 1,
-                episode.event_time.format("%Y-%m-%d %H:%M"),
-                episode.source_role.as_deref().unwrap_or("user"),
-                episode.content
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Consolidates one session; see the module docs.
@@ -251,10 +178,7 @@ async fn consolidate_leased(
         .find(|pending| pending.session == *session)
     {
         if pending.attempts >= settings.max_attempts {
-            return Ok(Outcome::Skipped(format!(
-                "gave up after {} failed attempts; it stays pending",
-                pending.attempts
-            )));
+            return Ok(Outcome::GivenUp(pending.attempts));
         }
     }
     let Some(llm) = ctx.llm() else {
@@ -264,7 +188,7 @@ async fn consolidate_leased(
     // 1. Extract facts from every page before saving any, so a failure saves nothing.
     let mut facts = Vec::new();
     let mut read = Vec::new();
-    let mut ungrounded = 0;
+    let mut refused = 0;
     let mut offset = 0;
     loop {
         // Each page may wait minutes on the model: the lease runs from the last page read.
@@ -283,9 +207,9 @@ async fn consolidate_leased(
         read.extend(page.episodes.iter().map(|episode| episode.id.clone()));
         if !page.episodes.is_empty() {
             match extract_page(llm.as_ref(), &session.user_id, &page.episodes).await {
-                Ok((mut page_facts, page_ungrounded)) => {
+                Ok((mut page_facts, page_refused)) => {
                     facts.append(&mut page_facts);
-                    ungrounded += page_ungrounded;
+                    refused += page_refused;
                 }
                 // Nothing was asked (no model for this user now): not a failed attempt.
                 Err(PageError::Unavailable(reason)) => return Ok(Outcome::Skipped(reason)),
@@ -339,7 +263,7 @@ async fn consolidate_leased(
     memory.mark_session_consolidated(session, &read).await?;
     Ok(Outcome::Consolidated {
         saved: saved.saved.len(),
-        skipped: saved.skipped.len() + ungrounded,
+        skipped: saved.skipped.len() + refused,
         conflicts,
     })
 }
@@ -448,103 +372,7 @@ async fn find_contradictions(
 mod tests {
     use super::*;
     use mnemo_kernel::LlmToolCall;
-    use mnemo_memory_api::MemoryKind;
     use serde_json::json;
-
-    fn episode(id: &str, text: &str) -> Memory {
-        let at = chrono::DateTime::parse_from_rfc3339("2026-04-06T09:00:00Z")
-            .map(|at| at.to_utc())
-            .unwrap_or_default();
-        Memory {
-            id: id.to_owned(),
-            kind: MemoryKind::Episode,
-            content: text.to_owned(),
-            session_id: Some("s1".to_owned()),
-            user_id: Some("ana".to_owned()),
-            chat_id: None,
-            event_time: at,
-            created_at: at,
-            valid_until: None,
-            confidence: 1.0,
-            access_count: 0,
-            last_accessed: None,
-            decay_rate: 0.1,
-            source_ids: Vec::new(),
-            source_role: Some("user".to_owned()),
-            entity_ids: Vec::new(),
-            tags: Vec::new(),
-            attributes: serde_json::Map::new(),
-            memory_type: None,
-            expires_at: None,
-            shared: false,
-            superseded_at: None,
-            superseded_by_id: None,
-            faded_at: None,
-            subject_ids: Vec::new(),
-            quarantine: None,
-            origin: mnemo_memory_api::Origin::User,
-            valid_from: None,
-            valid_to: None,
-        }
-    }
-
-    fn page() -> Vec<Memory> {
-        vec![
-            episode("ep_1", "My sister Dana moved to Lisbon last spring"),
-            episode("ep_2", "I love hiking in the Alps every August"),
-        ]
-    }
-
-    #[test]
-    fn facts_keep_their_cited_turns_and_the_model_s_confidence_within_bounds() {
-        let reply = json!({"facts": [
-            {"content": "The user's sister Dana moved to Lisbon", "sources": [1], "confidence": 0.9},
-            {"content": "The user loves hiking in the Alps", "sources": [2], "confidence": 7.0},
-            {"content": "The user hikes in the Alps every August", "sources": [2]},
-        ]});
-        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
-        assert_eq!(ungrounded, 0);
-        assert_eq!(facts.len(), 3);
-        assert_eq!(facts[0].source_ids, vec!["ep_1".to_owned()]);
-        assert_eq!(facts[0].confidence, Some(0.9));
-        // Out of range or missing: the default for extracted facts, below a remembered 1.0.
-        assert_eq!(facts[1].confidence, Some(DEFAULT_EXTRACTED_CONFIDENCE));
-        assert_eq!(facts[2].confidence, Some(DEFAULT_EXTRACTED_CONFIDENCE));
-        assert_eq!(facts[2].source_ids, vec!["ep_2".to_owned()]);
-    }
-
-    #[test]
-    fn a_fact_mostly_absent_from_its_turns_is_dropped_and_counted() {
-        let reply = json!({"facts": [
-            {"content": "The user works as a surgeon at the city hospital", "sources": [1]},
-            {"content": "Dana lives in Lisbon", "sources": [1]},
-        ]});
-        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
-        assert_eq!(ungrounded, 1);
-        assert_eq!(facts.len(), 1);
-        assert_eq!(facts[0].content, "Dana lives in Lisbon");
-    }
-
-    #[test]
-    fn citing_no_turn_checks_against_the_whole_page_and_malformed_items_are_skipped() {
-        let reply = json!([
-            "Dana moved to Lisbon",
-            {"content": "   "},
-            {"text": "no content key"},
-            42,
-            {"content": "The user hikes in the Alps", "sources": [9]},
-        ]);
-        let (facts, ungrounded) = parse_facts(&reply, &page()).unwrap();
-        assert_eq!((facts.len(), ungrounded), (2, 0));
-        assert_eq!(
-            facts[0].source_ids,
-            vec!["ep_1".to_owned(), "ep_2".to_owned()]
-        );
-        // A turn number past the page cites nothing, so the whole page is the evidence.
-        assert_eq!(facts[1].source_ids.len(), 2);
-        assert_eq!(parse_facts(&json!({"notes": []}), &page()), None);
-        assert_eq!(parse_facts(&json!("facts"), &page()), None);
-    }
 
     #[test]
     fn the_reply_is_read_from_a_tool_call_or_from_json_in_prose() {
@@ -579,18 +407,5 @@ mod tests {
         assert_eq!(tool.name, "save_facts");
         assert_eq!(tool.parameters["type"], "object");
         assert_eq!(tool.parameters["properties"]["facts"]["type"], "array");
-    }
-
-    #[test]
-    fn the_transcript_numbers_turns_as_the_sources_cite_them() {
-        let text = transcript(&page());
-        assert!(
-            text.starts_with("1. [2026-04-06 09:00] user: My sister Dana"),
-            "{text}"
-        );
-        assert!(
-            text.contains("\n2. [2026-04-06 09:00] user: I love hiking"),
-            "{text}"
-        );
     }
 }

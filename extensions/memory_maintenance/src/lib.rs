@@ -132,6 +132,9 @@ impl MemoryMaintenanceExtension {
             Outcome::Skipped(reason) => {
                 tracing::info!(%session, %reason, "consolidation skipped")
             }
+            Outcome::GivenUp(attempts) => tracing::info!(
+                %session, attempts, "consolidation given up; `mnemo jobs retry` tries it again"
+            ),
             Outcome::Failed(reason) => {
                 tracing::warn!(%session, %reason, "consolidation failed; the session stays pending")
             }
@@ -149,7 +152,7 @@ impl MemoryMaintenanceExtension {
             return Ok(JobReport::new("skipped: no LLM is configured"));
         }
         let pending = memory.get_pending_consolidations().await?;
-        let (mut done, mut failed, mut skipped, mut facts) = (0, 0u64, 0, 0);
+        let (mut done, mut failed, mut skipped, mut facts, mut given_up) = (0, 0u64, 0, 0, 0u64);
         let mut first_failure = None;
         for session in pending {
             // As the reference does, the night job announces each session it found complete,
@@ -163,6 +166,7 @@ impl MemoryMaintenanceExtension {
                     facts += saved;
                 }
                 Outcome::Skipped(_) => skipped += 1,
+                Outcome::GivenUp(_) => given_up += 1,
                 Outcome::Failed(reason) => {
                     failed += 1;
                     first_failure.get_or_insert(format!("{}: {reason}", session.session));
@@ -171,10 +175,19 @@ impl MemoryMaintenanceExtension {
         }
         // The first failure's reason, so that the run's summary says what to fix.
         let why = first_failure.map_or(String::new(), |first| format!(" (first: {first})"));
+        let given_up_note = given_up_note(
+            given_up,
+            "sessions",
+            "max_consolidation_attempts",
+            self.config.max_consolidation_attempts,
+        );
+        // A session given up on is work the job does not do until someone acts: it counts
+        // as failed, so that `mnemo jobs run` exits with an error while any is left.
         Ok(JobReport::new(format!(
-            "{done} sessions consolidated ({facts} facts), {failed} failed{why}, {skipped} skipped"
+            "{done} sessions consolidated ({facts} facts), {failed} failed{why}, \
+             {skipped} skipped{given_up_note}"
         ))
-        .with_failed(failed))
+        .with_failed(failed + given_up))
     }
 
     fn memory(ctx: &KernelContext) -> Result<Arc<dyn MemoryApi>, BoxError> {
@@ -198,6 +211,14 @@ impl MemoryMaintenanceExtension {
                 self.config.enrichment_batch,
             )
             .await?;
+        // Counted before this run's attempts: a memory that fails its last attempt now is
+        // "failed" in this report and "given up" in the next ones, as a session is.
+        let given_up = memory
+            .count_enrichments_given_up(
+                &[MemoryKind::Fact, MemoryKind::Episode],
+                self.config.max_enrichment_attempts,
+            )
+            .await?;
         let (mut enriched, mut failed) = (0, 0u64);
         for candidate in &candidates {
             match memory.enrich_memory_entities(&candidate.id).await {
@@ -208,11 +229,30 @@ impl MemoryMaintenanceExtension {
                 }
             }
         }
-        Ok(
-            JobReport::new(format!("{enriched} memories enriched, {failed} failed"))
-                .with_failed(failed),
-        )
+        let given_up_note = given_up_note(
+            given_up,
+            "memories",
+            "max_enrichment_attempts",
+            self.config.max_enrichment_attempts,
+        );
+        Ok(JobReport::new(format!(
+            "{enriched} memories enriched, {failed} failed{given_up_note}"
+        ))
+        .with_failed(failed + given_up))
     }
+}
+
+/// What a job's report adds for the `count` items (`what`) it gave up on after `max` failed
+/// attempts (the `key` that sets it), pointing to the command that tries them again; nothing
+/// when there are none.
+fn given_up_note(count: u64, what: &str, key: &str, max: i64) -> String {
+    if count == 0 {
+        return String::new();
+    }
+    format!(
+        ", {count} {what} given up after {max} failed attempts ({key}): \
+         `mnemo jobs retry` has the next run try them again"
+    )
 }
 
 /// Publishes `memory.session_completed` for `session` to every subscriber but this extension,

@@ -118,15 +118,10 @@ impl MemoryReflectionExtension {
                 )
             })
             .collect();
+        let heading = format!("Memories of the past {} days:", self.config.window_days);
         let request = ChatRequest {
             user: user_id.map(str::to_owned),
-            ..ChatRequest::new(
-                REFLECTION_PROMPT,
-                format!(
-                    "Memories of the past {} days:\n{listing}",
-                    self.config.window_days
-                ),
-            )
+            ..ChatRequest::new(REFLECTION_PROMPT, format!("{heading}\n{listing}"))
         };
         let response = match llm.complete(request).await {
             Ok(response) => response,
@@ -138,7 +133,7 @@ impl MemoryReflectionExtension {
             Err(error) => return Err(error.into()),
         };
         let text = response.content.unwrap_or_default();
-        let text = text.trim();
+        let text = without_echoed_heading(&text, &heading);
         if text.is_empty() {
             return Err("the model's reflection is empty".into());
         }
@@ -178,6 +173,31 @@ fn words(text: &str) -> Vec<String> {
         .filter(|word| !word.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// `text` trimmed, without the input's `heading` where a model echoed it at the start (a
+/// small model's reflection began "Memories of the past 7 days:"), alone on its line or before
+/// the summary, in any case and with markdown marks around it.
+fn without_echoed_heading<'t>(text: &'t str, heading: &str) -> &'t str {
+    let heading = heading.trim_end_matches(':');
+    let emphasis = |c: char| matches!(c, '*' | '_' | ' ' | '\t');
+    let mut rest = text.trim();
+    loop {
+        let line = rest.trim_start_matches(|c: char| emphasis(c) || c == '#');
+        if !line
+            .get(..heading.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(heading))
+        {
+            return rest;
+        }
+        let tail = line[heading.len()..].trim_start_matches(emphasis);
+        rest = match tail.strip_prefix(':') {
+            Some(after) => after.trim_start_matches(emphasis).trim(),
+            None if tail.is_empty() || tail.starts_with(['\n', '\r']) => tail.trim(),
+            // "Memories of the past 7 days show…" is a sentence, not the heading.
+            None => return rest,
+        };
+    }
 }
 
 /// The share of `text`'s four-word runs that also occur in `input`.
@@ -289,6 +309,31 @@ impl SchedulerProvider for MemoryReflectionExtension {
 mod tests {
     use super::*;
     use mnemo_kernel::{ExtensionSection, ValidateConfig};
+
+    #[test]
+    fn an_echoed_heading_is_dropped_and_the_summary_kept() {
+        let heading = "Memories of the past 7 days:";
+        let summary = "This week Ana trained for the half marathon.";
+        for reply in [
+            format!("Memories of the past 7 days:\n{summary}"),
+            format!("## Memories of the past 7 days\n\n{summary}\n"),
+            format!("**memories of the past 7 days:** {summary}"),
+            format!("Memories of the past 7 days:\nMemories of the past 7 days:\n{summary}"),
+            format!("  {summary}  "),
+        ] {
+            assert_eq!(
+                without_echoed_heading(&reply, heading),
+                summary,
+                "{reply:?}"
+            );
+        }
+        let sentence = "Memories of the past 7 days show a busy week.";
+        assert_eq!(without_echoed_heading(sentence, heading), sentence);
+        assert_eq!(
+            without_echoed_heading("Memories of the past 7 days:", heading),
+            ""
+        );
+    }
 
     #[test]
     fn a_reflection_that_repeats_its_listing_is_a_copy_and_an_insight_is_not() {

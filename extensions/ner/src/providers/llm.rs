@@ -16,8 +16,30 @@ use super::{canonical, LLM_PROVIDER};
 /// cues, below its relations and titles and below the regex provider.
 pub(crate) const LLM_CONFIDENCE: f32 = 0.8;
 
-/// Most tokens in the model's reply.
-const MAX_REPLY_TOKENS: u32 = 1024;
+/// Tokens of the reply's frame (`{"entities": [...]}`) and of each word of the message: an
+/// entity written back (`{"text": "Sarah", "type": "person", "relation": "wife"}`) takes about
+/// 20 tokens, and a message rarely names more than one entity in three words.
+const REPLY_FRAME_TOKENS: u32 = 64;
+const REPLY_TOKENS_PER_WORD: u32 = 8;
+/// The bounds of [`reply_tokens`]: the kernel's `[llm] max_tokens` (1,024 by default) let a
+/// small model write 1,024 tokens of junk for a one-line message, and one enrichment run of 43
+/// memories took an hour.
+const MIN_REPLY_TOKENS: u32 = 96;
+const MAX_REPLY_TOKENS: u32 = 512;
+
+/// Most tokens the model may write for the entities of `text`: in proportion to its words (or
+/// a sixth of its characters, for writing without spaces), within [`MIN_REPLY_TOKENS`] and
+/// [`MAX_REPLY_TOKENS`] (and never above `[llm] max_tokens`).
+fn reply_tokens(text: &str) -> u32 {
+    let words = text
+        .split_whitespace()
+        .count()
+        .max(text.chars().count() / 6);
+    let words = u32::try_from(words).unwrap_or(u32::MAX);
+    REPLY_FRAME_TOKENS
+        .saturating_add(words.saturating_mul(REPLY_TOKENS_PER_WORD))
+        .clamp(MIN_REPLY_TOKENS, MAX_REPLY_TOKENS)
+}
 
 const SYSTEM_PROMPT: &str = "You extract named entities from one chat message written by a user \
 to their assistant, for a long-term memory. Reply with JSON only, in this shape: \
@@ -168,7 +190,7 @@ pub(crate) async fn extract(
 ) -> Result<Vec<ExtractedEntity>, NerError> {
     let mut request = ChatRequest::new(SYSTEM_PROMPT, text);
     request.json_reply = true;
-    request.max_tokens = Some(MAX_REPLY_TOKENS);
+    request.max_tokens = Some(reply_tokens(text));
     let response = llm.complete(request).await.map_err(|err| {
         tracing::warn!(model = llm.model(), error = %err, "ner: llm extraction failed");
         failure(err.to_string())
@@ -196,6 +218,29 @@ mod tests {
         assert_eq!(entity_type("city"), EntityType::Location);
         assert_eq!(entity_type("date"), EntityType::Date);
         assert_eq!(entity_type("spaceship"), EntityType::Other);
+    }
+
+    #[test]
+    fn the_reply_is_bounded_by_the_message_s_length() {
+        assert_eq!(reply_tokens("Lunch with Sarah"), MIN_REPLY_TOKENS);
+        let twenty_words = "word ".repeat(20);
+        assert_eq!(reply_tokens(&twenty_words), 64 + 20 * 8);
+        assert_eq!(reply_tokens(&"word ".repeat(5_000)), MAX_REPLY_TOKENS);
+        // Writing without spaces counts a word for six characters.
+        assert_eq!(reply_tokens(&"字".repeat(120)), 64 + 20 * 8);
+    }
+
+    #[tokio::test]
+    async fn an_extraction_asks_for_no_more_than_its_bound() {
+        let llm = mnemo_kernel::host::ScriptedLlm::new();
+        llm.push(mnemo_kernel::host::ScriptedReply::Text(
+            "{\"entities\": [{\"text\": \"Sarah\", \"type\": \"person\"}]}".to_owned(),
+        ));
+        let found = extract(&llm, "I had lunch with Sarah").await.unwrap();
+        assert_eq!(found.len(), 1);
+        let requests = llm.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].max_tokens, Some(64 + 5 * 8));
     }
 
     #[test]

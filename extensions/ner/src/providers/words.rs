@@ -117,6 +117,27 @@ pub(crate) static NOT_PEOPLE: LazyLock<HashSet<&'static str>> = LazyLock::new(||
     )
 });
 
+/// Animals people give names to: "a cat named Luna", "my dog is called Pixel".
+pub(crate) static NAMED_ANIMALS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+    words(
+        "\
+         dog dogs puppy pup cat cats kitten kitty pet pets horse pony donkey bird parrot budgie
+         canary fish goldfish hamster gerbil rabbit bunny pig turtle tortoise snake lizard gecko
+         iguana ferret mouse rat chicken hen rooster goat sheep cow alpaca llama",
+    )
+});
+
+/// Things people give names to: "our boat Seabird", "my car is called Betsy".
+pub(crate) static NAMED_THINGS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+    words(
+        "\
+         car truck van bike motorbike motorcycle scooter boat yacht ship plane drone robot laptop
+         computer phone server plant tree garden company startup business shop store cafe
+         restaurant bakery band album song film movie podcast blog channel newsletter novel game
+         app project club house cottage cabin farm brand product",
+    )
+});
+
 /// Words that turn the capitalised words before them into an organisation name.
 pub(crate) static ORG_SUFFIXES: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
     words(

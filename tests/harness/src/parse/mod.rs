@@ -186,11 +186,13 @@ pub fn parse_scenario(text: &str, name: &str) -> Result<Scenario, Vec<LineError>
                 chat_id,
                 contains,
                 not_contains,
+                in_order,
             } => Step::ExpectContext {
                 prompt,
                 who: who(user_id, session_id, chat_id),
                 contains,
                 not_contains,
+                in_order,
             },
             RawStep::ExpectLlmRequest {
                 index,

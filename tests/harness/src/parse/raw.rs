@@ -75,6 +75,8 @@ pub(super) enum RawStep {
         contains: Vec<String>,
         #[serde(default)]
         not_contains: Vec<String>,
+        #[serde(default)]
+        in_order: Vec<String>,
     },
     ExpectLlmRequest {
         #[serde(default = "last_request")]

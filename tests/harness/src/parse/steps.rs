@@ -66,6 +66,10 @@ pub struct Expect {
     /// The result must contain none of these texts.
     #[serde(default)]
     pub not_contains: Vec<String>,
+    /// The result must contain these texts in this order (case-insensitive), each after the
+    /// one before it.
+    #[serde(default)]
+    pub in_order: Vec<String>,
     /// The result must equal this JSON value.
     #[serde(default)]
     pub equals: Option<Value>,
@@ -130,6 +134,8 @@ pub enum Step {
         contains: Vec<String>,
         /// Texts that must not appear.
         not_contains: Vec<String>,
+        /// Texts that must appear in this order.
+        in_order: Vec<String>,
     },
     /// What the scripted model was sent in one request must (not) contain texts.
     ExpectLlmRequest {

@@ -43,6 +43,20 @@ pub(super) fn check_text(expect: &Expect, text: &str, problems: &mut Vec<String>
             problems.push(format!("unexpected {needle:?}"));
         }
     }
+    let lower = text.to_lowercase();
+    let mut from = 0;
+    for needle in &expect.in_order {
+        match lower
+            .get(from..)
+            .and_then(|rest| rest.find(&needle.to_lowercase()))
+        {
+            Some(at) => from += at + needle.to_lowercase().len(),
+            None => {
+                problems.push(format!("{needle:?} missing after what comes before it"));
+                break;
+            }
+        }
+    }
 }
 
 pub(super) fn shorten(text: &str) -> String {

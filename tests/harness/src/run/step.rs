@@ -238,6 +238,7 @@ impl Run<'_> {
                 who,
                 contains,
                 not_contains,
+                in_order,
             } => {
                 let input = self.turn_input(who, prompt);
                 let prepared = self.kernel.prepare_turn(&input, 0).await;
@@ -249,6 +250,7 @@ impl Run<'_> {
                 let expect = Expect {
                     contains: contains.clone(),
                     not_contains: not_contains.clone(),
+                    in_order: in_order.clone(),
                     ..Expect::default()
                 };
                 let mut problems = Vec::new();

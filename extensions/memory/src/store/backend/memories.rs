@@ -79,6 +79,13 @@ pub(crate) trait MemoryRecords: SearchRecords {
         limit: usize,
     ) -> Result<Vec<Memory>>;
 
+    /// How many active memories of `kinds`, not enriched, the enrichment gave up on: they
+    /// failed `max_attempts` times (`mnemo jobs retry` gives them a fresh start).
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn enrichments_given_up(&self, kinds: &[MemoryKind], max_attempts: i64) -> Result<u64>;
+
     /// The newest active reflection for `user_id` (or one without an owner) in exactly the
     /// scope of `chat_id`: personal without it, that chat's with it. A quarantined one is
     /// passed over: it never reaches a context.

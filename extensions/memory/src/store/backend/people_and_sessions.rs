@@ -133,11 +133,23 @@ pub(crate) trait PeopleRecords: Send + Sync {
         called: Option<&str>,
     ) -> Result<Person>;
 
-    /// Every person the owner told us about, by name.
+    /// Every person of the owner (the people registry), by name: told about, named by a model,
+    /// or anchored to an external id.
     ///
     /// # Errors
     /// The database fails.
     async fn known_people(&self, owner: &str) -> Result<Vec<Person>>;
+
+    /// The people the owner told about where `chat_id` can see it (the context's "Known
+    /// People"), by name: each is linked to a memory in the user's own words (not the agent's
+    /// turn, nor a model's inference or reflection) that is active, not superseded, not
+    /// quarantined, and in the scope by the visibility rule of every search (`push_scope`),
+    /// so a person told about in one chat is not shown in another or in the personal scope.
+    /// Expiry is the expiry job's: a memory past its `expires_at` counts until it runs.
+    ///
+    /// # Errors
+    /// The database fails.
+    async fn people_told_in(&self, owner: &str, chat_id: Option<&str>) -> Result<Vec<Person>>;
 }
 
 /// Leases on a session's consolidation, so that processes sharing the store never consolidate

@@ -375,6 +375,7 @@ on_both_backends!(
         sessions_and_people::sessions_are_opened_closed_and_pending_again,
         sessions_and_people::turns_come_in_event_order,
         sessions_and_people::people_by_name_relation_and_rename,
+        sessions_and_people::people_told_in_a_scope_are_the_users_own_there,
         people_anchors::people_are_anchored_by_external_id_per_owner,
         sessions_and_people::a_failed_turn_writes_nothing,
         records::get_load_and_rank_keys_with_session_neighbours,

@@ -7,12 +7,12 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::QueryBuilder;
 
-use super::{Bind, Dialect, Driver, Run, SqlStore, WriteScope};
+use super::{push_scope, Bind, Dialect, Driver, Run, SqlStore, WriteScope};
 use crate::error::{MemoryError, Result};
 use crate::store::backend::PeopleRecords;
 use crate::store::rows::{json_list, new_id};
 use crate::store::Person;
-use crate::types::ExternalId;
+use crate::types::{ExternalId, Origin};
 
 /// The columns of `entities` that [`person`] reads.
 const PERSON_COLUMNS: &str =
@@ -219,15 +219,38 @@ impl<S: SqlStore> PeopleRecords for S {
     }
 
     async fn known_people(&self, owner: &str) -> Result<Vec<Person>> {
-        let mut query = people::<S::Db>(owner);
-        query.push(format!(
-            " ORDER BY (relation IS NULL), {}",
-            S::Db::name_order("canonical_name")
-        ));
-        self.read(query)
-            .await?
-            .iter()
-            .map(person::<S::Db>)
-            .collect()
+        listed(self, people::<S::Db>(owner)).await
     }
+
+    async fn people_told_in(&self, owner: &str, chat_id: Option<&str>) -> Result<Vec<Person>> {
+        let stated: Vec<String> = Origin::ALL
+            .into_iter()
+            .filter(|origin| !origin.is_model_made())
+            .map(|origin| origin.as_str().to_owned())
+            .collect();
+        let mut query = people::<S::Db>(owner);
+        query.push(
+            " AND EXISTS (SELECT 1 FROM memory_entities l JOIN memories m ON m.id = l.memory_id \
+             WHERE l.entity_id = entities.id AND m.valid_until IS NULL AND m.superseded_at IS NULL \
+             AND m.quarantine IS NULL AND ",
+        );
+        S::Db::push_one_of(&mut query, "m.origin", &stated);
+        push_scope(&mut query, Some(owner), chat_id);
+        query.push(")");
+        listed(self, query).await
+    }
+}
+
+/// The people `query` selects, as a list shows them: those with a relation first, then by name.
+async fn listed<S: SqlStore>(store: &S, mut query: QueryBuilder<'_, S::Db>) -> Result<Vec<Person>> {
+    query.push(format!(
+        " ORDER BY (relation IS NULL), {}",
+        S::Db::name_order("canonical_name")
+    ));
+    store
+        .read(query)
+        .await?
+        .iter()
+        .map(person::<S::Db>)
+        .collect()
 }

@@ -133,6 +133,21 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
         self.fetch_memories(builder).await
     }
 
+    async fn enrichments_given_up(&self, kinds: &[MemoryKind], max_attempts: i64) -> Result<u64> {
+        let mut builder = QueryBuilder::<S::Db>::new(format!(
+            "SELECT COUNT(*) AS n FROM memories m WHERE m.valid_until IS NULL \
+             AND {} IS NULL AND {} >= ",
+            S::Db::json_field("m.attributes", "enriched_at"),
+            S::Db::ENRICHMENT_ATTEMPTS,
+        ));
+        builder.int(max_attempts);
+        if !kinds.is_empty() {
+            builder.push(" AND ");
+            S::Db::push_one_of(&mut builder, "m.kind", &kind_names(kinds));
+        }
+        Ok(u64::try_from(count(self, builder).await?).unwrap_or_default())
+    }
+
     async fn latest_reflection(
         &self,
         user_id: Option<&str>,

@@ -6,9 +6,9 @@ use mnemo_ner_api::EntityType;
 use super::tokens::{Kind, Token};
 use super::{Finder, Run};
 use crate::providers::words::{
-    COMMON, FAMILY_TITLES, GREETINGS, LOCATION_CUES, NOT_PEOPLE, PERSONAL_NOUNS, PERSON_CUES,
-    PLACE_HEADS, PLACE_NOUNS_AFTER, PLACE_PREFIXES, RELATIONS, RELATION_ADJECTIVES, SAID_VERBS,
-    TITLES,
+    COMMON, FAMILY_TITLES, GREETINGS, LOCATION_CUES, NAMED_ANIMALS, NAMED_THINGS, NOT_PEOPLE,
+    PERSONAL_NOUNS, PERSON_CUES, PLACE_HEADS, PLACE_NOUNS_AFTER, PLACE_PREFIXES, RELATIONS,
+    RELATION_ADJECTIVES, SAID_VERBS, TITLES,
 };
 
 /// Most words in a name; longer runs of capitalised words are titles or shouting.
@@ -115,6 +115,38 @@ impl Finder<'_> {
         owner_token.possessive.then_some((None, 0.85))
     }
 
+    /// Whether the run is the name given to an animal or a thing, by the words before it:
+    /// `my dog is called Pixel`, `my dog's called Pixel`, `our car was named Betsy` (an animal or
+    /// a thing ([`NAMED_ANIMALS`], [`NAMED_THINGS`]) that is called so); `a cat named Luna`
+    /// (an animal only: "a guy at the bar called Sofia" is a person); `my dog Pixel`, `Sarah's
+    /// boat Seabird` (after a possessive: "the company Sarah founded" names a person).
+    fn names_a_thing(&self, run: Run) -> bool {
+        let Some(before) = run.first.checked_sub(1) else {
+            return false;
+        };
+        let is = |index: Option<usize>, animals_only: bool| {
+            self.word(index).is_some_and(|token| {
+                NAMED_ANIMALS.contains(token.base_lower.as_str())
+                    || (!animals_only && NAMED_THINGS.contains(token.base_lower.as_str()))
+            })
+        };
+        if self.lower_is(Some(before), &["called", "named"]) {
+            let verb = before.checked_sub(1);
+            return match self.word(verb) {
+                // `my dog's called Pixel`: the noun carries the verb.
+                Some(token) if token.possessive => is(verb, false),
+                Some(_) if self.lower_is(verb, &["is", "was", "are", "were"]) => {
+                    is(verb.and_then(|verb| verb.checked_sub(1)), false)
+                }
+                _ => is(verb, true),
+            };
+        }
+        let owner = before.checked_sub(1);
+        let possessive = self.lower_is(owner, &["my", "our", "his", "her", "their", "your"])
+            || self.word(owner).is_some_and(|token| token.possessive);
+        possessive && is(Some(before), false)
+    }
+
     /// `Hi Mark,`, `Thanks, Anna!` at the start of a sentence.
     fn greeted(&self, run: Run) -> bool {
         let mut index = run.first.checked_sub(1);
@@ -213,7 +245,11 @@ impl Finder<'_> {
         let place_shaped = run.len() >= 2
             && (PLACE_PREFIXES.contains(first_lower.as_str())
                 || PLACE_HEADS.contains(last_lower.as_str()));
-        let person_ok = !after_article && !before_org && !any_brand && !place_shaped;
+        let person_ok = !after_article
+            && !before_org
+            && !any_brand
+            && !place_shaped
+            && !self.names_a_thing(run);
         let place_ok = !before_org && !any_brand && !possessive;
 
         let mut guesses: Vec<(EntityType, f32, Option<String>)> = Vec::new();

@@ -130,6 +130,48 @@ fn cues_for_people() {
 }
 
 #[test]
+fn names_given_to_animals_and_things_are_not_people() {
+    for (text, name) in [
+        ("My dog is called Pixel.", "Pixel"),
+        ("My dog's called Pixel", "Pixel"),
+        ("We adopted a cat named Luna", "Luna"),
+        ("our boat Seabird needs paint", "Seabird"),
+        ("my brother's dog Pixel barks", "Pixel"),
+        ("Sarah's cat Luna sleeps", "Luna"),
+    ] {
+        assert!(
+            !found(text)
+                .iter()
+                .any(|(found, entity_type, _)| found == name && *entity_type == EntityType::Person),
+            "{text}: {:?}",
+            found(text)
+        );
+    }
+    assert_eq!(found("Sarah's cat Luna sleeps"), vec![person("Sarah")]);
+    // The same cues before a person still name one.
+    assert_eq!(found("My sister is called Maya"), vec![person("Maya")]);
+    assert_eq!(found("I called Maya yesterday"), vec![person("Maya")]);
+    assert_eq!(
+        found("Did you show Maria Lopez the plan"),
+        vec![person("Maria Lopez")]
+    );
+    // A thing's word before a name that is not given to it.
+    for (text, name) in [
+        ("I met a guy at the bar called Sofia", "Sofia"),
+        ("We met the team Maria Lopez leads", "Maria Lopez"),
+        ("the company Sarah Kim founded", "Sarah Kim"),
+    ] {
+        assert!(
+            found(text)
+                .iter()
+                .any(|(found, entity_type, _)| found == name && *entity_type == EntityType::Person),
+            "{text}: {:?}",
+            found(text)
+        );
+    }
+}
+
+#[test]
 fn capitalised_words_that_are_not_names() {
     for text in [
         "I think I'll take Monday off.",
