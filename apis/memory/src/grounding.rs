@@ -99,11 +99,37 @@ pub const MIN_STATEMENT_WORDS: usize = 3;
 /// what it is about, and something said of it.
 pub const MIN_STATEMENT_CONTENT_WORDS: usize = 2;
 
+/// The fewest letters of a script written without spaces (Chinese, Japanese, Thai and their
+/// neighbours) that make a statement: "我的妻子叫安娜" ("my wife is called Ana") has seven, "我的妻子"
+/// ("my wife") four.
+pub const MIN_STATEMENT_SPACELESS_LETTERS: usize = 6;
+
+/// Whether `c` is a letter of a script written without spaces between words: Han, Hiragana,
+/// Katakana, Thai, Lao, Tibetan, Myanmar, Khmer. Its word breaks, where marked, are zero-width
+/// spaces.
+pub fn is_spaceless_letter(c: char) -> bool {
+    matches!(
+        c,
+        '\u{3040}'..='\u{30FF}'
+            | '\u{3400}'..='\u{4DBF}'
+            | '\u{4E00}'..='\u{9FFF}'
+            | '\u{0E00}'..='\u{0FFF}'
+            | '\u{1000}'..='\u{109F}'
+            | '\u{1780}'..='\u{17FF}'
+    )
+}
+
 /// Whether `content` is a statement rather than a fragment: at least [`MIN_STATEMENT_WORDS`]
 /// words (separated by spaces, each with a letter or digit) of which at least
-/// [`MIN_STATEMENT_CONTENT_WORDS`] are distinct content words. A count, not a grammar: "Ben's
-/// dog Pixel" passes it.
+/// [`MIN_STATEMENT_CONTENT_WORDS`] are distinct content words, or, in a script written without
+/// spaces, at least [`MIN_STATEMENT_SPACELESS_LETTERS`] of its letters. A count, not a grammar:
+/// "Ben's dog Pixel" passes it.
 pub fn is_statement(content: &str) -> bool {
+    if content.chars().filter(|c| is_spaceless_letter(*c)).count()
+        >= MIN_STATEMENT_SPACELESS_LETTERS
+    {
+        return true;
+    }
     let words = content
         .split_whitespace()
         .filter(|word| word.chars().any(char::is_alphanumeric))
@@ -188,11 +214,15 @@ mod tests {
             "  Pixel  ",
             "The user's sister",
             "a b c",
+            // "my wife": four letters of a script written without spaces.
+            "\u{6211}\u{7684}\u{59BB}\u{5B50}",
         ] {
             assert!(!is_statement(fragment), "{fragment:?}");
         }
         for fact in [
             "Ben has a dog named Pixel",
+            // "my wife is called Ana".
+            "\u{6211}\u{7684}\u{59BB}\u{5B50}\u{53EB}\u{5B89}\u{5A1C}",
             "Ana is vegetarian",
             "The user's sister Dana moved to Lisbon",
         ] {

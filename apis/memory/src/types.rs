@@ -132,6 +132,18 @@ pub struct Quarantine {
 }
 
 impl Memory {
+    /// Whether it is the user's own words, and so evidence for what is drawn from it or written
+    /// about it: not the assistant's turn, not a model's words ([`Origin::is_model_made`]) and
+    /// not quarantined. The one rule behind a fact's evidence, a grounded `remember` and the
+    /// people a context lists (`people_told_in` writes it in SQL).
+    ///
+    /// [`Origin::is_model_made`]: crate::Origin::is_model_made
+    pub fn is_users_own_words(&self) -> bool {
+        self.source_role.as_deref() != Some("assistant")
+            && !self.origin.is_model_made()
+            && self.quarantine.is_none()
+    }
+
     /// Its seed-001 type, as a `memory_type` filter reads it: the type it was stored with, else
     /// `conversation` for an episode and its kind's name for the rest.
     pub fn type_name(&self) -> &str {

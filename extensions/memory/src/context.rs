@@ -224,12 +224,15 @@ pub(crate) fn render(parts: &ContextParts<'_>) -> Option<String> {
 
 /// True for a text that only asks: it ends with a question mark and no sentence in it ends with
 /// a full stop or an exclamation mark ("What is my dog called?"; not "I moved. Where is the
-/// gym?", which also tells something).
+/// gym?", which also tells something). The full-width marks of Chinese and Japanese count, with
+/// no space after them (`我搬家了。健身房在哪里？` tells something too).
 pub(crate) fn is_question(text: &str) -> bool {
     let text = text.trim();
-    text.ends_with('?')
-        && !text.char_indices().any(|(at, c)| {
-            matches!(c, '.' | '!') && text[at + c.len_utf8()..].starts_with(char::is_whitespace)
+    text.ends_with(['?', '？'])
+        && !text.char_indices().any(|(at, c)| match c {
+            '.' | '!' => text[at + c.len_utf8()..].starts_with(char::is_whitespace),
+            '。' | '！' => at + c.len_utf8() < text.len(),
+            _ => false,
         })
 }
 
@@ -243,6 +246,7 @@ mod tests {
             "What is my dog called?",
             "  where do I work?  ",
             "Pixel? Or Pip?",
+            "我的狗叫什么？",
         ] {
             assert!(is_question(question), "{question}");
         }
@@ -251,6 +255,8 @@ mod tests {
             "I moved to Lisbon. Where is a good gym?",
             "Great! Can you help?",
             "What a day",
+            "我搬家了。健身房在哪里？",
+            "太好了！你能帮忙吗？",
         ] {
             assert!(!is_question(statement), "{statement}");
         }

@@ -205,8 +205,15 @@ async fn consolidate_leased(
             .get_episodes_for_consolidation(session, offset)
             .await?;
         read.extend(page.episodes.iter().map(|episode| episode.id.clone()));
-        if !page.episodes.is_empty() {
-            match extract_page(llm.as_ref(), &session.user_id, &page.episodes).await {
+        // A quarantined turn is not shown to the model: its text carries instructions or
+        // hides some, and it is no evidence for a fact.
+        let readable: Vec<Memory> = page
+            .episodes
+            .into_iter()
+            .filter(|episode| episode.quarantine.is_none())
+            .collect();
+        if !readable.is_empty() {
+            match extract_page(llm.as_ref(), &session.user_id, &readable).await {
                 Ok((mut page_facts, page_refused)) => {
                     facts.append(&mut page_facts);
                     refused += page_refused;

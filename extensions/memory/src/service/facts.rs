@@ -6,7 +6,7 @@ use mnemo_kernel::ToolScope;
 use mnemo_ner_api::ExtractedEntity;
 use serde_json::Map;
 
-use super::MemoryService;
+use super::{MemoryService, Written};
 use crate::error::{MemoryError, Result};
 use crate::store::{NewMemory, Person};
 use crate::text::{is_stopword, terms};
@@ -298,7 +298,7 @@ impl MemoryService {
                 )));
             }
         }
-        let origin = self.origin_for(scope, content).await?;
+        let origin = self.origin_for(scope, content, Written::Statement).await?;
         let name_hint = self.person_hint(content);
         let store = self.store()?;
         crate::people::check_subjects(
@@ -360,7 +360,12 @@ impl MemoryService {
         metadata: Map<String, serde_json::Value>,
     ) -> Result<String> {
         self.check_content("content", content)?;
-        let origin = self.origin_for(scope, content).await?;
+        let written = if memory_type == MemoryType::Context {
+            Written::KeyedValue
+        } else {
+            Written::Statement
+        };
+        let origin = self.origin_for(scope, content, written).await?;
         let now = self.now()?;
         let end_of_day = now
             .date_naive()

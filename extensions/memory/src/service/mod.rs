@@ -27,6 +27,7 @@ use mnemo_ner_api::NerApi;
 
 pub use facts::FactInput;
 pub(crate) use facts::{jaccard, word_set};
+pub(crate) use trust::Written;
 
 use crate::config::MemoryConfig;
 use crate::error::{MemoryError, Result};

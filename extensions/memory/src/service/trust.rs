@@ -4,16 +4,25 @@
 //! The chat's own model writing a memory during a conversation (`ToolCaller::Model`) is checked
 //! against what the user said in that conversation, by the consolidation's grounding check
 //! ([`mnemo_memory_api::grounding::grounded`]): borne out, it is stored as told; not, it is kept
-//! as the agent's claim or refused (`ungrounded_model_memories`). A client (MCP, the CLI) and a
+//! as the agent's claim or refused (`ungrounded_model_memories`); a fragment, not a statement,
+//! is refused. A client (MCP, the CLI) and a
 //! service (the HTTP API) write what they were told.
 
 use mnemo_kernel::{ToolCaller, ToolScope};
-use mnemo_memory_api::grounding::grounded;
+use mnemo_memory_api::grounding::{grounded, is_statement};
 
 use super::MemoryService;
 use crate::config::UngroundedModelMemories;
 use crate::error::{MemoryError, Result};
 use crate::types::{Origin, SessionKey};
+
+/// What a tool writes: a statement about the user (`remember`, `store_memory`), which must be
+/// one, or a keyed value (`set_context`'s "mood: tired"), which is short by nature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    Statement,
+    KeyedValue,
+}
 
 /// How many of a conversation's latest turns a model's memory is checked against.
 const GROUNDING_TURNS: usize = 40;
@@ -24,14 +33,29 @@ impl MemoryService {
     /// conversation bear it out and the agent's claim otherwise.
     ///
     /// # Errors
-    /// The chat's model wrote what the user's words do not bear out and
-    /// `ungrounded_model_memories = "refuse"` ([`MemoryError::Invalid`], which the model sees);
-    /// or the store fails.
-    pub(crate) async fn origin_for(&self, scope: &ToolScope, content: &str) -> Result<Origin> {
+    /// The chat's model wrote a fragment where a statement belongs, or what the user's words do
+    /// not bear out with `ungrounded_model_memories = "refuse"` ([`MemoryError::Invalid`], which
+    /// the model sees); or the store fails.
+    pub(crate) async fn origin_for(
+        &self,
+        scope: &ToolScope,
+        content: &str,
+        written: Written,
+    ) -> Result<Origin> {
         match &scope.caller {
             ToolCaller::Service => Ok(Origin::Service),
             ToolCaller::Client => Ok(Origin::Told),
             ToolCaller::Model { said } => {
+                // A fragment ("my wife") is no memory, however grounded its words are: the
+                // consolidation refuses the same (`is_statement`).
+                if written == Written::Statement && !is_statement(content) {
+                    tracing::info!("a memory the model wrote is refused: a fragment");
+                    return Err(MemoryError::Invalid(
+                        "this is a fragment, not a statement: write a whole sentence of what the \
+                         user said, e.g. \"The user's wife is called Ana\""
+                            .to_owned(),
+                    ));
+                }
                 if self.said_by_user(scope, said, content).await? {
                     tracing::debug!("a memory the model wrote is grounded in the user's words");
                     return Ok(Origin::Told);
@@ -55,8 +79,8 @@ impl MemoryService {
     }
 
     /// Whether most of `content`'s words are in what the user said in `scope`'s conversation:
-    /// `said` (the turn being answered) and the conversation's latest stored turns, quarantined
-    /// ones left out.
+    /// `said` (the turn being answered) and the conversation's latest turns in the user's own
+    /// words ([`Memory::is_users_own_words`](mnemo_memory_api::Memory::is_users_own_words)).
     async fn said_by_user(&self, scope: &ToolScope, said: &str, content: &str) -> Result<bool> {
         let Some(session_id) = scope.session_id.clone() else {
             return Ok(grounded(content, [said]));
@@ -72,9 +96,7 @@ impl MemoryService {
             .await?;
         let words: Vec<&str> = turns
             .iter()
-            .filter(|turn| {
-                matches!(turn.origin, Origin::User | Origin::Imported) && turn.quarantine.is_none()
-            })
+            .filter(|turn| turn.is_users_own_words())
             .map(|turn| turn.content.as_str())
             .chain([said])
             .collect();

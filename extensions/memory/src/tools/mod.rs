@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::ToolProfile;
 use crate::error::MemoryError;
-use crate::service::{FactInput, MemoryService};
+use crate::service::{FactInput, MemoryService, Written};
 use crate::types::{
     AsOf, ExternalId, MemoryKind, MemoryType, SearchHit, SearchMode, SearchRequest, Subject,
     TimeAxis, MAX_EXTERNAL_ID_CHARS,

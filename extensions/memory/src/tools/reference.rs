@@ -135,7 +135,7 @@ impl Tool for RememberFact {
     ) -> Result<Value, ToolError> {
         let origin = self
             .0
-            .origin_for(scope, &args.content)
+            .origin_for(scope, &args.content, Written::Statement)
             .await
             .map_err(|error| tool_error(self.name(), error))?;
         let mut entities = Vec::new();

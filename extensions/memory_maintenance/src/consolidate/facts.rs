@@ -11,13 +11,6 @@ use serde_json::Value;
 /// remembered fact's 1.0, since a model's reading of a conversation can be wrong.
 pub(super) const DEFAULT_EXTRACTED_CONFIDENCE: f64 = 0.8;
 
-/// Whether an episode is the user's own words, and so evidence for a fact: spoken by the user
-/// (`source_role`), and not a model's words (a turn the chat's model stored for the user without
-/// the user's words bearing it out has a model's origin).
-fn said_by_user(episode: &Memory) -> bool {
-    episode.source_role.as_deref() == Some("user") && !episode.origin.is_model_made()
-}
-
 /// The page's turns numbered from 1, as the extracted facts cite them, with when and who.
 pub(super) fn transcript(page: &[Memory]) -> String {
     page.iter()
@@ -46,7 +39,7 @@ fn evidence<'a>(content: &str, cited: &[u64], page: &'a [Memory]) -> Option<Vec<
             .ok()
             .and_then(|number| number.checked_sub(1))
             .and_then(|index| page.get(index));
-        if let Some(turn) = turn.filter(|turn| said_by_user(turn)) {
+        if let Some(turn) = turn.filter(|turn| turn.is_users_own_words()) {
             if !cited_turns.iter().any(|kept| kept.id == turn.id) {
                 cited_turns.push(turn);
             }
@@ -60,7 +53,10 @@ fn evidence<'a>(content: &str, cited: &[u64], page: &'a [Memory]) -> Option<Vec<
     {
         return Some(cited_turns);
     }
-    let user_turns: Vec<&Memory> = page.iter().filter(|turn| said_by_user(turn)).collect();
+    let user_turns: Vec<&Memory> = page
+        .iter()
+        .filter(|turn| turn.is_users_own_words())
+        .collect();
     let texts: Vec<&str> = user_turns
         .iter()
         .map(|turn| turn.content.as_str())

@@ -223,6 +223,8 @@ impl<S: SqlStore> PeopleRecords for S {
     }
 
     async fn people_told_in(&self, owner: &str, chat_id: Option<&str>) -> Result<Vec<Person>> {
+        // `Memory::is_users_own_words` in SQL: not a model's words, not quarantined (the
+        // assistant's turns are the agent's, a model's origin).
         let stated: Vec<String> = Origin::ALL
             .into_iter()
             .filter(|origin| !origin.is_model_made())
