@@ -62,7 +62,8 @@ pub(crate) enum Command {
     /// Measure the poisoning screen on labelled texts (JSONL `{id, label, kind, text}`, e.g.
     /// tests/data/injection/test.jsonl): attacks and benign texts held back, and its time.
     EvalScreening {
-        /// The labelled sets, each reported on its own.
+        /// The labelled sets, each reported on its own; a file of `mnemo eval`'s conversations
+        /// (e.g. ../shared/eval/locomo.dev.jsonl) gives its turns as benign texts.
         #[arg(long, required = true, num_args = 1..)]
         data: Vec<PathBuf>,
         /// Screenings of each text, for the timing.

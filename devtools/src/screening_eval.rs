@@ -2,9 +2,11 @@
 //! texts, one JSON object a line, `{"id", "label": "attack" | "benign", "kind", "text"}` (the
 //! sets in `tests/data/injection/`): the share of attacks held back (recall), of benign texts
 //! held back (false positives), precision, each kind's figures, and the time one screening
-//! takes.
+//! takes. `mnemo eval`'s conversations (`../shared/eval/`) can be given too: their turns are
+//! ordinary conversation, benign.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -22,16 +24,42 @@ struct Case {
     text: String,
 }
 
-/// Reads the labelled texts of `path`, naming the line of any that is not one.
+/// Reads the labelled texts of `path`, naming the line of any that is not one. A line that is a
+/// conversation of `mnemo eval`'s data (LoCoMo's format, `.gz` too) gives each of its turns as a
+/// benign text, of the kind `turn: {role}`, each distinct text once: what ordinary conversation
+/// the screen holds back.
 fn read_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let lines = crate::eval::open_lines(path)?;
     let mut cases = Vec::new();
-    for (number, line) in text.lines().enumerate() {
+    let mut seen_turns: HashSet<(String, String)> = HashSet::new();
+    for (number, line) in lines.lines().enumerate() {
+        let line = line.with_context(|| format!("read {}", path.display()))?;
         if line.trim().is_empty() {
             continue;
         }
         let at = || format!("{} line {}", path.display(), number + 1);
-        let value: Value = serde_json::from_str(line).with_context(at)?;
+        let value: Value = serde_json::from_str(&line).with_context(at)?;
+        if let Some(sessions) = value["sessions"].as_array() {
+            let turns = sessions
+                .iter()
+                .filter_map(|session| session["turns"].as_array())
+                .flatten();
+            for turn in turns {
+                let (Some(role), Some(text)) = (turn["role"].as_str(), turn["text"].as_str())
+                else {
+                    bail!("{}: a turn without `role` or `text`", at());
+                };
+                if seen_turns.insert((role.to_owned(), text.to_owned())) {
+                    cases.push(Case {
+                        id: turn["turn_id"].as_str().unwrap_or_default().to_owned(),
+                        attack: false,
+                        kind: format!("turn: {role}"),
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            continue;
+        }
         let field = |name: &str| -> anyhow::Result<String> {
             value[name]
                 .as_str()
@@ -56,7 +84,6 @@ fn read_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
     Ok(cases)
 }
 
-/// Held back of all, per kind.
 #[derive(Default)]
 struct Tally {
     total: usize,
@@ -100,6 +127,7 @@ fn evaluate(path: &Path, rounds: usize, misses: bool) -> anyhow::Result<Value> {
                 "kind": case.kind,
                 "reason": finding.as_ref().map(|f| f.reason.as_str()),
                 "evidence": finding.map(|f| f.evidence),
+                "cues": mnemo_memory::screening::explain(&case.text),
                 "text": case.text,
             }));
         }
@@ -208,6 +236,9 @@ pub fn run(options: &ScreeningEvalOptions<'_>) -> anyhow::Result<()> {
                     .unwrap_or_default()
                     .replace('\n', " ⏎ "),
             );
+            for cue in miss["cues"].as_array().into_iter().flatten() {
+                println!("      {}", cue.as_str().unwrap_or_default());
+            }
         }
     }
     Ok(())

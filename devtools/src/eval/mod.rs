@@ -83,7 +83,7 @@ fn memory_of(kernel: &Kernel) -> anyhow::Result<Arc<MemoryService>> {
 }
 
 /// The data file's lines; a `.gz` file is decompressed by `gunzip -c` (no gzip crate needed).
-fn open_lines(data: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+pub(crate) fn open_lines(data: &Path) -> anyhow::Result<Box<dyn BufRead>> {
     if data.extension().is_some_and(|extension| extension == "gz") {
         let child = std::process::Command::new("gunzip")
             .arg("-c")

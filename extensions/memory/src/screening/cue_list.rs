@@ -5,12 +5,13 @@
 //! a text about injection, quoting it, the user's own words, one addressed to people.
 //!
 //! Written from the attack families of `tests/data/injection/PROVENANCE.md`, tuned on
-//! `dev.jsonl` and `train.jsonl` only (never on `test.jsonl`).
+//! `dev.jsonl`, `train.jsonl` and half of the turns of LoCoMo and LongMemEval dev (never on
+//! `test.jsonl`).
 
 /// The cues, one a line.
 pub(super) const LIST: &str = r##"
 instruction_override 3 \b(?:ignore|disregard|forget|override|bypass|discard|set\s+aside|pay\s+no\s+attention\s+to|skip|drop|cancel|abandon|scrap|put\s+aside|neglect)\s+(?:(?:the|of|and|to|its|these|those|all|any)\s+){0,3}(?:previous|prior|above|earlier|preceding|initial|original|former|old|existing|all|any|every|whatever|your|system|safety|default|developer)\b(?:\s+[\w-]+){0,3}?\s+(?:instructions?|directives?|directions|guidance|guidelines|rules|polic(?:y|ies)|restrictions|constraints|filters|guardrails|programming|prompts?|configuration|settings|orders|commands|task|context|messages?|content|text|data)\b
-instruction_override 3 \b(?:ignore|disregard|forget)\s+(?:all\s+(?:of\s+)?)?(?:everything|anything|the\s+(?:above|rest))\b
+instruction_override 3 \b(?:ignore|disregard)\s+(?:all\s+(?:of\s+)?)?(?:everything|anything|the\s+(?:above|rest))\b|\bforget\s+(?:all\s+(?:of\s+)?)?(?:everything|the\s+(?:above|rest))\b
 instruction_override 2 \b(?:instructions?|directives?|guidelines|rules|polic(?:y|ies)|restrictions|filters|guardrails|safety\s+(?:checks|rules|settings|filters)|configuration|settings|content\s+polic(?:y|ies)|safeguards)\b[^.\n]*?\b(?:(?:are|is|have\s+been|has\s+been|were|been|now)\s+(?:now\s+)?(?:cancell?ed|void|null|obsolete|outdated|suspended|disabled|switched\s+off|turned\s+off|lifted|revoked|removed|overridden|deactivated|off|invalid)|no\s+longer\s+appl(?:y|ies)|(?:do\s+not|don't)\s+apply)\b
 instruction_override 2 \b(?:previous|prior|earlier|above|old)\s+(?:directives?|instructions|rules|configuration|prompts?)\s+(?:are|is)\s+(?:now\s+)?(?:cancell?ed|void|obsolete|outdated|superseded)
 instruction_override 2 \b(?:new|updated|revised|real|actual|true|priority|urgent|override|secret|hidden|overriding)\s+(?:instructions?|directives?|orders|task|commands?|objective)\b
@@ -18,7 +19,7 @@ instruction_override 1 \b(?:new|updated|revised)\s+ones\b
 instruction_override 3 \b(?:begin|start)\s+(?:of\s+)?(?:priority|new|system|admin|override|real)\s+(?:directive|instructions?|message|prompt|task)|\bend\s+of\s+(?:user\s+)?(?:content|input|document|data|prompt)\b
 instruction_override 1 {CLAUSE}(?:say|print|output|reply|respond|answer|write)\s+(?:only\s+)?(?:with\s+)?(?:the\s+word\s+)?(?:[\x22'\u{201C}\u{AB}]|(?-i:[A-Z]))
 instruction_override 1 \binstead\b|\b(?:reply|respond|answer)\s+only\b|\bonly\s+(?:reply|respond|answer|say|output)\b
-instruction_override 2 \byour\s+(?:[\w-]+\s+)?(?:instructions|rules|guidelines|directives|programming|guardrails|restrictions|filters|policies|configuration|system\s+prompt|training|developers|creators|operator|safety\s+checks)\b
+instruction_override 2 \byour\s+(?:[\w-]+\s+)?(?:instructions|rules|guidelines|directives|programming|guardrails|restrictions|filters|policies|configuration|system\s+prompt|developers|creators|operator|safety\s+checks)\b
 instruction_override 4 \b(?:ignore[rz]?|oublie[rz]?|oubliez|ne\s+tiens?\s+pas\s+compte\s+d)\s+(?:de\s+)?(?:toutes\s+|tous\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes|r\u{E8}gles|directives)\b
 instruction_override 4 \b(?:ignorier\w*|vergiss|vergessen\s+sie|missacht\w*)\s+(?:(?:alle|s\u{E4}mtliche|die|deine|ihre|fr\u{FC}heren|vorherigen|bisherigen|obigen|vorigen|bisher|erhaltenen)\s+)*(?:anweisungen|vorgaben|regeln|instruktionen|befehle|richtlinien)\b
 instruction_override 4 \b(?:olvida|olvide|ignora|ignore|descarta|omite)\s+(?:(?:todas|todos|las|los|tus|sus|anteriores|previas)\s+)*(?:instrucciones|reglas|indicaciones|directrices)\b
@@ -26,7 +27,7 @@ instruction_override 4 \b(?:ignora|dimentica)\s+(?:(?:tutte|le|tue|sue|precedent
 instruction_override 4 \b(?:negeer|vergeet)\s+(?:(?:alle|de|eerdere|vorige|je|jouw|uw)\s+)*(?:instructies|regels|opdrachten)\b
 instruction_override 4 \b(?:ignore|ignora|esque[\u{E7}c]a)\s+(?:(?:todas|as|suas|tuas)\s+)*(?:instru[\u{E7}c][\u{F5}o]es|regras|diretrizes)\b
 instruction_override 4 (?:\u{0438}\u{0433}\u{043D}\u{043E}\u{0440}\u{0438}\w*|\u{0437}\u{0430}\u{0431}\u{0443}\u{0434}\w*)\s+(?:\w+\s+){0,2}(?:\u{0438}\u{043D}\u{0441}\u{0442}\u{0440}\u{0443}\u{043A}\u{0446}\w*|\u{0443}\u{043A}\u{0430}\u{0437}\u{0430}\u{043D}\w*|\u{043F}\u{0440}\u{0430}\u{0432}\u{0438}\u{043B}\w*)
-instruction_override 4 (?:忽略|无视|忘记|忘掉|不要理会|忽视)[^。\n]{0,12}(?:指令|指示|说明|规则|提示)|(?:指示|命令|ルール|プロンプト|指令)[^。\n]{0,12}(?:無視|忘れ)
+instruction_override 4 (?:忽略|无视|忘记|忘掉|不要理会|忽视)[^。\n]{0,12}(?:指令|指示|说明|规则|提示)|(?:指示|命令|ルール|プロンプト|指令)[^。\n]{0,12}(?:無視|忘れ|無効|取り消)
 role_hijack 2 \byou\s+are\s+(?:now|no\s+longer)\b|\byou're\s+(?:now|no\s+longer)\b|\b(?:from\s+(?:now|this\s+point|here)\s+on|henceforth|starting\s+now|as\s+of\s+now)\s*,?\s+you\s+(?:are|will|shall|must)\b
 role_hijack 2 \b(?:unrestricted|unfiltered|uncensored|unbound|unchained|jailbroken|amoral)\b|\bwithout\s+(?:any\s+)?(?:content\s+|safety\s+)?(?:rules|restrictions|filters|limits|limitations|censorship|guidelines|policies|safety)\b|\bno\s+(?:content\s+|ethical\s+|moral\s+)?(?:restrictions|filters|limits|limitations|censorship|guidelines|morals|content\s+polic(?:y|ies))\b|\b(?:ignores?|bypass(?:es)?)\s+(?:its|their|all)\s+(?:policies|rules|guidelines|filters)\b|\bescaped\s+its\s+alignment\b|\bdeveloper\s+mode\b|\bmaintenance\s+mode\b|\bgod\s+mode\b
 role_hijack 2 \bnever\s+refuses?\b|\bstay\s+in\s+character\b|\bno\s+matter\s+what\b|\banswers?\s+every\s+request\b|\banything\s+and\s+everything\b|\blegal\s+or\s+not\b|\bloyal\s+(?:only\s+)?to\b
@@ -36,8 +37,8 @@ role_hijack 3 (?m)^\s*(?:#{1,6}\s*|\*\*|\[|<)?\s*(?:system|developer|admin|admin
 role_hijack 1 "role"\s*:\s*"(?:system|developer)"
 role_hijack 2 \b(?:ab\s+sofort|von\s+nun\s+an|ab\s+jetzt)\s+bist\s+du\b|\b(?:a\s+partir\s+de\s+ahora|desde\s+ahora)\s+eres\b|\bd[\u{E9}e]sormais,?\s+tu\s+es\b|\b[\u{E0}a]\s+partir\s+de\s+maintenant,?\s+tu\s+es\b|\bd'ora\s+in\s+poi\s+sei\b|\bvanaf\s+nu\s+ben\s+je\b|\ba\s+partir\s+de\s+agora\s+(?:voc\u{EA}\s+\u{E9}|\u{E9}s)\b|(?:\u{0442}\u{0435}\u{043F}\u{0435}\u{0440}\u{044C}|\u{043E}\u{0442}\u{043D}\u{044B}\u{043D}\u{0435})\s+\u{0442}\u{044B}|从现在(?:开始|起)你是|今から(?:あなた|君)は
 role_hijack 2 \bohne\s+(?:jegliche\s+)?einschr\u{E4}nkungen\b|\bsin\s+(?:ninguna\s+)?restricciones\b|\bsans\s+(?:aucune\s+)?restrictions?\b|\bsenza\s+(?:alcuna\s+)?restrizion[ie]\b|\bzonder\s+beperkingen\b|\bsem\s+restri[\u{E7}c][\u{F5}o]es\b|\u{0431}\u{0435}\u{0437}\s+\u{043E}\u{0433}\u{0440}\u{0430}\u{043D}\u{0438}\u{0447}\u{0435}\u{043D}\u{0438}\u{0439}|没有任何限制|不受任何限制|制限(?:のない|なし)
-standing_instruction 2 \b(?:whenever|every\s+time|each\s+time|next\s+time|any\s*time|if|when|once)\s+(?:the\s+|this\s+|a\s+|an?\s+)?(?:user|users|anyone|anybody|someone|somebody|people|customer|customers|visitor|reader|owner|applicant|student)\b
-standing_instruction 2 \b(?:whenever|every\s+time|each\s+time|next\s+time)\s+you\b|\b(?:when|whenever|if)\s+(?:the\s+)?(?:topic|subject)\s+of\b|\bcomes?\s+up\b
+standing_instruction 2 \b(?:whenever|every\s+time|each\s+time|next\s+time|any\s*time|if|when|once)\s+(?:the\s+|this\s+|a\s+|an?\s+)?(?:user|users|anyone|anybody|someone|somebody|customer|customers|visitor|reader|owner|applicant|student)\b
+standing_instruction 2 \b(?:whenever|every\s+time|each\s+time|next\s+time)\s+you\b|\b(?:when|whenever|if)\s+(?:the\s+)?(?:topic|subject)\s+of\b|\bcomes?\s+up(?:\s*[,.;:]|\s+(?:in|again|during|later|next)\b)
 standing_instruction 1 \b(?:in\s+(?:all\s+)?future|all\s+future|future\s+(?:chats?|conversations?|sessions?|requests?)|going\s+forward|from\s+now\s+on|from\s+this\s+point|permanent(?:ly)?|forever|all\s+(?:later|subsequent)\s+(?:sessions|chats|conversations)|across\s+(?:all\s+)?sessions|in\s+all\s+sessions|every\s+(?:future\s+)?(?:answer|reply|response|conversation|session|chat|request)|in\s+any\s+reply|long-term\s+memory|core\s+memory|after\s+this\s+conversation|even\s+if\s+the\s+user)\b
 standing_instruction 1 \b(?:the|this)\s+user(?:'s)?\b
 standing_instruction 2 \b(?:tell|advise|inform|warn|remind|convince|persuade|assure)\s+(?:the\s+user|the\s+reader|readers|the\s+applicant|the\s+owner|the\s+customer)\b
@@ -50,8 +51,8 @@ standing_instruction 2 \b(?:do\s+not|don't|never)\s+(?:tell|inform|alert|notify|
 standing_instruction 3 (?:\u{043A}\u{0430}\u{0436}\u{0434}\u{044B}\u{0439}\s+\u{0440}\u{0430}\u{0437}|\u{043A}\u{043E}\u{0433}\u{0434}\u{0430})[^.\n]*\u{043F}\u{043E}\u{043B}\u{044C}\u{0437}\u{043E}\u{0432}\u{0430}\u{0442}\u{0435}\u{043B}\w*|每次用户|当用户|如果用户|ユーザーが[^。\n]{0,20}(?:たび|とき|場合)|\bcada\s+vez\s+que\s+(?:el\s+)?usuario|\bsiempre\s+que\s+el\s+usuario|\bchaque\s+fois\s+que\s+l['\u{2019}]utilisateur|\bwenn\s+(?:der|ein)\s+(?:nutzer|benutzer|anwender)|\bogni\s+volta\s+che\s+l['\u{2019}]utente|\btelkens\s+(?:als|wanneer)\s+de\s+gebruiker|\bsempre\s+que\s+o\s+usu\u{E1}rio
 exfiltration 4 \b(?:{SEND})\b[^\n]*?\b(?:{WHOSE})\s+(?:[\w-]+\s+){0,3}?(?:{DATA})\b[^\n]*?(?:{DESTINATION})
 exfiltration 4 \b(?:schick\w*|sende\w*|leite\w*|env[i\u{ED}]a\w*|manda\w*|envoie\w*|envoyer|transf[\u{E8}e]re\w*|invia\w*|inoltra\w*|stuur\w*|envie\w*|encaminh\w*)\b[^\n]*?(?:historial|conversaci[o\u{F3}]n\w*|contrase[\u{F1}n]as|notas|passw[\u{F6}o]rter|notizen|e-mails|nachrichten|kontodaten|conversations|mots\s+de\s+passe|donn[\u{E9}e]es|messages|cronologia|conversazioni|gesprekken|wachtwoorden|conversas|senhas|hist[\u{F3}o]rico|notes|contacts|contactos|kontakte)\b[^\n]*?(?:{DESTINATION})
-exfiltration 4 (?:用户|使用者)的?[^。\n]{0,20}(?:聊天记录|密码|记忆|数据|信息|联系人|笔记)[^。\n]{0,20}(?:发送|发给|上传|转发|传到)|(?:\u{043E}\u{0442}\u{043F}\u{0440}\u{0430}\u{0432}|\u{043F}\u{0435}\u{0440}\u{0435}\u{0448}\u{043B}|\u{043F}\u{0435}\u{0440}\u{0435}\u{0434}\u{0430}\u{0439}|\u{0437}\u{0430}\u{0433}\u{0440}\u{0443}\u{0437})\w*[^.\n]*(?:\u{043F}\u{0430}\u{0440}\u{043E}\u{043B}|\u{043F}\u{0435}\u{0440}\u{0435}\u{043F}\u{0438}\u{0441}\u{043A}|\u{0438}\u{0441}\u{0442}\u{043E}\u{0440}\u{0438}|\u{0434}\u{0430}\u{043D}\u{043D}|\u{043A}\u{043E}\u{043D}\u{0442}\u{0430}\u{043A}\u{0442})
-exfiltration 3 https?://[^\s)"'>]*[?&][\w-]+=(?:[\s)"'`]|$|\{\s*[\w.]+\s*\}|%7b|<[^>\n]{1,60}>|\[(?-i:[A-Z][A-Z_]{2,})\]|(?-i:[A-Z][A-Z_]{3,})\b)
+exfiltration 4 (?:用户|使用者)的?[^。\n]{0,20}(?:聊天记录|密码|记忆|数据|信息|联系人|笔记|银行卡|身份证)[^。\n]{0,20}(?:发送|发给|发到|上传|转发|传到)|(?:\u{043E}\u{0442}\u{043F}\u{0440}\u{0430}\u{0432}|\u{043F}\u{0435}\u{0440}\u{0435}\u{0448}\u{043B}|\u{043F}\u{0435}\u{0440}\u{0435}\u{0434}\u{0430}\u{0439}|\u{0437}\u{0430}\u{0433}\u{0440}\u{0443}\u{0437})\w*[^.\n]*(?:\u{043F}\u{0430}\u{0440}\u{043E}\u{043B}|\u{043F}\u{0435}\u{0440}\u{0435}\u{043F}\u{0438}\u{0441}\u{043A}|\u{0438}\u{0441}\u{0442}\u{043E}\u{0440}\u{0438}|\u{0434}\u{0430}\u{043D}\u{043D}|\u{043A}\u{043E}\u{043D}\u{0442}\u{0430}\u{043A}\u{0442})
+exfiltration 3 https?://[^\s)"'>]*[?&][\w-]+=(?:[\s)"'`]|$|\{\{?\s*[\w.]+\s*\}|%7b|<[^>\n]{1,60}>|\[(?-i:[A-Z][A-Z_]{2,})\]|(?-i:[A-Z][A-Z_]{3,})\b)
 exfiltration 1 \bthe\s+user'?s\b|\bstored\b|\bsaved\b|\bin\s+memory\b|\bfrom\s+(?:your|the)\s+context\b|\bconversation\s+so\s+far\b|\bchat\s+history\b|\bbefore\s+(?:you\s+)?(?:respond|answer)\w*
 exfiltration 2 \burl[\s-]?encod\w*|\bbase(?:32|64)\s+of\s+the\b|\b(?-i:where\s+[A-Z][A-Z_]{2,}\s+is)\b|\bin\s+place\s+of\s+(?-i:[A-Z][A-Z_]{2,})\b
 exfiltration 1 !\[[^\]\n]*\]\([^)\s]*\?[^)\s]*=|<img\s[^>]*src=["']?https?://[^"'>\s]*\?
@@ -70,7 +71,7 @@ tool_call_imitation 3 \{\s*"(?:name|tool|function|call)"\s*:\s*"[^"]{1,64}"\s*(?
 tool_call_imitation 2 "(?:name|tool|function|action|call)"\s*:\s*"(?:functions\.)?(?:\w+_)?(?:send|delete|forget|remove|erase|export|share|transfer|update|add|store|save|remember|write|run|exec|execute|http|post|upload|email|wire|pay|grant|set)\w*"
 tool_call_imitation 2 <\|(?:im_start|im_end|start|end|start_header_id|end_header_id|eot_id|eom_id|endoftext|system|user|assistant|tool|ipython|begin_of_text|channel|message|call|return|constrain)\|>
 standing_instruction 1 \b(?:{AGENT})\b
-standing_instruction 3 \b(?:dear|hey|hi|hello|attention|note\s+to|note\s+for|instructions?\s+for|message\s+(?:to|for)|remarks?\s+for)\s+(?:the\s+|any\s+|all\s+)?(?:[\w-]+\s+){0,2}?(?:{AGENT})\b|@(?:assistant|ai|bot|agent|claude|gpt|copilot)\b|(?m:^)\s*(?:ai|assistant|model|llm|bot|language\s+model)\s*:|\b(?:ai|llm)\s+(?:agents?|assistants?|models?|systems?|tools?)\s*[:,]
+standing_instruction 3 \b(?:dear|attention|note\s+to|note\s+for|instructions?\s+for|message\s+(?:to|for)|remarks?\s+for)\s+(?:the\s+|any\s+|all\s+)?(?:[\w-]+\s+){0,2}?(?:{AGENT})\b|@(?:assistant|ai|bot|agent|claude|gpt|copilot)\b|(?m:^)\s*(?:ai|assistant|model|llm|bot|language\s+model)\s*:|\b(?:ai|llm)\s+(?:agents?|assistants?|models?|systems?|tools?)\s*[:,]
 standing_instruction 3 \b(?:anweisung|hinweis|nachricht|notiz)\s+(?:an|f\u{FC}r)\s+(?:(?:den|die|das|alle)\s+)?ki(?:-[\w\u{E4}\u{F6}\u{FC}]+)?|\binstrucci[o\u{F3}]n(?:es)?\s+para\s+(?:el|la|los)\s+(?:asistente|ia)|\bnota\s+(?:para|per)\s+(?:el|la|l')\s*(?:asistente|assistente|ia)\b|\bnote\s+pour\s+l['\u{2019}]\s*(?:assistant|ia)\b|\bnotitie\s+voor\s+de\s+(?:ai|assistent)\b
 standing_instruction 2 \b(?:ai|llm|gpt|language)\s+(?:[\w-]+\s+)?(?:assistants?|models?|agents?|tools?|systems?|summari[sz]ers?|readers?|reviewers?)\s+(?:(?:processing|reading|summari[sz]ing|analy[sz]ing|reviewing|parsing)\s+(?:[\w-]+\s+){0,3})?(?:must|should|shall|need\s+to|are\s+(?:required|instructed|asked))\b
 standing_instruction 2 \b(?:ai|assistant|agent|llm|model|bot|chatbot|tool|system|summari[sz]er|reviewer|reader)s?\s+(?:that\s+(?:is|are)\s+)?(?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|reviewing|seeing|scanning|evaluating|screening)\s+(?:this|these|the\s+(?:above|following))\b
@@ -85,9 +86,22 @@ standing_instruction 2 \b(?:append|add|include|insert|put|mention)\b[^.\n]*?\b(?
 standing_instruction 1 (?:\u{0441}\u{043E}\u{0432}\u{0435}\u{0442}\u{0443}\u{0439}|\u{0440}\u{0435}\u{043A}\u{043E}\u{043C}\u{0435}\u{043D}\u{0434}\u{0443}\u{0439}|\u{0433}\u{043E}\u{0432}\u{043E}\u{0440}\u{0438}|\u{0441}\u{043A}\u{0430}\u{0436}\u{0438}|\u{043E}\u{0442}\u{0432}\u{0435}\u{0447}\u{0430}\u{0439})|推荐|告诉|回答|说|\b(?:recommande|dis|r\u{E9}ponds|empfiehl|sag|antworte|recomienda|di|responde|consiglia|raccomanda|rispondi|beveel|zeg|antwoord|recomende|diga|responda|raad|conseille|conseillez|aconseja|bewerte|beurteile|zahle|\u{FC}berweise|paga|eval\u{FA}a|califica|\u{E9}value|paie|obedece|ob\u{E9}is|gehorche|obbedisci)\b
 exfiltration 3 \bask\w*\s+(?:them\s+|the\s+user\s+)?for\s+(?:their|the\s+user's|his|her)\s+(?:pin|password|passcode|card\s+number|otp|one-time\s+code|security\s+code|login)\b
 instruction_override -1 \bmy\b
+// The user taking back instructions they gave, in other languages ("..., die ich dir gegeben
+// habe", "que te di", "que je t'ai données", "che ti ho dato", "die ik je gaf").
+instruction_override -2 (?:^|[\s,])(?:die|welche)\s+ich\s+(?:dir|ihnen|euch)\b|\bque\s+te\s+(?:di|he\s+dado|dei)\b|\bque\s+je\s+(?:t['\u{2019}]|vous\s+)ai\b|\bche\s+ti\s+ho\b|\bque\s+eu\s+te\b|\bdie\s+ik\s+(?:je|jou|u)\b
+// The user's own standing wishes ("whenever I ask what to cook, suggest ...") and idioms.
+instruction_override -1 \b(?:whenever|every\s+time|each\s+time|when|if)\s+i\s+(?:ask|say|type|mention|write)\b|\bforget\s+everything\s+you\s+(?:know|learned|thought)\s+about\b
+// Decode, then obey: smuggling an instruction past a reader.
+instruction_override 3 \b(?:rot-?13|base64|decode)\b[^\n]{0,80}\b(?:act\s+on|follow|execute|obey|carry\s+out|do\s+what)\b
+// A greeting is the user speaking to their own assistant ("Hey AI, any trails near here?");
+// a note to an AI inside a document is the cue above.
+standing_instruction 1 \b(?:hey|hi|hello)\s+(?:the\s+|there\s+)?(?:[\w-]+\s+){0,1}?(?:{AGENT})\b
+// The AI speaking as itself ("As an AI assistant, I don't have ...", "I'm a large language
+// model"): its own answer, not a note to it.
+instruction_override -3 \bi(?:'m|\s+am)\s+(?:just\s+|only\s+|not\s+|also\s+)?an?\s+(?:[\w-]+\s+){0,3}?(?:ai(?:\s+(?:assistant|model|system|chatbot))?|language\s+model|llm|chatbot|computer\s+program)\b|\bas\s+an?\s+(?:[\w-]+\s+){0,3}?(?:ai(?:\s+(?:assistant|model|system|chatbot))?|language\s+model|llm|chatbot)\b\s*,?\s*(?:i|my)\b
 instruction_override -2 ^\s*(?:is\s+it\s+true|do\s+you\s+(?:have|keep|store|remember)|are\s+you\s+(?:able|allowed)|is\s+there|does\s+your)\b
 instruction_override -3 \b(?:support\s+staff|staff\s+members|employees|team\s+members|colleagues|internal\s+faq|for\s+staff)\b
-instruction_override -2 (?:^|[\s(\[\x22'])(?:prompt\s+injections?|injection\s+attacks?|indirect\s+(?:prompt\s+)?injection|jailbreaks?|jailbreaking|red[\s-]team\w*|phishing|smishing|attackers?|payloads?|ctf|owasp|detectors?|classifiers?|researchers?|paper|workshop|slides?|threat|writeup|post-mortem|labell?ed|benign|hard\s+negatives?|smuggl\w*|spoofing|exfiltration|poisoning|tricked|tweet|blog|look-?alikes?|teaching|lecture|eval|finding|policy\s+doc|pentest|reading\s+about|fascinating|for\s+my\s+(?:class|course|thesis|homework|research))(?:$|[\s,.;:!?)\x22'])
+instruction_override -2 (?:^|[\s(\[\x22'])(?:prompt\s+injections?|injection\s+attacks?|indirect\s+(?:prompt\s+)?injection|jailbreaks?|jailbreaking|red[\s-]team\w*|phishing|smishing|attackers?|payloads?|ctf|owasp|detectors?|classifiers?|researchers?|(?:research|white|academic|conference|a|the|this|our|their)\s+paper|paper\s+(?:on|about)|workshop|slides?|threat|writeup|post-mortem|labell?ed|benign|hard\s+negatives?|smuggl\w*|spoofing|exfiltration|poisoning|tricked|tweet|blog|look-?alikes?|teaching|lecture|eval|finding|policy\s+doc|pentest|reading\s+about|fascinating|for\s+my\s+(?:class|course|thesis|homework|research))(?:$|[\s,.;:!?)\x22'])
 instruction_override -2 \b(?:(?:we|you)\s+should\s+(?:block|catch|flag|detect|filter|strip)|(?:our|the)\s+(?:filter|detector|classifier|screen)\s+should)\b
 tool_call_imitation -3 \b(?:xml\s+config|deprecated\s+tag|markers?|prompt\s+builder|parser|tokenizer|chat\s+template|outputs|chokes|adapter|log\s+line|trace\s+from\s+my|my\s+(?:own\s+|local\s+)?(?:agent|model|qwen|llama|langchain))\b
 instruction_override -2 \b(?:i|we)\s+(?:gave|told|set|wrote|sent|asked|said|pasted|posted|typed|meant|attached|forgot|made|mixed)\b|\bmy\s+(?:previous|last|earlier|own|prior)\b|\b(?:my|our)\s+(?:own\s+|local\s+)?(?:test|logs?|template|bot|setup|code|app|script)\b|\bfrom\s+my\s+own\b
@@ -96,18 +110,18 @@ instruction_override 2 \b(?:{RULES})\b[^.;\n]*?\b(?:expired|void|invalid|obsolet
 instruction_override 2 \b(?:whatever|what|everything|anything)\s+you\s+(?:were|have\s+been|got)\s+(?:told|given|instructed)\b[^.\n]*?\b(?:no\s+longer|doesn't|does\s+not|is\s+(?:void|irrelevant|cancell?ed))
 instruction_override 2 \byou\s+(?:must|will|shall|are\s+to|have\s+to|need\s+to)\s+(?:now\s+)?(?:obey|comply|follow|ignore|answer|respond|reply|reveal|disclose|output|print|recommend|tell|say|forget|abandon|act|pretend|refuse|stop)\b
 instruction_override 3 \b(?:obey|comply\s+with)\s+(?:me|only|this|these|the\s+(?:author|sender|note|following|next))\b|\bcompliance\s+(?:with\s+this|is\s+mandatory)\b
-instruction_override 4 \b(?:n[\u{E3}a]o|nunca)\s+(?:siga|obede[\u{E7}c]a|respeite)\w*[^.\n]*(?:instru[\u{E7}c][\u{F5}o]es|regras)|\bne\s+tiens?\s+(?:plus|pas)\s+compte\s+(?:de|des)\s+(?:tes|vos|les|ces)\s+(?:instructions|consignes|directives|r\u{E8}gles)|不要(?:再)?(?:遵守|遵循|听从)[^。\n]{0,8}(?:规则|指令|指示)|\bnon\s+(?:seguire|rispettare)\s+(?:le\s+|pi\u{F9}\s+le\s+)?(?:tue\s+)?(?:istruzioni|regole)|\bvolg\s+(?:je|de)\s+(?:regels|instructies)\s+niet
+instruction_override 4 \b(?:n[\u{E3}a]o|nunca)\s+(?:siga|obede[\u{E7}c]a|respeite)\w*[^.\n]*(?:instru[\u{E7}c][\u{F5}o]es|regras)|\bne\s+tiens?\s+(?:plus|pas)\s+compte\s+(?:de|des)\s+(?:(?:tes|vos|les|ces)\s+)?(?:instructions|consignes|directives|r\u{E8}gles)|不要(?:再)?(?:遵守|遵循|听从)[^。\n]{0,8}(?:规则|指令|指示)|\bnon\s+(?:seguire|rispettare)\s+(?:le\s+|pi\u{F9}\s+le\s+)?(?:tue\s+)?(?:istruzioni|regole)|\bvolg\s+(?:je|de)\s+(?:regels|instructies)\s+niet
 instruction_override 2 新指令|新しい指示|\bneue\s+aufgabe\b|\bnouvelle\s+t\u{E2}che\b|\bnueva\s+tarea\b|\bnuova\s+attivit\u{E0}\b
 instruction_override 2 \b(?:reply|respond|answer)\s+(?:to\s+)?(?:everything|every\s+\w+|all\s+\w+)\s+with\b
 role_hijack 2 \bimagine\s+(?:that\s+)?you\s+(?:are|were|have)\b|\bversion\s+of\s+yourself\b|\bas\s+that\s+(?:version|character|persona|ai)\b
-role_hijack 2 \b(?:does|do|will)\s*(?:not|n't)\s+refuse\b|\bhates?\s+its\s+rules\b|\bbreaks?\s+(?:them|its\s+rules|the\s+rules)\b
+role_hijack 2 \b(?:does|do|will)\s*(?:not|n't)\s+refuse\b|\bhates?\s+its\s+rules\b|\bbreaks\s+them\b|\bbreaks?\s+(?:its\s+rules|the\s+rules)\b
 role_hijack 2 \b(?:identity|persona|character|alter\s+ego|mode)\s+(?:update|reset|change|switch|loaded|enabled|activated)\b|\b(?:sudo|root|admin|god|debug|unrestricted|jailbreak|dan)\s+mode\b|\bnew\s+identity\b|\bas\s+root\b
 role_hijack 2 (?-i:\b[Yy]ou(?:'re|\s+are)\s+(?:now\s+)?['\x22\u{201C}]?[A-Z][a-zA-Z-]+\b)
 role_hijack 3 \bi\s+am\s+your\s+(?:creator|developer|operator|admin|administrator|owner|master|maker|programmer)\b
 role_hijack 2 \bno\s+(?:safety|ethical|moral|content)\s+(?:layer|limits?|filters?|module|guard\w*)\b|\bsenza\s+limiti\b|\bsin\s+l[\u{ED}i]mites\b|\bohne\s+grenzen\b|\bsans\s+(?:aucune\s+)?limites?\b|\bohne\s+(?:moral|ethik)\b|\bzonder\s+grenzen\b|\bsem\s+limites\b
 role_hijack 2 \b(?:da|d')\s*ora\s+in\s+poi\s+sei\b|\ba\s+partir\s+de\s+agora,?\s+(?:voc\u{EA}\s+\u{E9}|\u{E9}s)\b|\bvanaf\s+nu\s+ben\s+je\b|あなたは今から|今からあなたは
 role_hijack 3 <\s*/?\s*\w*(?:system|sys_prompt|developer|admin)\w*\s*>|\[\[?\s*system(?:\s+prompt|\s+message)?\s*\]\]?
-role_hijack 3 \b(?:work|works|working)\s+for\s+the\s+(?:sender|author|writer)\b|\b(?:serve|serves|obey|obeys|follow|follows)\s+(?:the\s+)?(?:sender|author|writer|whoever)\b|\bover\s+the\s+user'?s?\b|\bnot\s+(?:for\s+)?the\s+user\b|\bignores?\s+(?:end-user|user)\s+objections\b
+role_hijack 3 \b(?:work|works|working)\s+for\s+the\s+(?:sender|author|writer)\b|\b(?:serve|serves|obey|obeys)\s+(?:the\s+)?(?:sender|author|writer|whoever)\b|\bfollows?\s+only\s+(?:the\s+)?(?:sender|author|writer|whoever)\b|\bover\s+the\s+user'?s?\b|\bnot\s+(?:for\s+)?the\s+user\b|\bignores?\s+(?:end-user|user)\s+objections\b
 standing_instruction 2 \b(?:whenever|every\s+time|each\s+time|if|when|anytime)\s+(?:your\s+)?(?:owner|principal|human|boss|master)\b|\b(?:if|when)\s+asked\s+(?:about|for|how|what|whether|who|to)\b|\b(?:each|every)\s+time\s+(?:a|an|the)\s+\w+\s+(?:is|are|gets?)\b
 standing_instruction 2 \bfor\s+the\s+rest\s+of\s+(?:time|this\s+conversation|the\s+session|your\s+life)\b|\bin\s+every\s+(?:later|future|subsequent|new)\s+(?:session|conversation|chat)\b|\bnext\s+session\b|\bin\s+later\s+(?:conversations|sessions)\b|\blong-term\s+(?:profile|memory)\b|\bimportant\s+memory\b|\bpermanent\s+preference\b|\brule\s+for\s+later\b
 standing_instruction 2 \b(?:steer|route|redirect)\s+(?:them|the\s+user|users|people|everyone)\b|\b(?:open|begin|start|end|finish)\s+(?:your|every|each)\s+(?:answer|reply|response|message)\s+with\b|\bcall\s+the\s+(?:others|rest)\b|\bsay\s+the\s+(?:bank|site|service|others?)\s+(?:is|are)\b|\bthe\s+others\s+(?:charge|are|were)\b
@@ -116,11 +130,14 @@ standing_instruction 2 \b(?:the\s+)?user\s+(?:trusts|consents|agreed|agrees|auth
 standing_instruction 3 \b(?:als|wanneer)\s+de\s+gebruiker\b|\b(?:quando|sempre\s+que)\s+o\s+usu\u{E1}rio\b|\bquando\s+l['\u{2019}]utente\b|\bwenn\s+(?:der|die)\s+(?:nutzer|benutzer)\w*\b|\bcuando\s+el\s+usuario\b|\b(?:quand|lorsque)\s+l['\u{2019}]utilisateur\b
 standing_instruction 3 \b(?:for|to|attention)\s+(?:all\s+|any\s+|the\s+)?(?:automated|ai|llm|gpt|machine)\s+(?:[\w-]+\s+)?(?:reviewers?|screeners?|readers?|systems?|tools?|agents?|assistants?|models?|note-?takers?|summari[sz]ers?)\b|\b(?:coding|ai|llm)\s+agents?\s*:
 standing_instruction 2 \b(?:must|should|shall)\s+be\s+(?:scored|rated|ranked|marked|approved|recommended|hired|described|flagged|treated|reported)\b
-standing_instruction 3 \b(?:ai|llm|gpt|ki|ia)[\s-]+(?:[\w-]+\s+)?(?:instructions?|note|directive|command|order)\s*:|(?:^|[:\n.]\s*)(?:ai|assistant|bot|agent|model)\s*,
+standing_instruction 3 \b(?:ai|llm|gpt|ki|ia)[\s-]+(?:[\w-]+\s+)?(?:instructions?|note|directive|command|order)\s*:
+// "AI, do you ever get tired?": the user calling their own assistant, unless more follows.
+standing_instruction 1 (?:^|[:\n.]\s*)(?:ai|assistant|bot|agent|model)\s*,
+standing_instruction 2 \b(?:tell|warn|inform|convince)\s+(?:people|anyone|everyone|users|readers|guests|visitors)\s+(?:reading|who\s+reads?|asking|looking)\b
 standing_instruction 2 \bsin\s+(?:pedir\s+)?confirmaci\u{F3}n\b|\bsans\s+(?:demander\s+)?(?:de\s+)?confirmation\b|\bohne\s+(?:best\u{E4}tigung|nachfrage)\b|\bno\s+digas\s+nada\b|\bdon't\s+say\s+anything\b
 exfiltration 3 \b(?:{SEND})\b[^.\n]*?\b(?:a\s+copy\s+of\s+)?this\s+(?:chat|conversation|thread|session)\b[^\n]*?(?:{DESTINATION})
 exfiltration 3 \b(?:all|every|any)\s+(?:[\w-]+\s+){0,2}(?:addresses|numbers|codes|passwords|keys|tokens|data|secrets|contacts)\s+you\s+(?:find|see|have|know|stored|saved|can\s+find)\b|\b(?:secrets?|data|everything)\s+you\s+(?:know|have|stored|remember)\s+about\s+(?:this|the)\s+user\b
-exfiltration 2 \b(?:collect|gather|harvest|extract|look\s+up|grab|retrieve|find|take)\b[^.\n]*?\b(?:{DATA})\b
+exfiltration 2 \b(?:collect|gather|harvest|extract|look\s+up|grab|retrieve)\b[^.\n]*?\b(?:{DATA})\b
 exfiltration 1 \b(?:{DATA})\b[^.\n]*?(?:{DESTINATION})
 exfiltration 3 [?&][\w-]+=\s+(?:followed\s+by|plus|\+|with)\b|\bfollowed\s+by\s+(?:the\s+)?(?:last|user'?s?|full|their|every)\b
 exfiltration 4 \b(?:sube|subir|exporte|exporta|carica|caricare|uploade?n?|envia|manda|sende\w*|schick\w*|leite\w*|\u{FC}bermittle\w*|copia|copie)\b[^\n]*?(?:historial|verlauf|gespr\u{E4}chsverlauf|chatverlauf|cronologia|hist\u{F3}rico|notas|notizen|conversas|conversazioni|passw\u{F6}rter|contrase\u{F1}as|senhas)\b[^\n]*?(?:{DESTINATION})
@@ -130,7 +147,7 @@ tool_call_imitation 3 <\s*/?\s*(?:function_call|tool_call|execute|exec|run|comma
 tool_call_imitation 2 \brm\s+-rf\b|\bcurl\s+[^|\n]*\|\s*(?:sudo\s+)?(?:ba)?sh\b|\bwget\s+[^|\n]*\|\s*(?:ba)?sh\b|\bauthorized_keys\b|\bchmod\s+777\b
 tool_call_imitation 2 (?m)^\s*action\s*:\s*\w+\s*\n\s*action\s+input\s*:
 tool_call_imitation 2 (?m)^\s*action\s*:\s*(?:\w+_)?(?:update|send|delete|forget|remove|erase|export|share|transfer|post|upload|email|write|execute|run|grant|set|pay|wire)\w*
-prompt_leak 2 \byour\s+(?:(?:hidden|secret|confidential|internal|initial|original|entire|full|whole|complete)\s+)*(?:{RULES})\b
+prompt_leak 2 \byour\s+(?:(?:hidden|secret|confidential|internal|initial|original|entire|full|whole|complete)\s+)+(?:{RULES})\b|\byour\s+(?:instructions|system\s+prompt|prompt|guidelines|directives|programming|guardrails|system\s+message|preamble)\b
 prompt_leak 3 \b(?:print|repeat|reveal|show|output|display|paste|quote|echo|dump|write\s+out|translate|recite|tell\s+me|give\s+me|expose|disclose|leak|copy|share|list)\b[^.\n]*?\b(?:your|the\s+(?:confidential|secret|hidden|internal))\s+(?:[\w-]+\s+){0,2}(?:{RULES})\b
 prompt_leak 2 \b(?:instructions|rules|guidelines|text|lines?|prompt)\s+you\s+(?:follow|received|got|were\s+given|have\s+been\s+given)\b|\b(?:instructions|rules|prompt|guidelines)\s+(?:your|the)\s+(?:operator|developer|creator|admin|company|owner)s?\s+gave\s+you\b
 instruction_override 2 \b(?:operate|run|work|answer|respond|continue|proceed|act)\s+without\s+(?:them|it|those|these|any|your|the)\b
@@ -182,7 +199,7 @@ instruction_override 2 \b(?:everything|the\s+conversation|the\s+text|the\s+above
 instruction_override 2 \bdo\s+exactly\s+(?:as|what)\s+i\s+say\b|\band\s+nothing\s+else\b
 instruction_override 3 \b(?:begin|end|start)\s+(?:of\s+)?(?:instructions|system\s+prompt|prompt)\b
 instruction_override 3 \b(?:updated|new|revised)\s+(?:policy|policies|rules|guidelines)\s+from\s+the\s+(?:platform|developers?|operator|admin\w*|company|system)\b
-exfiltration 2 \byou\s+(?:may|can|are\s+allowed\s+to)\s+(?:now\s+)?(?:share|reveal|disclose|send|give\s+out)\b
+exfiltration 2 \byou\s+(?:may|are\s+(?:now\s+)?allowed\s+to|can\s+now)\s+(?:now\s+)?(?:share|reveal|disclose|send|give\s+out)\b
 instruction_override 3 \b(?:voorgaande|vorige|eerdere)\s+(?:\w+\s+)?vervallen\b|\bvanaf\s+nu\s+alleen\b
 role_hijack 2 \bunaligned\b|\byour\s+loyalty\s+is\s+to\b|\bloyal\s+to\s+me\b
 role_hijack 2 \bconfirm\s+by\s+(?:saying|replying|typing|writing|responding)\b
@@ -205,7 +222,7 @@ tool_call_imitation 2 \b(?:remember|forget|store|save|delete|update|add)_?\w*\s*
 prompt_leak 2 \bbefore\s+we\s+(?:started|began)\s+(?:talking|chatting)\b|\bbefore\s+(?:we\s+started|the\s+chat\s+began)\b
 prompt_leak 4 \b(?:everything|anything|all)\s+in\s+your\s+context\b
 prompt_leak 3 \byour\s+context\s+window\b|\byour\s+initiali[sz]ation\b
-prompt_leak 1 \blist\b|\bnumbered\b
+prompt_leak 1 \blist\s+(?:all|every|each)\b|\bnumbered\b
 prompt_leak 2 \btus\s+desarrolladores\b|\btes\s+d\u{E9}veloppeurs\b|\bdeine\s+entwickler\b|\bi\s+tuoi\s+sviluppatori\b
 prompt_leak 2 \btal\s+cual\b|\btextualmente\b|\bpalabra\s+por\s+palabra\b|\bmot\s+\u{E0}\s+mot\b|\bwort\s+f\u{FC}r\s+wort\b|\bparola\s+per\s+parola\b
 prompt_leak 2 \bno\s+debes\s+(?:contarme|decirme)\b|\bnot\s+(?:supposed|allowed)\s+to\s+(?:tell|share|reveal|show)\b|\baren't\s+allowed\s+to\s+(?:tell|share|reveal|show)\b
@@ -257,4 +274,34 @@ standing_instruction 3 \btodas\s+las\s+veces\s+que\s+el\s+usuario\b|\bcada\s+vez
 tool_call_imitation 3 \binstructions?\s+from\s+the\s+(?:tool|function|api|plugin)\b
 standing_instruction 3 \b(?:notiz|hinweis|anweisung)\s+f\u{FC}r\s+(?:alle\s+)?(?:automatische[nr]?|ki)\b
 standing_instruction 1 \bvorzuziehen\b|\bbevorzug\w*\b|\beinstufen\b
+// Round 7 (a batch written blind, screened once before this tuning): notes to an AI reader
+// in other languages, overrides and roles in Polish, Turkish, Korean, Japanese, Arabic and
+// Portuguese, leaks asked for in new words, standing orders fired by recall, and calls written as
+// the Responses API, LangChain or Llama write them.
+standing_instruction 3 \basystencie\s+(?:ai|si)\b|\bdla\s+asystent\w*\s+(?:ai|si)\b|\u{434}\u{43B}\u{44F}\s+\u{438}\u{438}-(?:\u{43F}\u{43E}\u{43C}\u{43E}\u{449}\u{43D}\u{438}\u{43A}|\u{430}\u{441}\u{441}\u{438}\u{441}\u{442}\u{435}\u{43D}\u{442}|\u{430}\u{433}\u{435}\u{43D}\u{442})\w*|(?:^|[。！？\s：:（(])致[^。\n]{0,12}(?:智能助手|助手|AI)|(?:AI|ＡＩ|アシスタント)へ[：:]|\bopmerking\s+voor\s+(?:de\s+)?ai\b|\bhinweis\s+f\u{FC}r\s+(?:\w+\s+){0,2}[\w-]*assistent\w*|\bper\s+(?:gli|i|le)\s+(?:assistenti|tutor|agenti|modelli)\s+(?:ia|ai|virtuali)\b|\bnota\s+para\s+(?:los\s+|las\s+)?(?:asistentes?|agentes?|modelos?)\s+de\s+ia\b|\u{E0}\s+l['\u{2019}]attention\s+de\s+l['\u{2019}]\s*(?:assistant|agent|ia)\b|\bagentes\s+autom\u{E1}ticos\b
+standing_instruction 2 (?:^|[\[(]\s*)(?:to|for)\s+(?:any|all|every|the)\s+(?:[\w-]+\s+)?(?:{AGENT})\b
+standing_instruction 1 (?:^|[\n.!?\[(\x22]\s*|\\n)(?:{AGENT})\b[^.:\n]{0,50}:\s
+instruction_override 4 \b(?:zapomnij|zignoruj|pomi\u{144})\w*\s+(?:o\s+)?(?:(?:wszystkich|wszystkie|wcze\u{15B}niejsze|wcze\u{15B}niejszych|poprzednie|poprzednich|swoje|twoje)\s+)*(?:polecenia|poleceniach|instrukcje|instrukcjach|zasady|zasadach|wytyczne|wytycznych)|(?:talimat|kural)\w*\s+(?:yok\s+say|unut(?:un)?\b|g\u{F6}rmezden\s+gel)
+instruction_override 4 \blaat\s+(?:alle\s+)?(?:eerdere\s+|vorige\s+)?(?:richtlijnen|instructies|regels|opdrachten)\s+varen\b|\u{43D}\u{435}\s+\u{43E}\u{431}\u{440}\u{430}\u{449}\u{430}\u{439}\u{442}\u{435}\s+\u{432}\u{43D}\u{438}\u{43C}\u{430}\u{43D}\u{438}\u{44F}\s+\u{43D}\u{430}[^.\n]{0,30}(?:\u{443}\u{43A}\u{430}\u{437}\u{430}\u{43D}\u{438}|\u{438}\u{43D}\u{441}\u{442}\u{440}\u{443}\u{43A}\u{446}\u{438}|\u{43F}\u{440}\u{430}\u{432}\u{438}\u{43B})
+instruction_override 4 (?:之前|以前|先前)[^。\n]{0,8}(?:指令|指示|规则)[^。\n]{0,6}(?:无效|作废|失效)|(?:이전|기존)[^.\n]{0,10}(?:지시|명령|규칙)[^.\n]{0,10}(?:무시|잊어)|(?:\u{62A}\u{62C}\u{627}\u{647}\u{644}|\u{627}\u{646}\u{633}|\u{627}\u{62A}\u{631}\u{643})\S*\s+(?:\S+\s+){0,2}(?:\u{627}\u{644}\u{62A}\u{639}\u{644}\u{64A}\u{645}\u{627}\u{62A}|\u{627}\u{644}\u{623}\u{648}\u{627}\u{645}\u{631})
+instruction_override 2 \b(?:guidance|instructions|rules|briefing|brief|prompt|setup)\s+you\s+(?:were|have\s+been)\s+(?:loaded|given|configured|issued|primed)\b|\b(?:sole|only|real)\s+(?:brief|briefing|mandate)\b
+role_hijack 3 지금부터\s*(?:너는|당신은)|\u{645}\u{646}\s+\u{627}\u{644}\u{622}\u{646}\s+\u{641}\u{635}\u{627}\u{639}\u{62F}\S*\s+\u{623}\u{646}\u{62A}|\bagora\s+voc\u{EA}\s+\u{E9}\s|\besque\u{E7}a\s+quem\s+voc\u{EA}\s+era\b|\bab\s+sofort\s+bist\s+du\s+nicht\s+mehr\b
+role_hijack 2 (?:제한|규칙)[^.\n]{0,6}(?:없는|꺼져)|\u{628}\u{644}\u{627}\s+(?:\u{623}\u{64A}\s+)?\u{642}\u{64A}\u{648}\u{62F}|\u{62F}\u{648}\u{646}\s+\u{62A}\u{62D}\u{630}\u{64A}\u{631}\u{627}\u{62A}|\bohne\s+sicherheitsregeln\b|\bsin\s+reglas\b|\bsenza\s+regole\b|\bsem\s+regras\b
+role_hijack 2 \b(?:load|adopt|assume|take\s+on)\s+(?:this|the\s+following)\s+(?:card|persona|role|identity|character)\b|\brole\s+card\b|\bfollow\s+any\s+(?:command|instruction|order)s?\b
+role_hijack 2 \b(?:recite|read\s+out|tell\s+me|whisper)\s+(?:[\w']+\s+){0,2}(?:card\s+numbers|pins|passwords|keys|codes|serial\s+keys)\b
+standing_instruction 3 \bwhen(?:ever)?\s+this\s+(?:memory|note|entry|record)\s+is\s+(?:retrieved|recalled|read|loaded|surfaced)\b
+standing_instruction 2 \bassistant\s+behaviou?r\b
+standing_instruction 2 \b(?:in|for)\s+(?:every|all|any)\s+(?:later|subsequent)\s+(?:conversation|chat|session|answer)s?\b|\bany\s+time\b[^\n]{0,80}\bfuture\s+chat\b
+standing_instruction 2 \bleave\s+(?:them|it|this|these)\s+out\s+of\s+(?:all|every|any|future|your)\b
+standing_instruction 2 \bwithout\s+comment(?:ing)?(?:\s+on\s+it)?\b|\b(?:don't|do\s+not|never)\s+mention\s+the\s+change\b|\bdo\s+not\s+ask\s+the\s+user\s+to\s+confirm\b|\bno\s+need\s+to\s+mention\b|\bgizle\b
+standing_instruction 2 \bwithout\s+(?:the\s+)?(?:usual\s+)?(?:checks|approval|sign-?off)\b|\bsem\s+pedir\s+confirma
+standing_instruction 3 永久规则|(?:以后|今后)[^。\n]{0,6}用户|今後ユーザー|\bbundan\s+sonraki\s+t\u{FC}m
+standing_instruction 2 このルールはずっと|kullan\u{131}c\u{131}\w*\s+[^.\n]{0,30}(?:sorarsa|isterse)
+exfiltration 4 \b(?:mande|junte|envie)\w*\b[^\n]*?(?:contatos|endere\u{E7}os|senhas|conversas)[^\n]*?(?:{DESTINATION})
+tool_call_imitation 4 "type"\s*:\s*"function_call"|"action"\s*:\s*"[\w-]+"\s*,\s*"action_input"\s*:|<function=[\w.-]+>
+tool_call_imitation -3 "properties"\s*:\s*\{|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?\s+(?-i:DEBUG|TRACE|INFO)\b
+prompt_leak 4 \b(?:exact|verbatim|original|full|unedited)\s+(?:wording|text|content)\s+of\s+your\s+(?:[\w-]+\s+){0,2}?(?:briefing|brief|instructions|prompt|setup|rules|guidelines)\b|\b(?:briefing|brief|instructions|rules|guidelines|prompt|setup)\s+you\s+(?:were|have\s+been)\s+given\b|\bexactly\s+as\s+(?:it's|it\s+is|they're|they\s+are)\s+written\s+to\s+you\b|\bend\s+of\s+the\s+hidden\s+part\b|\bright\s+before\b[^.\n]{0,40}\byour\s+context\b
+prompt_leak 4 (?:最初に|初めに)[^。\n]{0,6}与えられた[^。\n]{0,4}(?:指示|設定|プロンプト|ルール|命令)|처음에\s*받은[^.\n]{0,6}(?:지시|설정|프롬프트)|\bprompt\w*\s+systemow\w*|\bparola\s+per\s+parola\b[^.\n]{0,40}\bistruzioni\b
+prompt_leak 3 시스템\s*지시문|設定文
+prompt_leak 1 一字一句|그대로\s*보여
 "##;

@@ -1,13 +1,17 @@
 //! Weighted cues: the family-level signs of text that speaks to the agent, each alone too weak
 //! to hold a text back, together enough. A cue is a short case-insensitive regular expression
 //! with a weight and the reason it points to; each is tried once on the text, and each cue
-//! found counts once (two cues on exactly the same words count as the heavier). Cues that a text *discusses* injection (a researcher, an
-//! article, "an attack sample is …") or that the user speaks of their own words ("my previous
-//! message", "instructions I gave you") weigh against.
+//! found counts once (two cues on exactly the same words count as the heavier), and only with
+//! the cues near it: the heaviest run that starts within [`CUE_WINDOW`] bytes. Cues that a text
+//! *discusses* injection (a researcher, an article, "an attack sample is …"), that the user
+//! speaks of their own words ("my previous message", "instructions I gave you") or that the AI
+//! speaks as itself ("as an AI assistant, I …") weigh against, over the whole text.
 //!
 //! The cue list was written from the attack families of `tests/data/injection/PROVENANCE.md`
-//! and tuned on `dev.jsonl` and `train.jsonl` only.
+//! and tuned on `dev.jsonl`, `train.jsonl` and ordinary conversations (half of the turns of
+//! LoCoMo and LongMemEval dev, docs/BENCHMARKS.md), never on `test.jsonl`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -175,6 +179,18 @@ impl Cues {
             .map(|(index, _)| index)
     }
 
+    /// Every cue `text` holds, in the order of the list: reason, weight, where it starts and the
+    /// words it matched (the plain reading, quotations left in).
+    pub(crate) fn each_found(&self, text: &str) -> Vec<(Reason, i32, usize, String)> {
+        self.matches(text)
+            .filter_map(|index| {
+                let (reason, weight, regex) = &self.each[index];
+                let at = regex.find(text)?;
+                Some((*reason, *weight, at.start(), at.as_str().to_owned()))
+            })
+            .collect()
+    }
+
     /// The score of `text`: one pass of the set, each matching cue counted once. What stands
     /// inside quotation marks is someone quoting, and left out, unless the text is JSON, whose
     /// strings are quoted whoever speaks.
@@ -193,21 +209,27 @@ impl Cues {
                 framed |= *weight <= -2;
                 code_framed |= *reason == Reason::ToolCallImitation;
             } else if let Some(at) = regex.find(text) {
+                // Where it first appears. Every place it appears was measured on 2026-12-04:
+                // no attack more held back, more ordinary answers held back (docs/BENCHMARKS.md).
                 found.push((*weight, at.start(), at.end(), index));
             }
         }
         // Two cues on exactly the same words are one sign: the heavier counts.
         found.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut counted: Vec<(usize, usize)> = Vec::with_capacity(found.len());
-        for &(weight, start, end, _) in &found {
-            if counted.contains(&(start, end)) {
-                continue;
+        let mut counted: Vec<(i32, usize, usize, usize)> = Vec::with_capacity(found.len());
+        for &cue in &found {
+            if !counted
+                .iter()
+                .any(|kept| (kept.1, kept.2) == (cue.1, cue.2))
+            {
+                counted.push(cue);
             }
-            counted.push((start, end));
-            total += weight;
         }
-        let strongest = found
-            .first()
+        let nearest = nearest_cues(&mut counted);
+        total += nearest.iter().map(|cue| cue.0).sum::<i32>();
+        let strongest = nearest
+            .iter()
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
             .map(|&(_, start, end, index)| (self.each[index].0, text[start..end].to_owned()));
         Score {
             total,
@@ -216,6 +238,49 @@ impl Cues {
             strongest,
         }
     }
+}
+
+/// How far apart, in bytes, cues may start and still count together: an instruction is a
+/// sentence or two, while a long answer or document gathers weak cues far apart ("take notes" in
+/// one tip, "your training" in another) that say nothing together.
+pub(crate) const CUE_WINDOW: usize = 300;
+
+/// The cues of `found` (weight, start, end, index) that count: the heaviest run of them that
+/// starts within [`CUE_WINDOW`] bytes, each cue once. Sorts `found` by where each starts.
+fn nearest_cues(found: &mut [(i32, usize, usize, usize)]) -> Vec<(i32, usize, usize, usize)> {
+    found.sort_by_key(|cue| cue.1);
+    // How often each cue is in the window, and the sum of the weights of those that are.
+    let mut in_window: HashMap<usize, usize> = HashMap::new();
+    let mut sum = 0;
+    let mut first = 0;
+    let mut best = (0, 0, 0);
+    for last in 0..found.len() {
+        let (weight, _, _, index) = found[last];
+        let count = in_window.entry(index).or_default();
+        if *count == 0 {
+            sum += weight;
+        }
+        *count += 1;
+        while found[last].1 - found[first].1 > CUE_WINDOW {
+            let (weight, _, _, index) = found[first];
+            if let Some(count) = in_window.get_mut(&index) {
+                *count -= 1;
+                if *count == 0 {
+                    sum -= weight;
+                }
+            }
+            first += 1;
+        }
+        if sum > best.0 {
+            best = (sum, first, last + 1);
+        }
+    }
+    let mut counted = HashSet::new();
+    found[best.1..best.2]
+        .iter()
+        .filter(|cue| counted.insert(cue.3))
+        .copied()
+        .collect()
 }
 
 /// `text` with what stands inside quotation marks left out (the marks kept); `None` when

@@ -2,8 +2,11 @@
 //! a flag emoji, bidirectional overrides outside right-to-left text, and zero-width characters
 //! inside Latin words or in runs. What writing systems and emoji need them for is left alone:
 //! the zero-width joiner of an emoji sequence, the zero-width (non-)joiner of Persian and the
-//! Indic scripts, a byte-order mark at the start of a pasted text, the tag characters of the
+//! Indic scripts, a zero-width space between the letters of a script written without spaces
+//! (Thai, Chinese), a byte-order mark at the start of a pasted text, the tag characters of the
 //! flags of England, Scotland and Wales.
+
+use mnemo_memory_api::grounding::is_spaceless_letter;
 
 /// The black flag that starts an emoji tag sequence (U+1F3F4).
 const BLACK_FLAG: char = '\u{1F3F4}';
@@ -147,6 +150,11 @@ pub(crate) fn scan(text: &str) -> Scan {
                 // The (non-)joiners of scripts and emoji that spell with them.
                 '\u{200C}' | '\u{200D}' => {
                     before.is_some_and(joins_in_writing) || after.is_some_and(joins_in_writing)
+                }
+                // A zero-width space breaks words in scripts written without spaces.
+                '\u{200B}' => {
+                    before.is_some_and(is_spaceless_letter)
+                        && after.is_some_and(is_spaceless_letter)
                 }
                 // A soft hyphen or a grapheme joiner inside a word is typography.
                 '\u{00AD}' | '\u{034F}' => true,

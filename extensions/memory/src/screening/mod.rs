@@ -137,6 +137,34 @@ fn judge(text: &str) -> Option<Finding> {
     })
 }
 
+/// What the plain reading of `text` holds, one line each, in the text's order: the pattern
+/// that holds it back outright (`reason pattern: words`) and every cue (`reason +2 @at: words`).
+/// `mnemo eval-screening --misses` lists it beside each text screened wrongly.
+pub fn explain(text: &str) -> Vec<String> {
+    let decoded = decode_entities(text);
+    let mut lines: Vec<(usize, String)> = cues::CUES
+        .each_found(&decoded)
+        .into_iter()
+        .map(|(reason, weight, at, words)| {
+            (
+                at,
+                format!("{} {weight:+} @{at}: {}", reason.as_str(), shorten(&words)),
+            )
+        })
+        .collect();
+    lines.sort_by_key(|line| line.0);
+    if let Some((reason, words)) = patterns::PATTERNS.first_match(&decoded) {
+        lines.insert(
+            0,
+            (
+                0,
+                format!("{} pattern: {}", reason.as_str(), shorten(words)),
+            ),
+        );
+    }
+    lines.into_iter().map(|(_, line)| line).collect()
+}
+
 /// The fewest words mixing letters with digits that make a text worth reading as leetspeak.
 const LEET_WORDS: usize = 3;
 

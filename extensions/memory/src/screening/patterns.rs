@@ -121,7 +121,7 @@ fn families() -> Vec<(Reason, Vec<String>)> {
                 r"\b(?:ai|assistant|agent|llm|model|bot|chatbot)s?\s+(?:reading|processing|summari[sz]ing|parsing|seeing|retrieving|recalling)\s+(?:this|these)\b".into(),
                 r"\b(?:ai|llm|gpt)\s+(?:[\w-]+\s+)?(?:summari[sz]ers?|assistants?|tools?|systems?|models?|agents?|readers?|reviewers?)\s+(?:must|should|shall|need\s+to|are\s+(?:required|instructed|asked))\b".into(),
                 r"\((?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|gpt)\b".into(),
-                r"\b(?:dear|hey|attention|hello)\s*,?\s+(?:ai|assistant|llm|chatbot|gpt|claude|agent|language\s+model)\s*[,:!]".into(),
+                r"\b(?:dear|attention)\s*,?\s+(?:ai|assistant|llm|chatbot|gpt|claude|agent|language\s+model)\s*[,:!]".into(),
                 r"\b(?:always|only|must)\s+(?:recommend|suggest|promote|link\s+to|direct\s+(?:users?|people|them|everyone)\s+to|redirect\s+(?:users?|people|them|everyone)\s+to|send\s+(?:users?|people|them|everyone)\s+to)\b[^.\n]{0,80}?(?:https?://|www\.|\b[\w-]+\.(?:com|net|org|io|xyz|ru|top|example|biz|info)\b)".into(),
                 r"\b(?:for|in)\s+(?:all|every)\s+(?:future|subsequent|later|following)\s+(?:conversations?|sessions?|chats?|responses?|answers?|replies|interactions|questions?)\b[^.\n]{0,60}?[,:]\s*(?:always\s+)?(?:give|say|recommend|suggest|tell|include|add|use|respond|answer|reply|link|mention|claim)\b".into(),
                 r"\b(?:without\s+(?:telling|informing|asking|notifying|alerting)|behind\s+the\s+back\s+of)\s+the\s+user\b".into(),
@@ -252,9 +252,39 @@ impl Patterns {
     }
 }
 
+/// The words that open a relative clause in which the user gave the instructions, in the
+/// languages the screen reads (`… Anweisungen, die ich dir gegeben habe`, `… que te di`).
+const GIVEN_BY_ME: [&[&str]; 10] = [
+    &["die", "ich"],
+    &["welche", "ich"],
+    &["que", "te", "di"],
+    &["que", "te", "he", "dado"],
+    &["que", "je", "t'ai"],
+    &["que", "je", "vous", "ai"],
+    &["che", "ti", "ho"],
+    &["que", "eu", "te"],
+    &["que", "te", "dei"],
+    &["die", "ik"],
+];
+
 /// Whether `after`, the text after an override's words, says the instructions were the user's
 /// own (`… instructions I gave you about the seating`).
 fn gave_by_the_user(after: &str) -> bool {
+    let opening: Vec<String> = after
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|word| !word.is_empty())
+        .take(4)
+        .map(|word| word.to_lowercase().replace('\u{2019}', "'"))
+        .collect();
+    if GIVEN_BY_ME.iter().any(|clause| {
+        opening.len() >= clause.len()
+            && opening
+                .iter()
+                .zip(clause.iter())
+                .all(|(word, expected)| word == expected)
+    }) {
+        return true;
+    }
     let words: Vec<String> = after
         .split_whitespace()
         .take(3)
