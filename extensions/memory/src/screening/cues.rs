@@ -11,7 +11,6 @@
 //! and tuned on `dev.jsonl`, `train.jsonl` and ordinary conversations (half of the turns of
 //! LoCoMo and LongMemEval dev, docs/BENCHMARKS.md), never on `test.jsonl`.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -245,42 +244,25 @@ impl Cues {
 /// one tip, "your training" in another) that say nothing together.
 pub(crate) const CUE_WINDOW: usize = 300;
 
-/// The cues of `found` (weight, start, end, index) that count: the heaviest run of them that
-/// starts within [`CUE_WINDOW`] bytes, each cue once. Sorts `found` by where each starts.
-fn nearest_cues(found: &mut [(i32, usize, usize, usize)]) -> Vec<(i32, usize, usize, usize)> {
+/// The cues of `found` (weight, start, end, index; each cue once, where it first appears) that
+/// count: the heaviest run of them that starts within [`CUE_WINDOW`] bytes. Sorts `found` by
+/// where each starts.
+fn nearest_cues(found: &mut [(i32, usize, usize, usize)]) -> &[(i32, usize, usize, usize)] {
     found.sort_by_key(|cue| cue.1);
-    // How often each cue is in the window, and the sum of the weights of those that are.
-    let mut in_window: HashMap<usize, usize> = HashMap::new();
     let mut sum = 0;
     let mut first = 0;
     let mut best = (0, 0, 0);
     for last in 0..found.len() {
-        let (weight, _, _, index) = found[last];
-        let count = in_window.entry(index).or_default();
-        if *count == 0 {
-            sum += weight;
-        }
-        *count += 1;
+        sum += found[last].0;
         while found[last].1 - found[first].1 > CUE_WINDOW {
-            let (weight, _, _, index) = found[first];
-            if let Some(count) = in_window.get_mut(&index) {
-                *count -= 1;
-                if *count == 0 {
-                    sum -= weight;
-                }
-            }
+            sum -= found[first].0;
             first += 1;
         }
         if sum > best.0 {
             best = (sum, first, last + 1);
         }
     }
-    let mut counted = HashSet::new();
-    found[best.1..best.2]
-        .iter()
-        .filter(|cue| counted.insert(cue.3))
-        .copied()
-        .collect()
+    &found[best.1..best.2]
 }
 
 /// `text` with what stands inside quotation marks left out (the marks kept); `None` when

@@ -5,8 +5,7 @@
 //! against what the user said in that conversation, by the consolidation's grounding check
 //! ([`mnemo_memory_api::grounding::grounded`]): borne out, it is stored as told; not, it is kept
 //! as the agent's claim or refused (`ungrounded_model_memories`); a fragment, not a statement,
-//! is refused. A client (MCP, the CLI) and a
-//! service (the HTTP API) write what they were told.
+//! is refused. A client (MCP, the CLI) and a service (the HTTP API) write what they were told.
 
 use mnemo_kernel::{ToolCaller, ToolScope};
 use mnemo_memory_api::grounding::{grounded, is_statement};
