@@ -94,7 +94,8 @@ impl Origin {
 pub struct OriginWeights {
     /// The user's own turns.
     pub user: f64,
-    /// The agent's turns and unconfirmed claims.
+    /// The agent's turns and unconfirmed claims (weighed like `user` when a query asks what the
+    /// agent said).
     pub agent: f64,
     /// Told through `remember` and the like.
     pub told: f64,

@@ -6,6 +6,7 @@
 //! only the store methods search calls, which every `crate::store::MemoryBackend` provides;
 //! the tests (`tests/`) run the real search over a small in-memory store that provides it.
 
+mod agents_words;
 mod candidates;
 mod entities;
 mod feedback;

@@ -8,6 +8,7 @@ use mnemo_kernel::spans::gen_ai;
 use mnemo_memory_api::spans;
 use tracing::Instrument as _;
 
+use super::agents_words::asks_for_agents_words;
 use super::candidates::{query_head, Gathered};
 use super::fusion::{fuse, session_lift, spread_to_neighbours, Fusion, SENTENCE_LIST};
 use super::searcher::Searcher;
@@ -132,8 +133,12 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
         // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
         // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
         // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone. Its origin's
-        // weight scales it too: the user's own words above the agent's, stated above inferred.
-        let origin_weights = self.config.origin_weights;
+        // weight scales it too: the user's own words above the agent's, stated above inferred,
+        // unless the query asks what the agent said (`agents_words.rs`).
+        let mut origin_weights = self.config.origin_weights;
+        if asks_for_agents_words(query_head(&request.query)) {
+            origin_weights.agent = origin_weights.agent.max(origin_weights.user);
+        }
         let trust = |id: &String| {
             keys.get(id).map(|key| Trust {
                 confidence: (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0),

@@ -1,0 +1,117 @@
+//! Questions about what the agent itself said.
+//!
+//! Search weighs the agent's turns below the user's (`origin_weights.agent`): as evidence of
+//! what is true of the user, the agent's words count for less than the user's own. A question
+//! about the agent's words is the exception. In "what was the Jamaican dish you recommended?"
+//! or "in our previous conversation about the Library of Babel, what did Borges say …?" the
+//! agent's turns are not a claim about the user, they are the thing asked for, so that search
+//! weighs them like the user's (and the context block still marks them "said by the agent").
+//! Measured on LongMemEval_S dev, where one question in nine is about the assistant's words
+//! (docs/BENCHMARKS.md, "Trust by source").
+//!
+//! Understood, case-insensitively, in English (like the periods of `when.rs`):
+//! - the agent's acts of speech: "you mentioned", "you've recommended", "did you say",
+//!   "have you ever suggested";
+//! - its answers: "your recommendation", "your list of …";
+//! - a past conversation with it: "our previous conversation", "the last chat we had",
+//!   "we talked about".
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// Verbs of saying in the past, and their participles: "you mentioned", "have you suggested".
+const SAID: &str = "said|mentioned|told|recommended|suggested|provided|gave|given|listed|wrote\
+|written|created|shared|explained|described|proposed|offered|named|showed|shown|quoted|cited\
+|generated|drafted|composed|advised|included|came up with|put together|pointed out\
+|talked about|brought up|called";
+
+/// The same verbs' base forms, after "did you": "did you say". Not after "do", "can" or
+/// "could": "do you recommend …?", "can you tell me …?" ask for something new.
+const SAY: &str = "say|mention|tell|recommend|suggest|provide|give|list|write|create|share\
+|explain|describe|propose|offer|name|show|quote|cite|generate|draft|compose|advise|include\
+|come up with|put together|point out|talk about|bring up|call";
+
+/// A word that may stand between "you" and the verb: "you also mentioned", "did you ever say".
+const BETWEEN: &str = "also|just|previously|earlier|once|ever|already|recently|first|last|then\
+|actually|originally|initially|specifically";
+
+/// What the agent gives as an answer: "your recommendation".
+const ANSWERS: &str = "answer|answers|suggestion|suggestions|recommendation|recommendations\
+|advice|reply|replies|response|responses|list|explanation|summary|example|examples|tips|idea\
+|ideas|proposal|draft|version";
+
+/// A conversation with the agent.
+const CONVERSATIONS: &str = "conversation|conversations|chat|chats|discussion|discussions";
+
+fn cues() -> &'static Regex {
+    static CUES: OnceLock<Regex> = OnceLock::new();
+    CUES.get_or_init(|| {
+        // Verbose mode ignores spaces: the several-word verbs match any run of whitespace.
+        let [said, say, between] = [SAID, SAY, BETWEEN].map(|words| words.replace(' ', r"\s+"));
+        let pattern = format!(
+            r"(?ix)
+            \byou(?:['’]ve|['’]d|\s+have|\s+had)?\s+(?:(?:{between})\s+)?(?:{said})\b
+            | \b(?:have|had)\s+you\s+(?:(?:{between})\s+)?(?:{said})\b
+            | \b(?:did|didn['’]t)\s+you\s+(?:(?:{between})\s+)?(?:{say})\b
+            | \byour\s+(?:\w+\s+)?(?:{ANSWERS})\b
+            | \b(?:our|the|that)\s+(?:previous|last|earlier|prior|past|other|recent)\s+(?:{CONVERSATIONS})\b
+            | \b(?:{CONVERSATIONS})\s+(?:we|you\s+and\s+i)\s+had\b
+            | \bwe\s+(?:talked|spoke|chatted)\s+about\b
+            | \bwe\s+discussed\b
+            | \byou\s+and\s+i\s+(?:talked|spoke|chatted|discussed)\b"
+        );
+        // The pattern is a constant; building it cannot fail at run time once a test has built it.
+        Regex::new(&pattern).expect("the agent's-words pattern is valid")
+    })
+}
+
+/// True when `query` asks about what the agent said: its words are then the evidence wanted.
+pub(crate) fn asks_for_agents_words(query: &str) -> bool {
+    cues().is_match(query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_about_the_agents_words_are_recognised() {
+        for query in [
+            "What was the name of that Jamaican dish you recommended I try?",
+            "I'm going back to our previous conversation about music theory. Can you remind me of the website?",
+            "I remember you provided a list of 100 prompt parameters.",
+            "how many eggs did you say we need for the recipe?",
+            "What song you said best exemplified the band's sound?",
+            "Have you ever suggested a book about sailing?",
+            "Remind me of your recommendation for a hotel in Porto.",
+            "In the last chat we had, which store was it?",
+            "We talked about dinosaurs, what colour was the Plesiosaur?",
+            "You also mentioned a Soviet cartoon.",
+            "Which hotel didn’t you recommend, the one by the sea?",
+            "The recipe you came up  with last time, how long did it bake?",
+        ] {
+            assert!(asks_for_agents_words(query), "{query}");
+        }
+    }
+
+    #[test]
+    fn questions_about_the_user_are_not() {
+        for query in [
+            "How long did I wait for the decision on my asylum application?",
+            "Where did I go on holiday last summer?",
+            "What did my sister recommend for the trip?",
+            "Can you remind me when my dentist appointment is?",
+            "What do you know about my job?",
+            "What did Melanie paint in July 2023?",
+            "How many sessions with my trainer did I have last month?",
+            "Who told me about the concert?",
+            "Can you tell me what I said about the flat?",
+            "What do you recommend for dinner tonight?",
+            "Could you list my appointments?",
+            "I told you I said no to the job offer, right?",
+        ] {
+            assert!(!asks_for_agents_words(query), "{query}");
+        }
+    }
+}
