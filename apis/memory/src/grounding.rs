@@ -21,12 +21,37 @@ const STOP_WORDS: &[&str] = &[
 /// any shared word; a fact read from the turns keeps most of their words, in the third person.
 pub const MIN_GROUNDED_SHARE: f64 = 0.5;
 
-/// The content words of `text`, lowercase: at least three characters, no stop words.
+/// Pairs of letters that say nothing about what a fact is about, in scripts written without
+/// spaces: "user" in Chinese (用户, 用戶) and Japanese (ユーザー).
+const SPACELESS_STOP_PAIRS: &[&str] = &["用户", "用戶", "ユー", "ーザ", "ザー"];
+
+/// The content words of `text`, lowercase: at least three characters, no stop words. A run of
+/// letters of a script written without spaces ([`is_spaceless_letter`]) has no words to split,
+/// so it gives each pair of neighbouring letters instead, as search engines index Chinese and
+/// Japanese ("我住在北京" gives 我住, 住在, 在北, 北京), and a lone letter gives itself.
 pub fn content_words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|word| word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()))
-        .collect()
+    let mut words = HashSet::new();
+    for word in text.split(|c: char| !(c.is_alphanumeric() || is_spaceless_letter(c))) {
+        let letters: Vec<char> = word.chars().collect();
+        for run in letters.chunk_by(|a, b| is_spaceless_letter(*a) == is_spaceless_letter(*b)) {
+            if run.first().is_some_and(|c| is_spaceless_letter(*c)) {
+                if let [letter] = run {
+                    words.insert(letter.to_string());
+                }
+                words.extend(
+                    run.windows(2)
+                        .map(|pair| pair.iter().collect::<String>())
+                        .filter(|pair| !SPACELESS_STOP_PAIRS.contains(&pair.as_str())),
+                );
+            } else {
+                let word = run.iter().collect::<String>().to_lowercase();
+                if word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()) {
+                    words.insert(word);
+                }
+            }
+        }
+    }
+    words
 }
 
 /// The content words of `text` cut to five characters, so that inflections meet ("loves" and
@@ -169,6 +194,31 @@ mod tests {
         assert!(grounded("The user loves hiking in the Alps", [turn]));
         assert!(!grounded("The user works at a hospital in Lyon", [turn]));
         assert!(!grounded("the and for", [turn]), "no content words");
+    }
+
+    #[test]
+    fn a_fact_in_a_script_without_spaces_is_grounded_by_its_letter_pairs() {
+        // "I live in Beijing" and "my wife is called Ana"; the facts in the third person.
+        let turns = ["我住在北京", "我的妻子叫安娜"];
+        assert!(grounded("用户住在北京", [turns[0]]));
+        assert!(grounded("用户的妻子叫安娜", [turns[1]]));
+        assert_eq!(grounding_sources("用户的妻子叫安娜", &turns), Some(vec![1]));
+        // "The user is a member of the team": not in what the user said.
+        assert!(!grounded("用户是团队成员", turns));
+        // Japanese: "I live in Tokyo", "the user lives in Tokyo".
+        assert!(grounded(
+            "ユーザーは東京に住んでいる",
+            ["私は東京に住んでいます"]
+        ));
+        assert!(!grounded(
+            "ユーザーは大阪の会社で働いている",
+            ["私は東京に住んでいます"]
+        ));
+        // Words and letters mixed in one run: both count.
+        assert_eq!(
+            content_words("Ana住在Lisbon"),
+            HashSet::from(["ana", "住在", "lisbon"].map(String::from))
+        );
     }
 
     #[test]
