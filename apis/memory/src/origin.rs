@@ -95,7 +95,7 @@ pub struct OriginWeights {
     /// The user's own turns.
     pub user: f64,
     /// The agent's turns and unconfirmed claims (weighed like `user` when a query asks what the
-    /// agent said).
+    /// agent said, or for its advice).
     pub agent: f64,
     /// Told through `remember` and the like.
     pub told: f64,

@@ -1,20 +1,27 @@
-//! Questions about what the agent itself said.
+//! Questions that want the agent's own words: what it said, or its advice.
 //!
 //! Search weighs the agent's turns below the user's (`origin_weights.agent`): as evidence of
-//! what is true of the user, the agent's words count for less than the user's own. A question
-//! about the agent's words is the exception. In "what was the Jamaican dish you recommended?"
-//! or "in our previous conversation about the Library of Babel, what did Borges say …?" the
-//! agent's turns are not a claim about the user, they are the thing asked for, so that search
-//! weighs them like the user's (and the context block still marks them "said by the agent").
-//! Measured on LongMemEval_S dev, where one question in nine is about the assistant's words
-//! (docs/BENCHMARKS.md, "Trust by source").
+//! what is true of the user, the agent's words count for less than the user's own. Two kinds of
+//! question are the exception, and search weighs the agent's turns like the user's for them (the
+//! context block still marks them "said by the agent"):
+//! - about what the agent said: in "what was the Jamaican dish you recommended?" or "in our
+//!   previous conversation about the Library of Babel, what did Borges say …?" its turns are the
+//!   thing asked for, not a claim about the user;
+//! - asking for its advice: in "my phone's battery dies fast, any tips?" what it advised before
+//!   on the subject is what a new answer builds on, and the path to what the user said then.
+//!
+//! Measured on LongMemEval_S dev, where one question in nine is about the assistant's words and
+//! one in sixteen asks for advice (docs/BENCHMARKS.md, "Trust by source").
 //!
 //! Understood, case-insensitively, in English (like the periods of `when.rs`):
 //! - the agent's acts of speech: "you mentioned", "you've recommended", "did you say",
 //!   "have you ever suggested";
 //! - its answers: "your recommendation", "your list of …";
 //! - a past conversation with it: "our previous conversation", "the last chat we had",
-//!   "we talked about".
+//!   "we talked about";
+//! - a request for advice: "Any tips?" (opening a sentence: "did my doctor have any advice?"
+//!   asks about the user), "can you suggest …", "what would you recommend", "do you have
+//!   suggestions".
 
 use std::sync::OnceLock;
 
@@ -41,6 +48,10 @@ const ANSWERS: &str = "answer|answers|suggestion|suggestions|recommendation|reco
 |advice|reply|replies|response|responses|list|explanation|summary|example|examples|tips|idea\
 |ideas|proposal|draft|version";
 
+/// What someone asking for advice asks for: "any tips?".
+const ADVICE: &str = "tip|tips|suggestion|suggestions|advice|idea|ideas|recommendation\
+|recommendations|pointers";
+
 /// A conversation with the agent.
 const CONVERSATIONS: &str = "conversation|conversations|chat|chats|discussion|discussions";
 
@@ -59,14 +70,20 @@ fn cues() -> &'static Regex {
             | \b(?:{CONVERSATIONS})\s+(?:we|you\s+and\s+i)\s+had\b
             | \bwe\s+(?:talked|spoke|chatted)\s+about\b
             | \bwe\s+discussed\b
-            | \byou\s+and\s+i\s+(?:talked|spoke|chatted|discussed)\b"
+            | \byou\s+and\s+i\s+(?:talked|spoke|chatted|discussed)\b
+            | (?:^|[.!?;:,]\s*)any\s+(?:\w+\s+)?(?:{ADVICE})\b
+            | \b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:suggest|recommend|advise)\b
+            | \bwhat\s+(?:would|do|should|could)\s+you\s+(?:suggest|recommend|advise)\b
+            | \b(?:do|would|have)\s+you\s+(?:got|have)\s+(?:\w+\s+)?(?:{ADVICE})\b
+            | \bi(?:\s+need|\s+want|\s+would\s+like|['’]d\s+like)\s+(?:some\s+)?(?:\w+\s+)?(?:{ADVICE})\b"
         );
         // The pattern is a constant; building it cannot fail at run time once a test has built it.
         Regex::new(&pattern).expect("the agent's-words pattern is valid")
     })
 }
 
-/// True when `query` asks about what the agent said: its words are then the evidence wanted.
+/// True when `query` asks what the agent said, or for its advice: its words are then wanted,
+/// not weighed as claims about the user.
 pub(crate) fn asks_for_agents_words(query: &str) -> bool {
     cues().is_match(query)
 }
@@ -88,6 +105,12 @@ mod tests {
             "In the last chat we had, which store was it?",
             "We talked about dinosaurs, what colour was the Plesiosaur?",
             "You also mentioned a Soviet cartoon.",
+            "I've been having trouble with the battery life on my phone lately. Any tips?",
+            "Can you suggest some activities I can do during my commute to work?",
+            "I am planning another theme park weekend; do you have any suggestions?",
+            "What would you recommend for a rainy afternoon in Porto?",
+            "What do you recommend for dinner tonight?",
+            "I'd like some advice on repotting a fern.",
             "Which hotel didn’t you recommend, the one by the sea?",
             "The recipe you came up  with last time, how long did it bake?",
         ] {
@@ -107,8 +130,8 @@ mod tests {
             "How many sessions with my trainer did I have last month?",
             "Who told me about the concert?",
             "Can you tell me what I said about the flat?",
-            "What do you recommend for dinner tonight?",
             "Could you list my appointments?",
+            "Did my doctor have any advice about the knee?",
             "I told you I said no to the job offer, right?",
         ] {
             assert!(!asks_for_agents_words(query), "{query}");
