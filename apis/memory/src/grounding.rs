@@ -21,30 +21,27 @@ const STOP_WORDS: &[&str] = &[
 /// any shared word; a fact read from the turns keeps most of their words, in the third person.
 pub const MIN_GROUNDED_SHARE: f64 = 0.5;
 
-/// Pairs of letters that say nothing about what a fact is about, in scripts written without
-/// spaces: "user" in Chinese (用户, 用戶) and Japanese (ユーザー).
-const SPACELESS_STOP_PAIRS: &[&str] = &["用户", "用戶", "ユー", "ーザ", "ザー"];
+/// Words that say nothing about what a fact is about, in scripts written without spaces: "user"
+/// in Chinese (用户, 用戶), Japanese (ユーザー) and Thai (ผู้ใช้). They are cut out before the
+/// letters are paired, so they leave no pair behind.
+const SPACELESS_STOP_WORDS: &[&str] = &["用户", "用戶", "ユーザー", "ユーザ", "ผู้ใช้"];
 
 /// The content words of `text`, lowercase: at least three characters, no stop words. A run of
 /// letters of a script written without spaces ([`is_spaceless_letter`]) has no words to split,
 /// so it gives each pair of neighbouring letters instead, as search engines index Chinese and
-/// Japanese ("我住在北京" gives 我住, 住在, 在北, 北京), and a lone letter gives itself.
+/// Japanese ("我住在北京" gives 我住, 住在, 在北, 北京; Thai gets the same, cruder than its
+/// dictionary word breaks), and a lone letter gives itself. Pairs of hiragana alone are
+/// Japanese grammar ("して", "ます") and are left out, as stop words are.
 pub fn content_words(text: &str) -> HashSet<String> {
     let mut words = HashSet::new();
     for word in text.split(|c: char| !(c.is_alphanumeric() || is_spaceless_letter(c))) {
         let letters: Vec<char> = word.chars().collect();
         for run in letters.chunk_by(|a, b| is_spaceless_letter(*a) == is_spaceless_letter(*b)) {
-            if run.first().is_some_and(|c| is_spaceless_letter(*c)) {
-                if let [letter] = run {
-                    words.insert(letter.to_string());
-                }
-                words.extend(
-                    run.windows(2)
-                        .map(|pair| pair.iter().collect::<String>())
-                        .filter(|pair| !SPACELESS_STOP_PAIRS.contains(&pair.as_str())),
-                );
+            let run: String = run.iter().collect();
+            if run.starts_with(is_spaceless_letter) {
+                letter_pairs(&run, &mut words);
             } else {
-                let word = run.iter().collect::<String>().to_lowercase();
+                let word = run.to_lowercase();
                 if word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()) {
                     words.insert(word);
                 }
@@ -52,6 +49,33 @@ pub fn content_words(text: &str) -> HashSet<String> {
         }
     }
     words
+}
+
+/// Adds the pairs of neighbouring letters of `run` (letters of a script written without spaces)
+/// to `words`, without its stop words and pairs of grammar.
+fn letter_pairs(run: &str, words: &mut HashSet<String>) {
+    let mut run = run.to_owned();
+    for stop in SPACELESS_STOP_WORDS {
+        run = run.replace(stop, " ");
+    }
+    // Hiragana and the long vowel mark: particles and endings, not what a fact is about.
+    let grammar = |letters: &[char]| {
+        letters
+            .iter()
+            .all(|c| matches!(c, '\u{3040}'..='\u{309F}' | '\u{30FC}'))
+    };
+    for segment in run.split(' ') {
+        let letters: Vec<char> = segment.chars().collect();
+        if letters.len() == 1 && !grammar(&letters) {
+            words.insert(segment.to_owned());
+        }
+        words.extend(
+            letters
+                .windows(2)
+                .filter(|pair| !grammar(pair))
+                .map(|pair| pair.iter().collect::<String>()),
+        );
+    }
 }
 
 /// The content words of `text` cut to five characters, so that inflections meet ("loves" and
@@ -159,7 +183,12 @@ pub fn is_statement(content: &str) -> bool {
         .split_whitespace()
         .filter(|word| word.chars().any(char::is_alphanumeric))
         .count();
-    words >= MIN_STATEMENT_WORDS && content_words(content).len() >= MIN_STATEMENT_CONTENT_WORDS
+    // Letter pairs are no words here: "my wife 安娜" is a fragment, as "my wife" is.
+    let content = content_words(content)
+        .into_iter()
+        .filter(|word| !word.chars().any(is_spaceless_letter))
+        .count();
+    words >= MIN_STATEMENT_WORDS && content >= MIN_STATEMENT_CONTENT_WORDS
 }
 
 /// Whether `content` still stands once `forgotten` is gone: grounded in `remaining`, and without
@@ -214,6 +243,15 @@ mod tests {
             "ユーザーは大阪の会社で働いている",
             ["私は東京に住んでいます"]
         ));
+        // Swapping the one noun is no paraphrase: "works as a doctor" is not in "I work as a
+        // teacher", whatever grammar the two share.
+        assert!(!grounded(
+            "ユーザーは医者として働いている",
+            ["私は先生として働いています"]
+        ));
+        // Thai: "the user likes cats" is in "I like cats"; "the user is a doctor" is not.
+        assert!(grounded("ผู้ใช้ชอบแมว", ["ฉันชอบแมว"]));
+        assert!(!grounded("ผู้ใช้เป็นหมอ", ["ฉันชอบแมว"]));
         // Words and letters mixed in one run: both count.
         assert_eq!(
             content_words("Ana住在Lisbon"),
@@ -266,6 +304,9 @@ mod tests {
             "a b c",
             // "my wife": four letters of a script written without spaces.
             "\u{6211}\u{7684}\u{59BB}\u{5B50}",
+            // Letter pairs are no words: a name alone beside words is still a fragment.
+            "my wife 安娜",
+            "the company 华为",
         ] {
             assert!(!is_statement(fragment), "{fragment:?}");
         }

@@ -10,15 +10,15 @@
 //! - asking for its advice: in "my phone's battery dies fast, any tips?" what it advised before
 //!   on the subject is what a new answer builds on, and the path to what the user said then.
 //!
-//! Measured on LongMemEval_S dev, where one question in nine is about the assistant's words and
-//! one in sixteen asks for advice (docs/BENCHMARKS.md, "Trust by source").
+//! On LongMemEval_S dev, where one question in nine is about the assistant's words and one in
+//! sixteen asks for advice, see docs/BENCHMARKS.md, "Trust by source".
 //!
 //! Understood, case-insensitively, in English (like the periods of `when.rs`):
 //! - the agent's acts of speech: "you mentioned", "you've recommended", "did you say",
 //!   "have you ever suggested";
 //! - its answers: "your recommendation", "your list of …";
-//! - a past conversation with it: "our previous conversation", "the last chat we had",
-//!   "we talked about";
+//! - a past conversation with it: "our previous conversation", "the chat I had with you",
+//!   "you and I talked about" (not "the last conversation", "we talked about": with whom?);
 //! - a request for advice: "Any tips?" (opening a sentence: "did my doctor have any advice?"
 //!   asks about the user), "can you suggest …", "what would you recommend", "do you have
 //!   suggestions".
@@ -27,11 +27,15 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// Verbs of saying in the past, and their participles: "you mentioned", "have you suggested".
-const SAID: &str = "said|mentioned|told|recommended|suggested|provided|gave|given|listed|wrote\
-|written|created|shared|explained|described|proposed|offered|named|showed|shown|quoted|cited\
-|generated|drafted|composed|advised|included|came up with|put together|pointed out\
-|talked about|brought up|called";
+/// Verbs of saying in the simple past: "you mentioned", "you gave".
+const SAID: &str = "said|mentioned|told|recommended|suggested|provided|gave|listed|wrote\
+|created|shared|explained|described|proposed|offered|named|showed|quoted|cited|generated\
+|drafted|composed|advised|included|came up with|put together|pointed out|talked about\
+|brought up|called";
+
+/// The participles that differ from the past, after "have": "you've given", "have you shown".
+/// Not after a bare "you": "I sent you written instructions" is about the user.
+const PARTICIPLES: &str = "given|written|shown|come up with";
 
 /// The same verbs' base forms, after "did you": "did you say". Not after "do", "can" or
 /// "could": "do you recommend …?", "can you tell me …?" ask for something new.
@@ -52,30 +56,42 @@ const ANSWERS: &str = "answer|answers|suggestion|suggestions|recommendation|reco
 const ADVICE: &str = "tip|tips|suggestion|suggestions|advice|idea|ideas|recommendation\
 |recommendations|pointers";
 
-/// A conversation with the agent.
+/// A conversation with the agent, when it is "our" conversation: "the last conversation with
+/// my landlord" is the user's.
 const CONVERSATIONS: &str = "conversation|conversations|chat|chats|discussion|discussions";
 
 fn cues() -> &'static Regex {
     static CUES: OnceLock<Regex> = OnceLock::new();
     CUES.get_or_init(|| {
         // Verbose mode ignores spaces: the several-word verbs match any run of whitespace.
-        let [said, say, between] = [SAID, SAY, BETWEEN].map(|words| words.replace(' ', r"\s+"));
+        let [said, participles, say, between] =
+            [SAID, PARTICIPLES, SAY, BETWEEN].map(|words| words.replace(' ', r"\s+"));
+        // What was said: the agent's acts of speech, its answers, a conversation with it.
+        // Asking for advice: a sentence that opens with "any tips", followed by nothing, a
+        // question mark or what the advice is on ("Any advice my doctor gave me?" asks about
+        // the user); "can you suggest"; "what would you recommend"; "do you have tips";
+        // "I need some advice" (not "I need the recommendation letter").
         let pattern = format!(
-            r"(?ix)
-            \byou(?:['’]ve|['’]d|\s+have|\s+had)?\s+(?:(?:{between})\s+)?(?:{said})\b
-            | \b(?:have|had)\s+you\s+(?:(?:{between})\s+)?(?:{said})\b
+            r"(?imx)
+            \byou\s+(?:(?:{between})\s+)?(?:{said})\b
+            | \byou(?:['’]ve|['’]d|\s+have|\s+had)\s+(?:(?:{between})\s+)?(?:{said}|{participles})\b
+            | \b(?:have|had)\s+you\s+(?:(?:{between})\s+)?(?:{said}|{participles})\b
             | \b(?:did|didn['’]t)\s+you\s+(?:(?:{between})\s+)?(?:{say})\b
             | \byour\s+(?:\w+\s+)?(?:{ANSWERS})\b
-            | \b(?:our|the|that)\s+(?:previous|last|earlier|prior|past|other|recent)\s+(?:{CONVERSATIONS})\b
-            | \b(?:{CONVERSATIONS})\s+(?:we|you\s+and\s+i)\s+had\b
-            | \bwe\s+(?:talked|spoke|chatted)\s+about\b
-            | \bwe\s+discussed\b
+            | \bour\s+(?:(?:previous|last|earlier|prior|past|other|recent|first)\s+)?(?:{CONVERSATIONS})\b
+            | \b(?:{CONVERSATIONS})\s+(?:you\s+and\s+i\s+had|(?:i|we)\s+had\s+with\s+you)\b
             | \byou\s+and\s+i\s+(?:talked|spoke|chatted|discussed)\b
-            | (?:^|[.!?;:,]\s*)any\s+(?:\w+\s+)?(?:{ADVICE})\b
+            | \b(?:talked|spoke|chatted|discussed)\s+(?:\w+\s+)?with\s+you\b
+            | (?:^|[.!?;:,()\-–—]\s*)(?:got\s+)?any\s+(?:\w+\s+){{0,2}}(?:{ADVICE})\s*
+              (?:[?.!]|$|\b(?:on|for|about|regarding|to|you)\b)
             | \b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:suggest|recommend|advise)\b
+            | \b(?:can|could|would|will)\s+you\s+(?:please\s+)?give\s+me\s+(?:some|any|a\s+few|your)\s+
+              (?:\w+\s+){{0,2}}(?:{ADVICE})\b
             | \bwhat\s+(?:would|do|should|could)\s+you\s+(?:suggest|recommend|advise)\b
-            | \b(?:do|would|have)\s+you\s+(?:got|have)\s+(?:\w+\s+)?(?:{ADVICE})\b
-            | \bi(?:\s+need|\s+want|\s+would\s+like|['’]d\s+like)\s+(?:some\s+)?(?:\w+\s+)?(?:{ADVICE})\b"
+            | \bwhat\s+are\s+(?:some|a\s+few|your|the\s+best)\s+(?:\w+\s+){{0,2}}(?:{ADVICE})\b
+            | \b(?:do|would|have)\s+you\s+(?:got|have)\s+(?:\w+\s+){{0,2}}(?:{ADVICE})\b
+            | \bi(?:\s+need|\s+want|\s+would\s+(?:like|love)|['’]d\s+(?:like|love)|\s+could\s+use)\s+
+              (?:(?:some|any|a\s+few|your|more)\s+(?:\w+\s+){{0,2}})?(?:{ADVICE})\b"
         );
         // The pattern is a constant; building it cannot fail at run time once a test has built it.
         Regex::new(&pattern).expect("the agent's-words pattern is valid")
@@ -102,8 +118,8 @@ mod tests {
             "What song you said best exemplified the band's sound?",
             "Have you ever suggested a book about sailing?",
             "Remind me of your recommendation for a hotel in Porto.",
-            "In the last chat we had, which store was it?",
-            "We talked about dinosaurs, what colour was the Plesiosaur?",
+            "In the last chat I had with you, which store was it?",
+            "You and I talked about dinosaurs, what colour was the Plesiosaur?",
             "You also mentioned a Soviet cartoon.",
             "I've been having trouble with the battery life on my phone lately. Any tips?",
             "Can you suggest some activities I can do during my commute to work?",
@@ -111,6 +127,14 @@ mod tests {
             "What would you recommend for a rainy afternoon in Porto?",
             "What do you recommend for dinner tonight?",
             "I'd like some advice on repotting a fern.",
+            "Do you have any other tips?",
+            "I'm going to Paris next month—any recommendations?",
+            "Could you give me some tips for a long flight?",
+            "What are some tips for keeping basil alive?",
+            "Got any ideas for a birthday present?",
+            "Going back to our conversation about Rome, which museum was it?",
+            "What did I say when I talked with you about my knee?",
+            "You've given me a recipe for bread once, what flour was it?",
             "Which hotel didn’t you recommend, the one by the sea?",
             "The recipe you came up  with last time, how long did it bake?",
         ] {
@@ -132,6 +156,15 @@ mod tests {
             "Can you tell me what I said about the flat?",
             "Could you list my appointments?",
             "Did my doctor have any advice about the knee?",
+            "What did I agree to in the last conversation with my landlord?",
+            "What did we decide in the discussion we had at work?",
+            "When my sister visited, we talked about moving; where to?",
+            "At work we discussed the new budget. How much was it?",
+            "Any advice my doctor gave me about the knee?",
+            "Any recommendations from my sister for the trip?",
+            "I need the recommendation letter from Prof. Li.",
+            "I want the advice my physiotherapist gave me.",
+            "I sent you written instructions from my landlord, what was the deadline?",
             "I told you I said no to the job offer, right?",
         ] {
             assert!(!asks_for_agents_words(query), "{query}");

@@ -17,7 +17,8 @@ use super::speakers::spoken_by;
 use super::when::period_in;
 use crate::error::{record_failure, Result};
 use crate::types::{
-    CandidateList, FusionMethod, ListMatch, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    CandidateList, FusionMethod, ListMatch, Origin, ScoreBreakdown, SearchHit, SearchMode,
+    SearchRequest,
 };
 
 /// Hybrid search re-ranks by speaker, neighbouring turns and sessions only the best
@@ -133,16 +134,22 @@ impl<S: SearchSource + ?Sized + 'static> Searcher<S> {
         // A memory we doubt (confidence below 0.5: contradicted by a newer fact, or nearly
         // forgotten) ranks after trusted ones of similar relevance: its score is scaled by
         // 0.5 + confidence. Ordinary decay above 0.5 leaves relevance alone. Its origin's
-        // weight scales it too: the user's own words above the agent's, stated above inferred,
-        // unless the query asks what the agent said (`agents_words.rs`).
-        let mut origin_weights = self.config.origin_weights;
-        if asks_for_agents_words(query_head(&request.query)) {
-            origin_weights.agent = origin_weights.agent.max(origin_weights.user);
-        }
+        // weight scales it too: the user's own words above the agent's, stated above inferred.
+        // A query that wants the agent's words (`agents_words.rs`) weighs the agent's turns
+        // like the user's; what the chat's model claimed through a tool (a fact) keeps its weight.
+        let origin_weights = self.config.origin_weights;
+        let agents_turns_wanted = asks_for_agents_words(query_head(&request.query));
         let trust = |id: &String| {
-            keys.get(id).map(|key| Trust {
-                confidence: (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0),
-                origin: origin_weights.of(key.origin),
+            keys.get(id).map(|key| {
+                let agents_turn = key.origin == Origin::Agent && key.session.is_some();
+                Trust {
+                    confidence: (0.5 + key.confidence.clamp(0.0, 1.0)).min(1.0),
+                    origin: if agents_turns_wanted && agents_turn {
+                        origin_weights.agent.max(origin_weights.user)
+                    } else {
+                        origin_weights.of(key.origin)
+                    },
+                }
             })
         };
         let weight = |id: &String| trust(id).map(|trust| trust.confidence * trust.origin);
