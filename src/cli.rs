@@ -102,6 +102,9 @@ pub(crate) enum Command {
         /// Measure search only, on a store an earlier `--keep` run left (no ingest figures); vectors it lacks are filled first.
         #[arg(long, conflicts_with = "keep")]
         reuse: Option<PathBuf>,
+        /// Forgets timed last, each of a turn with two facts drawn on it; they remove the turns and the facts drawn from them alone (default: 20, none on a store of --keep or --reuse).
+        #[arg(long)]
+        forgets: Option<usize>,
         /// Print JSON.
         #[arg(long)]
         json: bool,

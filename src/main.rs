@@ -248,6 +248,7 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
             users,
             keep,
             reuse,
+            forgets,
             json,
         } => {
             let config = load_config(&cli)?;
@@ -260,6 +261,12 @@ async fn run(cli: Cli, metrics: Option<Arc<mnemo_telemetry::Metrics>>) -> anyhow
                 users: *users,
                 keep: keep.clone(),
                 reuse: reuse.clone(),
+                // Other benches read a kept store: it is not forgotten from unless asked.
+                forgets: forgets.unwrap_or(if keep.is_some() || reuse.is_some() {
+                    0
+                } else {
+                    20
+                }),
                 json: *json,
             };
             mnemo_devtools::bench::run(&config, &options).await?;

@@ -77,6 +77,19 @@ fn bench_reports_latency_size_memory_and_vector_recall() {
     );
     let long = embedding["long_text_tokens"].as_u64().unwrap();
     assert!((200..=256).contains(&long), "{report}");
+    // Twenty forgets, each of a turn with two facts drawn on it: the turn and the fact drawn
+    // from it alone are removed, the fact that keeps another source is changed.
+    let forget = &report["forget"];
+    assert_eq!(forget["forgets"], 20, "{report}");
+    assert!(
+        forget["forget_ms"]["p50"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert!(
+        forget["removed_per_forget"].as_f64().unwrap() >= 2.0,
+        "{report}"
+    );
+    assert_eq!(forget["changed_per_forget"], 1.0, "{report}");
 }
 
 /// `mnemo bench --keep` then `mnemo bench-http --instances 2` on that store, with the store in

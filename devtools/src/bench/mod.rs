@@ -23,6 +23,8 @@
 //!    owner's search here beside the same owner's search in a store holding only their
 //!    memories, query by query (see `owner_alone.rs`); on SQLite only, since a second store
 //!    on PostgreSQL would be the same database.
+//! 7. Forgetting with lineage: `--forgets` turns, each with two facts drawn on it, forgotten one
+//!    by one (see `forget.rs`); last, since it removes them.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -39,8 +41,10 @@ use serde_json::json;
 use crate::progress::Progress;
 
 mod data;
+mod forget;
 pub(crate) mod measure;
 mod owner_alone;
+mod report;
 
 use data::FIRST_PERSON_TEMPLATES;
 pub(crate) use data::{Random, QUERY_TEMPLATES};
@@ -111,6 +115,9 @@ pub struct BenchOptions {
     pub keep: Option<std::path::PathBuf>,
     /// Measure search on this store, made earlier by `keep`, instead of building one.
     pub reuse: Option<std::path::PathBuf>,
+    /// Forgets timed at the end (a turn with two facts drawn on it each); they remove those
+    /// turns and facts from the store.
+    pub forgets: usize,
     /// Print JSON.
     pub json: bool,
 }
@@ -506,6 +513,8 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     } else {
         database_bytes(dir)
     };
+    // 7. Forgetting with lineage, last: it removes what it times.
+    let forgets = forget::time_forgets(&service, users, options.forgets).await?;
     kernel.shutdown().await;
     let samples = sample.len().max(1) as f64;
     let round3 = |value: f64| (value * 1_000.0).round() / 1_000.0;
@@ -524,6 +533,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
         "users": users,
         "memories_per_owner": size / users,
         "owner_alone": owner_alone,
+        "forget": forgets,
         "rounds": options.rounds.max(1),
         "queries_per_round": options.queries,
         "real_embeddings": built.embedded,
@@ -545,102 +555,7 @@ pub async fn run(base: &Config, options: &BenchOptions) -> anyhow::Result<()> {
     if options.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        let get = |path: &[&str]| {
-            path.iter()
-                .fold(&report, |value, key| &value[*key])
-                .as_f64()
-                .unwrap_or_default()
-        };
-        println!(
-            "{size} memories ({users} users, {} real embeddings), {backend}: database {:.1} MB, peak RSS {:.0} MB",
-            built.embedded,
-            get(&["db_bytes"]) / 1e6,
-            get(&["rss_bytes"]) / 1e6
-        );
-        if built.ingest.is_empty() {
-            println!("  ingest            not measured (--reuse)");
-        } else {
-            println!(
-                "  ingest            p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  ({:.0}/s)",
-                get(&["ingest_ms", "p50"]),
-                get(&["ingest_ms", "p95"]),
-                get(&["ingest_ms", "p99"]),
-                get(&["ingest_per_second"])
-            );
-        }
-        if !built.screening.is_empty() {
-            println!(
-                "  screening         p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  (the poisoning screen on each turn)",
-                get(&["screening_ms", "p50"]),
-                get(&["screening_ms", "p95"]),
-                get(&["screening_ms", "p99"])
-            );
-        }
-        println!(
-            "  hybrid search     p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  (median of {} rounds x {} queries, query embedding included)",
-            get(&["search_ms", "p50"]),
-            get(&["search_ms", "p95"]),
-            get(&["search_ms", "p99"]),
-            options.rounds.max(1),
-            options.queries
-        );
-        println!(
-            "  without embedding p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms",
-            get(&["search_ms_without_embedding", "p50"]),
-            get(&["search_ms_without_embedding", "p95"]),
-            get(&["search_ms_without_embedding", "p99"])
-        );
-        println!(
-            "  first person      p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms  (one round, sentence keys read)",
-            get(&["first_person_search_ms", "p50"]),
-            get(&["first_person_search_ms", "p95"]),
-            get(&["first_person_search_ms", "p99"])
-        );
-        println!(
-            "  single lists p50  fts {:.2} ms, vector {:.2} ms, entity {:.2} ms",
-            get(&["single_list_p50_ms", "fts"]),
-            get(&["single_list_p50_ms", "vector"]),
-            get(&["single_list_p50_ms", "entity"])
-        );
-        println!(
-            "  vector stage      recall vs exact @10 {:.3} @50 {:.3}; quantised p50 {:.2} ms, exact p50 {:.2} ms; mirror {:.1} MB ({} memory rows, {} sentence rows), loaded in {:.0} ms",
-            get(&["vector_stage", "recall@10_vs_exact"]),
-            get(&["vector_stage", "recall@50_vs_exact"]),
-            get(&["vector_stage", "quantized_ms", "p50"]),
-            get(&["vector_stage", "exact_ms", "p50"]),
-            get(&["vector_stage", "mirror_bytes"]) / 1e6,
-            get(&["vector_stage", "mirror_rows"]),
-            get(&["vector_stage", "sentence_rows"]),
-            get(&["vector_stage", "mirror_load_ms"])
-        );
-        let tokens = match report["embedding"]["tokens_per_s"].as_f64() {
-            Some(per_s) => format!(
-                "{per_s:.0} tokens/s on texts of {} tokens",
-                report["embedding"]["long_text_tokens"]
-            ),
-            None => "tokens/s not known (the embedder cannot count its tokens)".to_owned(),
-        };
-        println!(
-            "  embedding         {:.0} sentences/s in batches of 64; {tokens}",
-            get(&["embedding", "sentences_per_s"])
-        );
-        if users > 1 && postgres {
-            println!(
-                "  one owner         not compared on PostgreSQL: bench a fresh database with the owner's share of memories (--memories {} --users 1)",
-                size / users
-            );
-        }
-        if report["owner_alone"].is_object() {
-            println!(
-                "  one owner         {} of {} memories: hybrid p50 {:.2} ms here, {:.2} ms in a store of their own ({:.2}x; {} searches, interleaved)",
-                report["owner_alone"]["owner"],
-                report["owner_alone"]["owner_memories"],
-                get(&["owner_alone", "in_shared_store_ms", "p50"]),
-                get(&["owner_alone", "alone_ms", "p50"]),
-                get(&["owner_alone", "p50_ratio"]),
-                report["owner_alone"]["searches"],
-            );
-        }
+        report::print(&report, postgres);
     }
     Ok(())
 }
