@@ -185,19 +185,44 @@ pub(crate) async fn trace<D: Dialect>(
     Ok(lineage)
 }
 
-/// The memories of `owners` whose provenance names one of `ids` (the active ones only, with
-/// `active_only`).
+/// The facts and reflections of `owners` (`""`: no owner) whose provenance names one of `ids`
+/// (the active ones only, with `active_only`). Only those two kinds are drawn from memories (an
+/// episode's provenance is its event), and the owner and kind are the leading columns of
+/// `idx_memories_user_kind`: the query reads the owners' facts and reflections, not the store.
 async fn derived_from<D: Dialect>(
     connection: &mut D::Connection,
     ids: &[String],
     owners: &[String],
     active_only: bool,
 ) -> Result<Vec<Candidate>> {
+    const DERIVED: &str = "m.kind IN ('fact', 'reflection')";
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut query = QueryBuilder::<D>::new(
-        "SELECT m.id, m.kind, m.content, m.source_ids, m.attributes FROM memories m WHERE COALESCE(m.user_id, '') IN ",
+        "SELECT m.id, m.kind, m.content, m.source_ids, m.attributes FROM memories m WHERE (",
     );
-    query.text_list(owners).push(format!(
-        " AND EXISTS (SELECT 1 FROM {} WHERE value IN ",
+    // Each branch names the owner and the kinds, so that each is one range of the index (an
+    // OR of "no owner" with a list of owners would read every owner's facts).
+    let named: Vec<String> = owners
+        .iter()
+        .filter(|owner| !owner.is_empty())
+        .cloned()
+        .collect();
+    if named.len() < owners.len() {
+        query.push(format!("(m.user_id IS NULL AND {DERIVED})"));
+        if !named.is_empty() {
+            query.push(" OR ");
+        }
+    }
+    if !named.is_empty() {
+        query
+            .push("(m.user_id IN ")
+            .text_list(&named)
+            .push(format!(" AND {DERIVED})"));
+    }
+    query.push(format!(
+        ") AND EXISTS (SELECT 1 FROM {} WHERE value IN ",
         D::json_texts("m.source_ids")
     ));
     query.text_list(ids).push(")");
