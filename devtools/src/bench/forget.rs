@@ -1,7 +1,7 @@
 //! Forgetting with lineage on the bench's store: what one forget costs when the store holds
 //! many memories and many owners. Each forget takes a turn of an owner on which two facts were
-//! drawn: one from it alone (removed with it) and one from it and the next turn (kept, without
-//! the forgotten source, after the grounding re-check). Forgetting waits for the whole store,
+//! drawn: one from it alone (removed with it) and one from it and the turn before it (kept,
+//! without the forgotten source, after the grounding re-check). Forgetting waits for the whole store,
 //! since what is derived from a memory may be anyone's, so its time is every writer's wait.
 
 use std::time::{Duration, Instant};
@@ -38,12 +38,15 @@ pub(super) async fn time_forgets(
                 ..ListRequest::active(&owner, 2)
             })
             .await?;
-        let [turn, next] = turns.as_slice() else {
+        let [turn, earlier] = turns.as_slice() else {
             continue;
         };
         for (content, sources) in [
             (turn.content.clone(), vec![turn.id.clone()]),
-            (next.content.clone(), vec![turn.id.clone(), next.id.clone()]),
+            (
+                earlier.content.clone(),
+                vec![turn.id.clone(), earlier.id.clone()],
+            ),
         ] {
             service
                 .save_fact(FactInput {
