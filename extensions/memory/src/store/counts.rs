@@ -6,7 +6,7 @@ use crate::store::sql::{Bind, Driver};
 
 /// The count of memories linked to `owner`'s entities (`None`: to any entity), as one `BIGINT`
 /// named `n`.
-pub(crate) fn linked_memory_count<'args, D: Driver>(owner: Option<&str>) -> QueryBuilder<'args, D> {
+pub(crate) fn linked_memory_count<D: Driver>(owner: Option<&str>) -> QueryBuilder<D> {
     match owner {
         Some(owner) => {
             let mut builder = QueryBuilder::new(

@@ -43,7 +43,7 @@ pub(crate) fn owners_in_turn_query<'args, DB>(
     after: Option<&str>,
     free_at: Option<i64>,
     limit: usize,
-) -> QueryBuilder<'args, DB>
+) -> QueryBuilder<DB>
 where
     DB: Database,
     i64: Encode<'args, DB> + Type<DB> + 'args,
@@ -80,7 +80,7 @@ where
 /// `limit` owners from the first after `after` (from the first of all when `None`), each step
 /// one seek to the next owner (past an owner's leased rows, at most a batch per instance).
 fn push_walk<'args, DB>(
-    builder: &mut QueryBuilder<'args, DB>,
+    builder: &mut QueryBuilder<DB>,
     name: &str,
     after: Option<&str>,
     free_at: Option<i64>,
@@ -90,7 +90,7 @@ fn push_walk<'args, DB>(
     i64: Encode<'args, DB> + Type<DB> + 'args,
     String: Encode<'args, DB> + Type<DB> + 'args,
 {
-    let free = |builder: &mut QueryBuilder<'args, DB>| {
+    let free = |builder: &mut QueryBuilder<DB>| {
         if let Some(now) = free_at {
             builder
                 .push(" AND (q.claimed_until IS NULL OR q.claimed_until <= ")
@@ -126,7 +126,7 @@ pub(crate) fn first_share(limit: usize, owners: usize) -> usize {
 
 /// An owner's queued rows (column `memory_id`); a backend appends its own conditions, then
 /// [`finish_pick_query`].
-pub(crate) fn pick_query<'args, DB>(owner: &str) -> QueryBuilder<'args, DB>
+pub(crate) fn pick_query<'args, DB>(owner: &str) -> QueryBuilder<DB>
 where
     DB: Database,
     String: Encode<'args, DB> + Type<DB> + 'args,
@@ -139,7 +139,7 @@ where
 /// Ends [`pick_query`]: newest first (`sequence` orders the rows queued in the same second:
 /// SQLite's `rowid`, PostgreSQL's `seq`), `take` rows after the `skip` newest.
 pub(crate) fn finish_pick_query<'args, DB>(
-    builder: &mut QueryBuilder<'args, DB>,
+    builder: &mut QueryBuilder<DB>,
     sequence: &str,
     take: usize,
     skip: usize,

@@ -12,7 +12,7 @@ use crate::types::ListRequest;
 /// Appends `request`'s chat, activity, time, quarantine and entity conditions (each ` AND …`) for memories
 /// aliased `m`, active as of `now`.
 pub(crate) fn push_listing_filters<D: Driver>(
-    builder: &mut QueryBuilder<'_, D>,
+    builder: &mut QueryBuilder<D>,
     request: &ListRequest,
     now: DateTime<Utc>,
 ) {

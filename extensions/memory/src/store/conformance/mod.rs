@@ -223,7 +223,7 @@ pub(crate) async fn insert_row<S: SqlStore>(store: &S, row: &Row) {
 }
 
 /// `sql`, then `bind` bound if given, as a query.
-fn query<'q, S: SqlStore>(sql: &str, bind: Option<&str>) -> QueryBuilder<'q, S::Db> {
+fn query<S: SqlStore>(sql: &str, bind: Option<&str>) -> QueryBuilder<S::Db> {
     let mut query = QueryBuilder::<S::Db>::new(sql);
     if let Some(bind) = bind {
         query.text(bind);

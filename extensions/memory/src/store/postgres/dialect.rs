@@ -44,7 +44,7 @@ impl Dialect for Postgres {
         format!("lower({column}) COLLATE \"C\"")
     }
 
-    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str) {
+    fn push_same_name(builder: &mut QueryBuilder<Self>, column: &str, name: &str) {
         builder.push(format!("lower({column}) = lower("));
         Self::bind_text(builder, name.to_owned());
         builder.push(")");
@@ -62,7 +62,7 @@ impl Dialect for Postgres {
     }
 
     /// A canonical match before an alias.
-    fn push_canonical_first(builder: &mut QueryBuilder<'_, Self>, name: &str) {
+    fn push_canonical_first(builder: &mut QueryBuilder<Self>, name: &str) {
         builder.push(" ORDER BY (");
         Self::push_same_name(builder, "canonical_name", name);
         builder.push(") DESC");
@@ -78,14 +78,14 @@ impl Dialect for Postgres {
         format!("({column}::jsonb ->> '{key}')")
     }
 
-    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {
+    fn push_one_of(builder: &mut QueryBuilder<Self>, column: &str, values: &[String]) {
         builder
             .push(format!("{column} = ANY("))
             .push_bind(values.to_vec())
             .push(")");
     }
 
-    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str) {
+    fn push_tagged(builder: &mut QueryBuilder<Self>, tag: &str) {
         builder
             .push("m.tags::jsonb @> jsonb_build_array(")
             .push_bind(tag.to_owned())
@@ -93,7 +93,7 @@ impl Dialect for Postgres {
     }
 
     /// JSON containment, which compares the value with its JSON type.
-    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, _path: &str, entry: &str) {
+    fn push_attribute_equals(builder: &mut QueryBuilder<Self>, _path: &str, entry: &str) {
         builder
             .push("m.attributes::jsonb @> CAST(")
             .push_bind(entry.to_owned())

@@ -26,10 +26,12 @@ pub(super) async fn link_earlier_mentions(
     };
     // Where the text search parser leaves a word out of the phrase (mnemo_english drops no stop
     // word, but a word it cannot parse is dropped), the words are also matched in the text.
-    let nodes: i32 = sqlx::query_scalar(&format!("SELECT numnode(to_tsquery('{CONFIG}', $1))"))
-        .bind(&query)
-        .fetch_one(&mut *connection)
-        .await?;
+    let nodes: i32 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT numnode(to_tsquery('{CONFIG}', $1))"
+    )))
+    .bind(&query)
+    .fetch_one(&mut *connection)
+    .await?;
     let every_word = 2 * words.len() as i32 - 1;
     let mut insert = QueryBuilder::<Postgres>::new(
         "INSERT INTO memory_entities (memory_id, entity_id) SELECT m.id, ",

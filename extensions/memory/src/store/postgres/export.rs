@@ -154,7 +154,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 /// Binds `value` for `column` of `table` with the column's type, converting as SQLite's column
 /// affinity does (a whole real into an integer column, a number into a text column).
 fn push_value(
-    separated: &mut sqlx::query_builder::Separated<'_, '_, Postgres, &'static str>,
+    separated: &mut sqlx::query_builder::Separated<'_, Postgres, &'static str>,
     table: &str,
     column: &Column,
     value: &Value,

@@ -68,7 +68,10 @@ impl PostgresStore {
             .after_connect(move |connection, _| {
                 let settings = settings.clone();
                 Box::pin(async move {
-                    sqlx::Executor::execute(&mut *connection, settings.as_str()).await?;
+                    // Two statements: raw SQL goes by the simple protocol, which takes them.
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(settings))
+                        .execute(&mut *connection)
+                        .await?;
                     Ok(())
                 })
             })
@@ -105,9 +108,11 @@ impl PostgresStore {
         if matches!(scope, WriteScope::Keyed) {
             return Ok(tx);
         }
-        sqlx::query(&format!("SET LOCAL lock_timeout = '{WRITER_WAIT}'"))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SET LOCAL lock_timeout = '{WRITER_WAIT}'"
+        )))
+        .execute(&mut *tx)
+        .await?;
         match scope {
             WriteScope::Beside => {
                 sqlx::query("SELECT pg_advisory_xact_lock_shared($1, 0)")

@@ -11,7 +11,7 @@ use crate::store::TextScope;
 /// also the chat's shared ones; in a chat without an owner, the chat's. The visibility rule
 /// itself is applied after, with the request's other filters.
 pub(super) fn push_text_scope(
-    builder: &mut QueryBuilder<'_, Postgres>,
+    builder: &mut QueryBuilder<Postgres>,
     alias: &str,
     scope: TextScope<'_>,
 ) {

@@ -217,7 +217,9 @@ impl VectorIndex for PostgresStore {
                     record_provider::<Postgres>(&mut tx, dimensions, model_id).await?;
                 }
                 for statement in create_indexes(dimensions) {
-                    sqlx::query(&statement).execute(&mut *tx).await?;
+                    sqlx::query(sqlx::AssertSqlSafe(statement))
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 VectorStatus::Enabled {
                     dimensions,
@@ -250,12 +252,16 @@ impl VectorIndex for PostgresStore {
         for index in indexes {
             // Quoted as an identifier: the name comes from the catalog.
             let quoted = format!("\"{}\"", index.replace('"', "\"\""));
-            sqlx::query(&format!("DROP INDEX IF EXISTS {quoted}"))
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP INDEX IF EXISTS {quoted}"
+            )))
+            .execute(&mut *tx)
+            .await?;
         }
         for statement in create_indexes(dimensions) {
-            sqlx::query(&statement).execute(&mut *tx).await?;
+            sqlx::query(sqlx::AssertSqlSafe(statement))
+                .execute(&mut *tx)
+                .await?;
         }
         record_provider::<Postgres>(&mut tx, dimensions, model_id).await?;
         let queued = queue_every_memory::<Postgres>(&mut tx, model_id).await?;

@@ -44,7 +44,7 @@ fn key<D: Driver>(row: &D::Row) -> Result<KeyRecord> {
 }
 
 /// Every key, oldest first; with `id`, that key only.
-fn select_keys<D: Driver>(id: Option<&str>) -> QueryBuilder<'static, D> {
+fn select_keys<D: Driver>(id: Option<&str>) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new(format!("SELECT {KEY_COLUMNS} FROM api_keys"));
     if let Some(id) = id {
         query.push(" WHERE id = ").text(id);
@@ -54,11 +54,7 @@ fn select_keys<D: Driver>(id: Option<&str>) -> QueryBuilder<'static, D> {
 }
 
 /// Revokes the live keys whose `column` holds `value` at `at` (the first revocation stands).
-fn revoke_where<D: Driver>(
-    column: &str,
-    value: &str,
-    at: DateTime<Utc>,
-) -> QueryBuilder<'static, D> {
+fn revoke_where<D: Driver>(column: &str, value: &str, at: DateTime<Utc>) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new("UPDATE api_keys SET revoked_ms = ");
     query
         .int(at.timestamp_millis())
@@ -68,15 +64,12 @@ fn revoke_where<D: Driver>(
 }
 
 /// Revokes every live key of `user` at `at` (erasing a user).
-pub(crate) fn revoke_user_keys<D: Driver>(
-    user: &str,
-    at: DateTime<Utc>,
-) -> QueryBuilder<'static, D> {
+pub(crate) fn revoke_user_keys<D: Driver>(user: &str, at: DateTime<Utc>) -> QueryBuilder<D> {
     revoke_where("user_id", user, at)
 }
 
 /// Removes every chat membership of `user` (erasing a user).
-pub(crate) fn remove_memberships<D: Driver>(user: &str) -> QueryBuilder<'static, D> {
+pub(crate) fn remove_memberships<D: Driver>(user: &str) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new("DELETE FROM chat_members WHERE user_id = ");
     query.text(user);
     query
@@ -90,7 +83,7 @@ fn upsert_session<D: Driver>(
     value: &str,
     now_ms: i64,
     condition: &str,
-) -> QueryBuilder<'static, D> {
+) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new(format!(
         "INSERT INTO mcp_sessions (id, {column}, created_ms) VALUES ("
     ));
@@ -107,7 +100,7 @@ fn upsert_session<D: Driver>(
 }
 
 /// Selects or (with `delete`) removes the membership of `user` in `chat`.
-fn membership<D: Driver>(chat: &str, user: &str, delete: bool) -> QueryBuilder<'static, D> {
+fn membership<D: Driver>(chat: &str, user: &str, delete: bool) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new(if delete {
         "DELETE FROM chat_members WHERE chat_id = "
     } else {
@@ -120,7 +113,7 @@ fn membership<D: Driver>(chat: &str, user: &str, delete: bool) -> QueryBuilder<'
 /// Runs `statements` in order in one write transaction; the rows each changed.
 async fn write_all<S: SqlStore>(
     store: &S,
-    statements: Vec<QueryBuilder<'static, S::Db>>,
+    statements: Vec<QueryBuilder<S::Db>>,
 ) -> Result<Vec<u64>> {
     let mut tx = store.write(WriteScope::Keyed).await?;
     let mut changed = Vec::with_capacity(statements.len());

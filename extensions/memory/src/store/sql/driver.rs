@@ -20,17 +20,17 @@ use crate::types::Memory;
 /// Binding and reading values on one database.
 pub(crate) trait Driver: Run + Sized {
     /// Binds a text.
-    fn bind_text(builder: &mut QueryBuilder<'_, Self>, value: String);
+    fn bind_text(builder: &mut QueryBuilder<Self>, value: String);
     /// Binds a text or NULL.
-    fn bind_opt_text(builder: &mut QueryBuilder<'_, Self>, value: Option<String>);
+    fn bind_opt_text(builder: &mut QueryBuilder<Self>, value: Option<String>);
     /// Binds an integer.
-    fn bind_int(builder: &mut QueryBuilder<'_, Self>, value: i64);
+    fn bind_int(builder: &mut QueryBuilder<Self>, value: i64);
     /// Binds an integer or NULL.
-    fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>);
+    fn bind_opt_int(builder: &mut QueryBuilder<Self>, value: Option<i64>);
     /// Binds a real number.
-    fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64);
+    fn bind_float(builder: &mut QueryBuilder<Self>, value: f64);
     /// Binds bytes.
-    fn bind_bytes(builder: &mut QueryBuilder<'_, Self>, value: Vec<u8>);
+    fn bind_bytes(builder: &mut QueryBuilder<Self>, value: Vec<u8>);
 
     /// A text column of `row`.
     fn text(row: &Self::Row, column: &str) -> Result<String>;
@@ -74,27 +74,27 @@ where
     for<'r> Vec<u8>: Decode<'r, DB> + Type<DB>,
     for<'c> &'c str: ColumnIndex<DB::Row>,
 {
-    fn bind_text(builder: &mut QueryBuilder<'_, Self>, value: String) {
+    fn bind_text(builder: &mut QueryBuilder<Self>, value: String) {
         builder.push_bind(value);
     }
 
-    fn bind_opt_text(builder: &mut QueryBuilder<'_, Self>, value: Option<String>) {
+    fn bind_opt_text(builder: &mut QueryBuilder<Self>, value: Option<String>) {
         builder.push_bind(value);
     }
 
-    fn bind_int(builder: &mut QueryBuilder<'_, Self>, value: i64) {
+    fn bind_int(builder: &mut QueryBuilder<Self>, value: i64) {
         builder.push_bind(value);
     }
 
-    fn bind_opt_int(builder: &mut QueryBuilder<'_, Self>, value: Option<i64>) {
+    fn bind_opt_int(builder: &mut QueryBuilder<Self>, value: Option<i64>) {
         builder.push_bind(value);
     }
 
-    fn bind_float(builder: &mut QueryBuilder<'_, Self>, value: f64) {
+    fn bind_float(builder: &mut QueryBuilder<Self>, value: f64) {
         builder.push_bind(value);
     }
 
-    fn bind_bytes(builder: &mut QueryBuilder<'_, Self>, value: Vec<u8>) {
+    fn bind_bytes(builder: &mut QueryBuilder<Self>, value: Vec<u8>) {
         builder.push_bind(value);
     }
 
@@ -149,14 +149,11 @@ where
 #[async_trait]
 pub(crate) trait Run: sqlx::Database {
     /// Runs a statement; the rows it changed.
-    async fn execute(
-        connection: &mut Self::Connection,
-        query: QueryBuilder<'_, Self>,
-    ) -> Result<u64>;
+    async fn execute(connection: &mut Self::Connection, query: QueryBuilder<Self>) -> Result<u64>;
     /// Runs a query; its rows.
     async fn rows(
         connection: &mut Self::Connection,
-        query: QueryBuilder<'_, Self>,
+        query: QueryBuilder<Self>,
     ) -> Result<Vec<Self::Row>>;
 }
 
@@ -166,14 +163,14 @@ macro_rules! run_with_own_types {
         impl Run for $database {
             async fn execute(
                 connection: &mut Self::Connection,
-                mut query: QueryBuilder<'_, Self>,
+                mut query: QueryBuilder<Self>,
             ) -> Result<u64> {
                 Ok(query.build().execute(connection).await?.rows_affected())
             }
 
             async fn rows(
                 connection: &mut Self::Connection,
-                mut query: QueryBuilder<'_, Self>,
+                mut query: QueryBuilder<Self>,
             ) -> Result<Vec<Self::Row>> {
                 Ok(query.build().fetch_all(connection).await?)
             }

@@ -81,7 +81,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// `table` has no such condition: a table added to the export without one must not export
 /// everyone's rows under one user's name.
 pub(crate) fn push_user_rows<D: Driver>(
-    builder: &mut QueryBuilder<'_, D>,
+    builder: &mut QueryBuilder<D>,
     table: &str,
     user: &str,
 ) -> Result<()> {

@@ -22,7 +22,7 @@ use crate::types::{DecayAction, DecayReport, Memory, MemoryKind, Origin, CONTRAD
 
 /// Appends `, valid_to = …` to an `UPDATE memories SET …`: the memory updated stops being true
 /// where `new_id`, which replaces it, starts (unless its validity was closed before).
-fn close_validity_at<D: Driver>(builder: &mut QueryBuilder<'_, D>, new_id: &str) {
+fn close_validity_at<D: Driver>(builder: &mut QueryBuilder<D>, new_id: &str) {
     builder
         .push(
             ", valid_to = COALESCE(valid_to, (SELECT COALESCE(n.valid_from, n.event_time) \

@@ -119,7 +119,7 @@ pub(crate) trait Dialect: Driver {
     fn name_order(column: &str) -> String;
     /// Appends "`column` is `name`, ASCII letters without case", in the form the name indexes
     /// serve.
-    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str);
+    fn push_same_name(builder: &mut QueryBuilder<Self>, column: &str, name: &str);
     /// A table of the texts of the JSON list in `column`, as a column `value`, for `FROM`.
     fn json_texts(column: &str) -> String;
     /// The value of `key` in the JSON object in `column`, NULL where it is missing or null.
@@ -134,16 +134,16 @@ pub(crate) trait Dialect: Driver {
     }
     /// Appends what orders the entities an entity lookup by `name` found: PostgreSQL's
     /// ` ORDER BY` a canonical match first; nothing for SQLite, which keeps its index's order.
-    fn push_canonical_first(_builder: &mut QueryBuilder<'_, Self>, _name: &str) {}
+    fn push_canonical_first(_builder: &mut QueryBuilder<Self>, _name: &str) {}
     /// Appends "`column` is one of `values`": SQLite's `IN (?, …)`, PostgreSQL's `= ANY($n)`
     /// binding one array.
-    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]);
+    fn push_one_of(builder: &mut QueryBuilder<Self>, column: &str, values: &[String]);
     /// Appends "the tags of memory `m` hold `tag`".
-    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str);
+    fn push_tagged(builder: &mut QueryBuilder<Self>, tag: &str);
     /// Appends "the attributes of memory `m` hold `key` with the value `entry` gives it", where
     /// `entry` is the JSON object `{key: value}` as text and `path` SQLite's JSON path to `key`
     /// (`$."key"`); both are bound, never written into the SQL.
-    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, path: &str, entry: &str);
+    fn push_attribute_equals(builder: &mut QueryBuilder<Self>, path: &str, entry: &str);
 }
 
 /// Binding values while a query is built: `builder.push(" AND user_id = ").text(user)`.
@@ -166,7 +166,7 @@ pub(crate) trait Bind {
     fn text_list(&mut self, values: &[String]) -> &mut Self;
 }
 
-impl<D: Driver> Bind for QueryBuilder<'_, D> {
+impl<D: Driver> Bind for QueryBuilder<D> {
     fn text(&mut self, value: impl Into<String>) -> &mut Self {
         D::bind_text(self, value.into());
         self
@@ -350,7 +350,7 @@ pub(crate) trait SqlStore: Send + Sync {
 
     /// The memories a query selecting [`crate::store::rows::MEMORY_COLUMNS`] returns, in its
     /// order, read on a pooled connection.
-    async fn fetch_memories(&self, query: QueryBuilder<'_, Self::Db>) -> Result<Vec<Memory>> {
+    async fn fetch_memories(&self, query: QueryBuilder<Self::Db>) -> Result<Vec<Memory>> {
         self.read(query)
             .await?
             .iter()
@@ -361,7 +361,7 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Runs a read query on a pooled connection; its rows.
     async fn read(
         &self,
-        query: QueryBuilder<'_, Self::Db>,
+        query: QueryBuilder<Self::Db>,
     ) -> Result<Vec<<Self::Db as Database>::Row>> {
         let mut connection = self.pool().acquire().await?;
         Self::Db::rows(&mut connection, query).await

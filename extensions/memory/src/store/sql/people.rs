@@ -35,7 +35,7 @@ fn person<D: Driver>(row: &D::Row) -> Result<Person> {
 }
 
 /// Selects the owner's persons; the caller appends its conditions and order.
-fn people<D: Dialect>(owner: &str) -> QueryBuilder<'static, D> {
+fn people<D: Dialect>(owner: &str) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new(format!(
         "SELECT {PERSON_COLUMNS} FROM entities WHERE type = 'person' AND owner_id = "
     ));
@@ -45,7 +45,7 @@ fn people<D: Dialect>(owner: &str) -> QueryBuilder<'static, D> {
 
 /// The owner's person named `name` (canonical name or alias, case-insensitive), the most
 /// mentioned first.
-fn person_named<D: Dialect>(owner: &str, name: &str) -> QueryBuilder<'static, D> {
+fn person_named<D: Dialect>(owner: &str, name: &str) -> QueryBuilder<D> {
     let mut query = people::<D>(owner);
     query.push(" AND (");
     D::push_same_name(&mut query, "canonical_name", name.trim());
@@ -59,7 +59,7 @@ fn person_named<D: Dialect>(owner: &str, name: &str) -> QueryBuilder<'static, D>
 }
 
 /// The owner's person that `external` anchors (the unique index `idx_entities_external`).
-fn person_anchored<D: Dialect>(owner: &str, external: &ExternalId) -> QueryBuilder<'static, D> {
+fn person_anchored<D: Dialect>(owner: &str, external: &ExternalId) -> QueryBuilder<D> {
     let mut query = people::<D>(owner);
     query
         .push(" AND provider = ")
@@ -244,7 +244,7 @@ impl<S: SqlStore> PeopleRecords for S {
 }
 
 /// The people `query` selects, as a list shows them: those with a relation first, then by name.
-async fn listed<S: SqlStore>(store: &S, mut query: QueryBuilder<'_, S::Db>) -> Result<Vec<Person>> {
+async fn listed<S: SqlStore>(store: &S, mut query: QueryBuilder<S::Db>) -> Result<Vec<Person>> {
     query.push(format!(
         " ORDER BY (relation IS NULL), {}",
         S::Db::name_order("canonical_name")

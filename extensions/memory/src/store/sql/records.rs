@@ -20,7 +20,7 @@ use crate::types::{ListRequest, Memory, MemoryKind, MemoryStats, SearchRequest};
 
 /// Appends ` ORDER BY m.event_time DESC, <stored order> DESC LIMIT limit`: newest first, and
 /// of the same time the last stored first.
-pub(super) fn push_newest<D: Dialect>(builder: &mut QueryBuilder<'_, D>, limit: usize) {
+pub(super) fn push_newest<D: Dialect>(builder: &mut QueryBuilder<D>, limit: usize) {
     builder
         .push(format!(
             " ORDER BY m.event_time DESC, m.{} DESC LIMIT ",
@@ -239,7 +239,7 @@ impl<S: SqlStore + SearchRecords> MemoryRecords for S {
 }
 
 /// The count a query selecting `COUNT(*) AS n` returns.
-async fn count<S: SqlStore>(store: &S, query: QueryBuilder<'_, S::Db>) -> Result<i64> {
+async fn count<S: SqlStore>(store: &S, query: QueryBuilder<S::Db>) -> Result<i64> {
     match store.read(query).await?.first() {
         Some(row) => S::Db::int(row, "n"),
         None => Ok(0),

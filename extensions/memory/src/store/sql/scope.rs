@@ -18,7 +18,7 @@ use crate::types::{AsOf, SearchRequest, TimeAxis};
 /// index: every caller has a far narrower starting point (an id list, full-text matches, entity
 /// links), and scanning all of a user's memories instead made searches grow with the store.
 pub(crate) fn push_scope<D: Dialect>(
-    builder: &mut QueryBuilder<'_, D>,
+    builder: &mut QueryBuilder<D>,
     user_id: Option<&str>,
     chat_id: Option<&str>,
 ) {
@@ -54,7 +54,7 @@ pub(crate) fn push_scope<D: Dialect>(
 /// forgotten or decayed memory stays out; expiry itself is judged at `at` below). What was
 /// true at `at`, by what is known now: its time of truth holds then, superseded or not, and it
 /// had not expired; a corrected memory was never true and a deleted one stays out.
-fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest, as_of: AsOf) {
+fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<D>, request: &SearchRequest, as_of: AsOf) {
     let at = ts(as_of.at);
     match as_of.axis {
         TimeAxis::Believed => {
@@ -95,7 +95,7 @@ fn push_as_of<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchReq
 /// Appends the filters of `request` (owner, kinds, session, time, tags, metadata, deleted, faded,
 /// quarantined) for
 /// alias `m`.
-pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<'_, D>, request: &SearchRequest) {
+pub(crate) fn push_filters<D: Dialect>(builder: &mut QueryBuilder<D>, request: &SearchRequest) {
     match request.as_of {
         None => {
             if !request.include_deleted {

@@ -46,7 +46,7 @@ pub(super) async fn close_other_sessions<D: Dialect>(
 }
 
 /// Selects the episodes of `session` (alias `m`), active, and with `tail` appended.
-fn session_episodes<D: Dialect>(session: &SessionKey, tail: &str) -> QueryBuilder<'static, D> {
+fn session_episodes<D: Dialect>(session: &SessionKey, tail: &str) -> QueryBuilder<D> {
     let mut query = QueryBuilder::<D>::new(format!(
         "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.session_id = "
     ));
@@ -62,7 +62,7 @@ fn session_episodes<D: Dialect>(session: &SessionKey, tail: &str) -> QueryBuilde
 }
 
 /// Appends ` WHERE` with the key of `session`'s consolidation record.
-pub(super) fn push_session_key<D: Driver>(query: &mut QueryBuilder<'_, D>, session: &SessionKey) {
+pub(super) fn push_session_key<D: Driver>(query: &mut QueryBuilder<D>, session: &SessionKey) {
     query
         .push(" WHERE user_id = ")
         .text(&session.user_id)
@@ -73,10 +73,7 @@ pub(super) fn push_session_key<D: Driver>(query: &mut QueryBuilder<'_, D>, sessi
 }
 
 /// Appends the values of `session`'s consolidation key: user, chat and session, in that order.
-pub(super) fn push_session_values<D: Driver>(
-    query: &mut QueryBuilder<'_, D>,
-    session: &SessionKey,
-) {
+pub(super) fn push_session_values<D: Driver>(query: &mut QueryBuilder<D>, session: &SessionKey) {
     query
         .text(&session.user_id)
         .push(", ")

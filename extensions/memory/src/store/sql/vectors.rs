@@ -13,7 +13,7 @@ use crate::store::VectorStatus;
 /// Appends ` AND user_id = owner` and ` AND kind = kind`, for those given: a nearest-neighbour
 /// search's filters on the vector table's own columns.
 pub(crate) fn push_owner_and_kind<D: Driver>(
-    builder: &mut QueryBuilder<'_, D>,
+    builder: &mut QueryBuilder<D>,
     owner: Option<&str>,
     kind: Option<&str>,
 ) {

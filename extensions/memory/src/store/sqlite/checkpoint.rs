@@ -88,10 +88,11 @@ pub(super) async fn checkpoint(
     pool: &SqlitePool,
     mode: &str,
 ) -> std::result::Result<(bool, i64), sqlx::Error> {
-    let (busy, log_frames, checkpointed) =
-        sqlx::query_as::<_, (i64, i64, i64)>(&format!("PRAGMA wal_checkpoint({mode})"))
-            .fetch_one(pool)
-            .await?;
+    let (busy, log_frames, checkpointed) = sqlx::query_as::<_, (i64, i64, i64)>(
+        sqlx::AssertSqlSafe(format!("PRAGMA wal_checkpoint({mode})")),
+    )
+    .fetch_one(pool)
+    .await?;
     tracing::trace!(mode, busy, log_frames, checkpointed, "wal checkpoint");
     Ok((busy != 0, log_frames))
 }
@@ -104,13 +105,13 @@ pub(super) async fn truncate_log(
 ) -> std::result::Result<bool, sqlx::Error> {
     let mut connection = pool.acquire().await?;
     let set_timeout = |timeout: Duration| format!("PRAGMA busy_timeout = {}", timeout.as_millis());
-    sqlx::query(&set_timeout(TRUNCATE_WAIT))
+    sqlx::query(sqlx::AssertSqlSafe(set_timeout(TRUNCATE_WAIT)))
         .execute(&mut *connection)
         .await?;
     let outcome = sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(TRUNCATE)")
         .fetch_one(&mut *connection)
         .await;
-    sqlx::query(&set_timeout(busy_timeout))
+    sqlx::query(sqlx::AssertSqlSafe(set_timeout(busy_timeout)))
         .execute(&mut *connection)
         .await?;
     let (busy, log_frames, checkpointed) = outcome?;

@@ -35,7 +35,7 @@ impl Dialect for Sqlite {
         format!("{column} COLLATE NOCASE")
     }
 
-    fn push_same_name(builder: &mut QueryBuilder<'_, Self>, column: &str, name: &str) {
+    fn push_same_name(builder: &mut QueryBuilder<Self>, column: &str, name: &str) {
         builder.push(format!("{column} = "));
         Self::bind_text(builder, name.to_owned());
         builder.push(" COLLATE NOCASE");
@@ -53,11 +53,11 @@ impl Dialect for Sqlite {
         format!("json_extract({column}, '$.{key}')")
     }
 
-    fn push_one_of(builder: &mut QueryBuilder<'_, Self>, column: &str, values: &[String]) {
+    fn push_one_of(builder: &mut QueryBuilder<Self>, column: &str, values: &[String]) {
         builder.push(format!("{column} IN ")).text_list(values);
     }
 
-    fn push_tagged(builder: &mut QueryBuilder<'_, Self>, tag: &str) {
+    fn push_tagged(builder: &mut QueryBuilder<Self>, tag: &str) {
         builder
             .push("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ")
             .text(tag)
@@ -66,7 +66,7 @@ impl Dialect for Sqlite {
 
     /// The stored value and the wanted one read by the same `json_extract`, so that both come
     /// back as the same SQL value (text, number, or an object's or list's JSON text).
-    fn push_attribute_equals(builder: &mut QueryBuilder<'_, Self>, path: &str, entry: &str) {
+    fn push_attribute_equals(builder: &mut QueryBuilder<Self>, path: &str, entry: &str) {
         builder
             .push("json_extract(m.attributes, ")
             .text(path)

@@ -25,7 +25,7 @@ const TEXT_BM25: &str = "bm25(memories_fts, 1.0, 0.0)";
 
 /// Appends a match's BM25 rank (lower is better, as FTS5's `bm25()`): with a scope's figures
 /// (`arguments`, see `text_statistics::ScopedText`), or over the whole index.
-fn push_rank(builder: &mut QueryBuilder<'_, Sqlite>, arguments: Option<&[f64]>) {
+fn push_rank(builder: &mut QueryBuilder<Sqlite>, arguments: Option<&[f64]>) {
     match arguments {
         Some(arguments) => {
             builder.push("scope_bm25(memories_fts");
@@ -154,7 +154,7 @@ impl MemoryStore {
     /// [`BEST_FIRST`] order.
     async fn filtered_best(
         &self,
-        mut builder: QueryBuilder<'_, Sqlite>,
+        mut builder: QueryBuilder<Sqlite>,
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(String, f64)>> {
@@ -178,7 +178,7 @@ const BEST_FIRST: &str = "relevance DESC, event_time DESC, id";
 /// The start of a full-text query: `select` names the relevance of each match (`relevance`,
 /// higher is better) and goes on to its `FROM`. The rows, `m.id` and relevance, come back packed
 /// (see `packed.rs`) in [`BEST_FIRST`] order.
-fn ranked_matches(select: &str) -> QueryBuilder<'static, Sqlite> {
+fn ranked_matches(select: &str) -> QueryBuilder<Sqlite> {
     let columns = format!("id, {}", exact_real("relevance"));
     QueryBuilder::new(format!(
         "SELECT {} FROM (SELECT m.id AS id, m.event_time AS event_time, {select}",

@@ -39,7 +39,7 @@ pub(super) fn exact_real(expression: &str) -> String {
 /// # Errors
 /// The database fails, or a packed row does not have `T`'s shape (a bug in the query).
 pub(super) async fn fetch_packed<T: DeserializeOwned>(
-    mut builder: QueryBuilder<'_, Sqlite>,
+    mut builder: QueryBuilder<Sqlite>,
     pool: &SqlitePool,
 ) -> Result<Vec<T>> {
     let packed: String = builder.build_query_scalar().fetch_one(pool).await?;

@@ -1,6 +1,6 @@
 //! Removing memories, SQLite's part (the rest is written once, in `store/sql/removal.rs`): what
-//! ends a removal (merging the full-text index, moving the vector generation and mirror along),
-//! and erasing a user's vectors from sqlite-vec.
+//! ends a removal (moving the vector generation and mirror along), and erasing a user's vectors
+//! from sqlite-vec.
 
 use sqlx::SqliteConnection;
 
@@ -10,13 +10,14 @@ use crate::error::Result;
 
 /// What every removal of memories ends with, inside its transaction (see
 /// `SqlStore::end_removal`): an erased owner's range of index row ids (migration 0019) is
-/// dropped, now that none of theirs is left; if any memory went, the full-text index is merged,
-/// and the vector generation moved on if there are vectors (returned).
+/// dropped, now that none of theirs is left; if any memory went and there are vectors, the
+/// vector generation is moved on (returned).
 ///
-/// A delete leaves the row's terms and positions in older FTS5 segments, beside a delete marker,
-/// until a merge drops them: enough to rebuild the text. Merging the index into one segment now
-/// drops them (0.1-0.2 s at 100k memories). FTS5's own `secure-delete` option would do this per
-/// row, but the bundled SQLite (3.46.0) reports its index as malformed afterwards.
+/// The full-text index needs nothing here: it deletes with FTS5's `secure-delete` (migration
+/// 0025), which takes a row's terms and positions out of the segments that hold them as the
+/// row goes, so no removed text can be rebuilt from the index. (Before, each purge merged the
+/// whole index into one segment, a cost that grew with the store: 69 ms a forget at 100k
+/// memories.)
 pub(super) async fn end_removal(
     store: &MemoryStore,
     connection: &mut SqliteConnection,
@@ -32,9 +33,6 @@ pub(super) async fn end_removal(
     if !removed {
         return Ok(None);
     }
-    sqlx::query("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-        .execute(&mut *connection)
-        .await?;
     if store.vector_table_exists(connection).await? {
         Ok(Some(bump_vector_generation(connection).await?))
     } else {
@@ -94,7 +92,7 @@ impl MemoryStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        sqlx::query(&create_vector_table(dimensions))
+        sqlx::query(sqlx::AssertSqlSafe(create_vector_table(dimensions)))
             .execute(&mut *tx)
             .await?;
         for statement in [

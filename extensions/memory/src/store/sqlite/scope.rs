@@ -72,7 +72,7 @@ macro_rules! owner_rows {
 pub(super) use owner_rows;
 
 /// Appends ` AND memories_fts.rowid BETWEEN …` for the range of `owner` (see [`owner_rows`]).
-fn push_owner_rows(builder: &mut QueryBuilder<'_, Sqlite>, owner: &str) {
+fn push_owner_rows(builder: &mut QueryBuilder<Sqlite>, owner: &str) {
     builder
         .push(" AND memories_fts.rowid BETWEEN (SELECT number << 32 FROM fts_owners WHERE owner = ")
         .push_bind(owner.to_owned())
@@ -84,7 +84,7 @@ fn push_owner_rows(builder: &mut QueryBuilder<'_, Sqlite>, owner: &str) {
 impl IndexScope {
     /// Appends `memories_fts MATCH <query>` kept within the scope, for a query over
     /// `memories_fts` (the innermost one of that name).
-    pub(super) fn push_match(&self, builder: &mut QueryBuilder<'_, Sqlite>, query: &str) {
+    pub(super) fn push_match(&self, builder: &mut QueryBuilder<Sqlite>, query: &str) {
         builder.push("memories_fts MATCH ");
         match self {
             Self::Whole => {

@@ -216,11 +216,7 @@ impl ScopedText {
     /// column filter makes FTS5 read every match's positions: a word that spells a scope token
     /// (`u…x` in hex) matches rows by that token, and `scope_bm25` gives them 0, and the
     /// visibility rule drops what the asker may not see.
-    pub(super) fn push_match(
-        &self,
-        builder: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>,
-        text: &str,
-    ) {
+    pub(super) fn push_match(&self, builder: &mut sqlx::QueryBuilder<sqlx::Sqlite>, text: &str) {
         self.rows.push_match(builder, text);
     }
 }

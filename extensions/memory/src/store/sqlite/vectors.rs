@@ -242,7 +242,7 @@ impl VectorIndex for MemoryStore {
             Some(status) => status,
             None => {
                 let mut tx = self.begin_write().await?;
-                sqlx::query(&create_vector_table(dimensions))
+                sqlx::query(sqlx::AssertSqlSafe(create_vector_table(dimensions)))
                     .execute(&mut *tx)
                     .await?;
                 record_provider::<Sqlite>(&mut tx, dimensions, model_id).await?;
@@ -265,7 +265,7 @@ impl VectorIndex for MemoryStore {
         sqlx::query("DROP TABLE IF EXISTS vec_memories")
             .execute(&mut *tx)
             .await?;
-        sqlx::query(&create_vector_table(dimensions))
+        sqlx::query(sqlx::AssertSqlSafe(create_vector_table(dimensions)))
             .execute(&mut *tx)
             .await?;
         record_provider::<Sqlite>(&mut tx, dimensions, model_id).await?;

@@ -52,7 +52,7 @@ async fn add_vectors(pool: &PgPool) {
 }
 
 async fn count(pool: &PgPool, sql: &str, bind: &str) -> i64 {
-    sqlx::query_scalar(sql)
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
         .bind(bind)
         .fetch_one(pool)
         .await

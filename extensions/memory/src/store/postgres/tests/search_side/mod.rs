@@ -13,7 +13,10 @@ use crate::types::SearchRequest;
 pub(super) use crate::store::conformance::{insert_row as insert, row, Row};
 
 pub(super) async fn sql(store: &PostgresStore, statement: &str) {
-    sqlx::query(statement).execute(store.pool()).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+        .execute(store.pool())
+        .await
+        .unwrap();
 }
 
 pub(super) fn ana() -> SearchRequest {
@@ -25,7 +28,7 @@ pub(super) fn ana() -> SearchRequest {
 
 /// The one value `query` selects.
 pub(super) async fn count(store: &PostgresStore, query: &str) -> i64 {
-    sqlx::query_scalar(query)
+    sqlx::query_scalar(sqlx::AssertSqlSafe(query.to_owned()))
         .fetch_one(store.pool())
         .await
         .unwrap()

@@ -406,7 +406,7 @@ async fn approximate_search_uses_the_hnsw_index_and_exact_search_does_not() {
         let store = &store;
         async move {
             let mut tx = store.pool().begin().await.unwrap();
-            sqlx::query(&format!("EXPLAIN {query}"))
+            sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {query}")))
                 .fetch_all(&mut *tx)
                 .await
                 .unwrap()
