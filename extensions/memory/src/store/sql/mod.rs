@@ -311,10 +311,22 @@ pub(crate) trait SqlStore: Send + Sync {
         theirs: usize,
     ) -> Result<()>;
 
+    /// Starts a removal of up to `rows` memories on `connection`, inside its transaction before
+    /// any row goes: SQLite lets a bulk removal delete from its full-text index without
+    /// `secure-delete` (it merges the index at the end instead); nothing for PostgreSQL.
+    async fn begin_removal(
+        &self,
+        _connection: &mut <Self::Db as Database>::Connection,
+        _rows: usize,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// Ends a removal of memories on `connection`, inside its transaction once the rows are
     /// gone: `erased` names the user erased, if it is an erasure, and `removed` says whether
     /// any memory went. SQLite drops the erased owner's range of index rows, merges its
-    /// full-text index and moves the vector generation on (returned); nothing for PostgreSQL.
+    /// full-text index (a bulk removal) or marks the merge due, and moves the vector generation
+    /// on (returned); nothing for PostgreSQL.
     async fn end_removal(
         &self,
         _connection: &mut <Self::Db as Database>::Connection,

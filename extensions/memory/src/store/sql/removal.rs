@@ -2,9 +2,10 @@
 //! erasing everything about a user, with what a removed memory is announced as and the cached
 //! vectors of removed texts. Each backend keeps, as [`SqlStore`] hooks, how it erases a user's
 //! vectors ([`SqlStore::erase_user_vectors`]), what ends a removal inside its transaction
-//! ([`SqlStore::end_removal`]: SQLite merges its full-text index and moves the vector
-//! generation on) and after it ([`SqlStore::removal_committed`]: SQLite moves its vector mirror
-//! along, PostgreSQL takes the planner's statistics again after an erasure).
+//! ([`SqlStore::begin_removal`] and [`SqlStore::end_removal`]: SQLite merges its full-text
+//! index or marks the merge due, and moves the vector generation on) and after it
+//! ([`SqlStore::removal_committed`]: SQLite moves its vector mirror along, PostgreSQL takes the
+//! planner's statistics again after an erasure).
 
 use std::collections::HashMap;
 
@@ -58,6 +59,7 @@ impl<S: SqlStore> MemoryRemoval for S {
             (retired, None)
         } else {
             let mentioned = lineage::entities_of::<S::Db>(&mut tx, &ids).await?;
+            self.begin_removal(&mut tx, ids.len()).await?;
             let purged = purge_memories(self, &mut tx, &ids).await?;
             removed
                 .extend(lineage::remove_unmentioned_entities::<S::Db>(&mut tx, &mentioned).await?);
@@ -164,6 +166,7 @@ impl<S: SqlStore> MemoryRemoval for S {
             S::Db::execute(&mut tx, delete).await?;
         }
         let now = Utc::now();
+        self.begin_removal(&mut tx, ids.len()).await?;
         erase_owned_rows::<S::Db>(&mut tx, user_id, now).await?;
         // The user's earlier receipts go; the erasure's own is the one kept.
         let mut receipts =

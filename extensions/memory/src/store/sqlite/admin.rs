@@ -22,6 +22,18 @@ impl StoreAdmin for MemoryStore {
     async fn close(&self) {
         self.checkpointer.abort();
         let _write = self.write_lock.lock().await;
+        // What the last removals left in the full-text index goes before the log is emptied.
+        let started = std::time::Instant::now();
+        match super::index_merge::merge_if_due(&self.pool).await {
+            Ok(merged) => tracing::debug!(
+                merged,
+                micros = started.elapsed().as_micros() as u64,
+                "full-text index merged at close"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "index merge at close failed; the next open merges it");
+            }
+        }
         // A reader finishing, or the checkpointer's last statement still running on its
         // connection (an aborted task does not stop a statement under way), makes the first
         // try busy; a few more tries within a quarter of a second empty the log.

@@ -1,10 +1,12 @@
 //! The background WAL checkpointer, which keeps the write-ahead log short without a writer
-//! paying for it.
+//! paying for it, and merges the full-text index after removals (see `index_merge`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::SqlitePool;
+
+use super::index_merge;
 
 /// How often the write-ahead log is checkpointed.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
@@ -58,6 +60,7 @@ pub(super) async fn checkpoint_loop(
                 continue;
             }
         };
+        merge_index_if_due(&pool, &write_lock).await;
         if backoff > 0 {
             backoff -= 1;
             continue;
@@ -79,6 +82,32 @@ pub(super) async fn checkpoint_loop(
                 Err(error) => tracing::warn!(%error, log_frames, "wal truncation failed; retrying"),
             }
         }
+    }
+}
+
+/// Merges the full-text index if a removal marked it due (see `index_merge`), under the
+/// store's write lock; a failure is logged and the next round tries again.
+async fn merge_index_if_due(pool: &SqlitePool, write_lock: &tokio::sync::Mutex<()>) {
+    match index_merge::merge_due(pool).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(error) => {
+            if !pool.is_closed() {
+                tracing::warn!(%error, "checking for a due index merge failed; retrying");
+            }
+            return;
+        }
+    }
+    let started = std::time::Instant::now();
+    let _write = write_lock.lock().await;
+    match index_merge::merge_if_due(pool).await {
+        Ok(merged) => tracing::debug!(
+            merged,
+            micros = started.elapsed().as_micros() as u64,
+            "full-text index merged after a removal"
+        ),
+        Err(_) if pool.is_closed() => {}
+        Err(error) => tracing::warn!(%error, "full-text index merge failed; retrying"),
     }
 }
 

@@ -151,6 +151,10 @@ impl SqlStore for MemoryStore {
         Ok(())
     }
 
+    async fn begin_removal(&self, connection: &mut SqliteConnection, rows: usize) -> Result<()> {
+        Ok(super::index_merge::begin_removal(connection, rows).await?)
+    }
+
     async fn end_removal(
         &self,
         connection: &mut SqliteConnection,

@@ -17,6 +17,7 @@ mod dialect;
 mod entities;
 mod export;
 mod fulltext;
+mod index_merge;
 mod index_queue;
 mod open;
 mod packed;

@@ -1,23 +1,19 @@
 //! Removing memories, SQLite's part (the rest is written once, in `store/sql/removal.rs`): what
-//! ends a removal (moving the vector generation and mirror along), and erasing a user's vectors
-//! from sqlite-vec.
+//! ends a removal (the full-text index's merge, see `index_merge`; moving the vector generation
+//! and mirror along), and erasing a user's vectors from sqlite-vec.
 
 use sqlx::SqliteConnection;
 
+use super::index_merge;
 use super::vectors::{bump_vector_generation, create_vector_table};
 use super::MemoryStore;
 use crate::error::Result;
 
 /// What every removal of memories ends with, inside its transaction (see
 /// `SqlStore::end_removal`): an erased owner's range of index row ids (migration 0019) is
-/// dropped, now that none of theirs is left; if any memory went and there are vectors, the
-/// vector generation is moved on (returned).
-///
-/// The full-text index needs nothing here: it deletes with FTS5's `secure-delete` (migration
-/// 0025), which takes a row's terms and positions out of the segments that hold them as the
-/// row goes, so no removed text can be rebuilt from the index. (Before, each purge merged the
-/// whole index into one segment, a cost that grew with the store: 69 ms a forget at 100k
-/// memories.)
+/// dropped, now that none of theirs is left; the full-text index is merged now (a bulk
+/// removal) or marked for the checkpointer to merge (see `index_merge`); and if any memory
+/// went and there are vectors, the vector generation is moved on (returned).
 pub(super) async fn end_removal(
     store: &MemoryStore,
     connection: &mut SqliteConnection,
@@ -30,6 +26,7 @@ pub(super) async fn end_removal(
             .execute(&mut *connection)
             .await?;
     }
+    index_merge::end_removal(connection, removed).await?;
     if !removed {
         return Ok(None);
     }

@@ -3,6 +3,7 @@
 
 mod fts_properties;
 mod fts_syntax;
+mod index_merge;
 mod migrations;
 mod on_disk;
 mod removal;
