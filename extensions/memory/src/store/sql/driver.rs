@@ -143,9 +143,9 @@ where
     }
 }
 
-/// Running a query built in place. sqlx's generic types cannot say that a builder's arguments
-/// may live as briefly as the borrow that builds them (the driver's own types can), so each
-/// database runs queries with its own types: the same two bodies, instantiated below for both.
+/// Running a query built in place: the same two bodies, instantiated below for each database,
+/// since a statement's count of changed rows is each driver's own method (`rows_affected`),
+/// not one of sqlx's traits.
 #[async_trait]
 pub(crate) trait Run: sqlx::Database {
     /// Runs a statement; the rows it changed.
