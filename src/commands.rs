@@ -264,7 +264,15 @@ fn print_receipt(receipt: &mnemo_memory::ForgetReceipt) {
         println!("  removed {} {} ({})", entry.kind, entry.id, entry.why);
     }
     for entry in &receipt.changed {
-        println!("  changed {} {} ({})", entry.kind, entry.id, entry.why);
+        if entry.lost_sources.is_empty() {
+            println!("  changed {} {} ({})", entry.kind, entry.id, entry.why);
+        } else {
+            let lost = entry.lost_sources.join(", ");
+            println!(
+                "  changed {} {} ({}: {lost})",
+                entry.kind, entry.id, entry.why
+            );
+        }
     }
     let artefacts: Vec<String> = receipt
         .artefacts
@@ -280,12 +288,18 @@ pub(crate) async fn restore(config: Config, id: &str) -> anyhow::Result<bool> {
     let service = memory_service(&kernel)?;
     let result = service.restore(id).await;
     kernel.shutdown().await;
-    if result? {
-        println!("restored {id}: active again; the indexer gives it its vector");
-        Ok(true)
-    } else {
+    let restoration = result?;
+    if restoration.restored.is_empty() {
         bail!("no soft-deleted memory `{id}`")
     }
+    println!("restored {id}: active again; the indexer gives it its vector");
+    for other in restoration.restored.iter().filter(|other| *other != id) {
+        println!("  restored {other} (its forget took it with {id})");
+    }
+    for fact in &restoration.sources_back {
+        println!("  sources back: {fact} (what its forget took from its provenance)");
+    }
+    Ok(true)
 }
 
 /// `mnemo release`: lifts a quarantined memory's hold, as an admin.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common;
 
@@ -145,6 +145,7 @@ fn the_readme_forget_takes_what_was_derived_and_prints_the_receipt() {
         ]
     );
     assert_eq!(entries("changed"), ["fact_gym lost_sources"]);
+    assert_eq!(receipt["changed"][0]["lost_sources"], json!(["ep_locker"]));
     assert!(
         !String::from_utf8_lossy(&forgot.stdout).contains("4411"),
         "no content"

@@ -26,7 +26,7 @@ pub use error::{MemoryApiError, Result, StorageError};
 pub use events::{MemoryForgotten, SessionCompleted, UserErased};
 pub use host::{HostLimits, MemoryHost};
 pub use origin::{Origin, OriginWeights, CONTRADICTS};
-pub use receipts::{ForgetReceipt, ReceiptEntry};
+pub use receipts::{ForgetReceipt, ReceiptEntry, Restoration};
 pub use records::{
     content_event_id, EntitySummary, ExternalId, IngestedEvent, KeyRecord, McpSessionRecord,
     OwnerSummary, Person, Subject, MAX_EXTERNAL_ID_CHARS,

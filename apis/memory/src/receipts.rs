@@ -19,6 +19,22 @@ pub struct ReceiptEntry {
     /// `built_on_removed` (a reflection), `no_mentions_left` (an entity), `erased` (the user's
     /// erasure); for a change, `lost_sources` (the forgotten ids left its provenance).
     pub why: String,
+    /// For a change: the ids that left its provenance (a restore of a soft forget puts them
+    /// back). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_sources: Vec<String>,
+}
+
+impl ReceiptEntry {
+    /// An entry of a memory or entity removed, or changed without naming lost sources.
+    pub fn new(id: impl Into<String>, kind: impl Into<String>, why: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            kind: kind.into(),
+            why: why.into(),
+            lost_sources: Vec::new(),
+        }
+    }
 }
 
 /// What one forget or erasure removed and changed, kept in the store's audit table
@@ -55,4 +71,16 @@ impl ForgetReceipt {
     pub fn removed_ids(&self) -> Vec<&str> {
         self.removed.iter().map(|entry| entry.id.as_str()).collect()
     }
+}
+
+/// What restoring a soft-deleted memory brought back. A memory a soft forget asked for comes
+/// back with what that forget took with it: the memories drawn from it, and the sources it took
+/// from the provenance of the facts that stayed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restoration {
+    /// The memories active again, the one asked for first; empty when no soft-deleted memory
+    /// has that id.
+    pub restored: Vec<String>,
+    /// The facts whose provenance got back the sources the forget had taken.
+    pub sources_back: Vec<String>,
 }

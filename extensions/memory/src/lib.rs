@@ -51,7 +51,7 @@ pub use mnemo_memory_api::{
     EpisodePage, ForgetReceipt, FusionMethod, HostLimits, IngestedEvent, KeyRecord, ListMatch,
     ListRequest, McpSessionRecord, Memory, MemoryApi, MemoryApiError, MemoryForgotten, MemoryHost,
     MemoryKind, MemoryStats, MemoryType, NewFact, OwnerSummary, PendingSession, Person, Quarantine,
-    ReceiptEntry, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
+    ReceiptEntry, Restoration, SavedFacts, ScoreBreakdown, SearchHit, SearchMode, SearchRequest,
     SessionCompleted, SessionKey, SkippedFact, UserErased,
 };
 pub use sentence_keys::sentence_keys;

@@ -111,21 +111,27 @@ impl MemoryService {
         self.store()?.receipts(user_id, limit).await
     }
 
-    /// Brings back a soft-deleted memory (see `SoftForget::restore`) and wakes the indexer to
-    /// give it its vector again; `false` when no soft-deleted memory has this id. A copy the
-    /// markdown mirror dropped is not brought back.
+    /// Brings back a soft-deleted memory, with what its soft forget took with it (see
+    /// `SoftForget::restore`), and wakes the indexer to give them their vectors again; nothing
+    /// restored when no soft-deleted memory has this id. A copy the markdown mirror dropped is
+    /// not brought back.
     ///
     /// # Errors
     /// The store fails; nothing changes then.
-    pub async fn restore(&self, memory_id: &str) -> Result<bool> {
+    pub async fn restore(&self, memory_id: &str) -> Result<crate::types::Restoration> {
         let state = self.state()?;
-        let restored = state.store.restore(memory_id).await?;
-        if restored {
-            tracing::info!(%memory_id, "memory restored");
+        let restoration = state.store.restore(memory_id).await?;
+        if !restoration.restored.is_empty() {
+            tracing::info!(
+                %memory_id,
+                with = restoration.restored.len() - 1,
+                sources_back = restoration.sources_back.len(),
+                "memory restored"
+            );
             state.searcher.stats().clear();
             self.index_wakeup.notify_one();
         }
-        Ok(restored)
+        Ok(restoration)
     }
 
     /// Announces each of `forgotten` on `memory.forgotten`.

@@ -226,12 +226,15 @@ pub(crate) trait MemoryRemoval: Send + Sync {
 #[async_trait]
 pub(crate) trait SoftForget: Send + Sync {
     /// Brings back the soft-deleted memory `id` (forgotten softly, expired, corrected or
-    /// decayed): active again and queued for its vector. `false` when no soft-deleted memory
-    /// has this id (an active one is left as it is).
+    /// decayed): active again and queued for its vector. If a soft forget of `id` alone retired
+    /// it, what that forget took with it comes back too, as its receipt lists it: the memories
+    /// it soft-deleted (those still as it left them), and the sources it took from facts that
+    /// stayed. Nothing restored when no soft-deleted memory has this id (an active one is left
+    /// as it is).
     ///
     /// # Errors
     /// The database fails; nothing changes then.
-    async fn restore(&self, id: &str) -> Result<bool>;
+    async fn restore(&self, id: &str) -> Result<crate::types::Restoration>;
 
     /// Releases the quarantined memory `id`: the screen's hold is lifted, and the memory may
     /// be put into the agent's context again. `false` when no memory with this id is

@@ -23,11 +23,7 @@ fn derived(content: &str, kind: MemoryKind, sources: &[&str]) -> NewMemory {
 }
 
 fn entry(id: &str, kind: &str, why: &str) -> ReceiptEntry {
-    ReceiptEntry {
-        id: id.into(),
-        kind: kind.into(),
-        why: why.into(),
-    }
+    ReceiptEntry::new(id, kind, why)
 }
 
 fn forget_request(ids: &[String], at: DateTime<Utc>) -> ForgetRequest<'_> {
@@ -38,6 +34,37 @@ fn forget_request(ids: &[String], at: DateTime<Utc>) -> ForgetRequest<'_> {
         at,
         query_vectors: 3,
     }
+}
+
+/// A turn of `ana`'s ("I go to the gym every morning, locker by the door") and the facts drawn
+/// from it and from the turn `locker` ("My locker code is tok123 …"): one from `locker` alone,
+/// one from both that stands on the gym turn alone, one from both that does not (it holds the
+/// code). Their ids: the gym turn's first.
+async fn locker_facts<S: Conformant>(store: &S, locker: &str) -> (String, String, String, String) {
+    let gym = turn(
+        "ana",
+        "s1",
+        "I go to the gym every morning, locker by the door",
+    );
+    let gym = stored(store, gym).await;
+    let fact = MemoryKind::Fact;
+    let code = derived("The user's locker code is tok123", fact, &[locker]);
+    let mornings = derived(
+        "The user goes to the gym every morning",
+        fact,
+        &[locker, &gym],
+    );
+    let leaky = derived(
+        "The user's locker by the door has code tok123",
+        fact,
+        &[locker, &gym],
+    );
+    (
+        gym,
+        stored(store, code).await,
+        stored(store, mornings).await,
+        stored(store, leaky).await,
+    )
 }
 
 pub(super) async fn forgetting_follows_lineage_and_leaves_a_receipt<S: Conformant>(store: &S) {
@@ -52,40 +79,9 @@ pub(super) async fn forgetting_follows_lineage_and_leaves_a_receipt<S: Conforman
         )
         .await
         .unwrap();
-    let gym = stored(
-        store,
-        turn(
-            "ana",
-            "s1",
-            "I go to the gym every morning, locker by the door",
-        ),
-    )
-    .await;
     let tea = stored(store, turn("ana", "s1", "I love oolong tea from Taiwan")).await;
+    let (gym, code, mornings, leaky) = locker_facts(store, &locker).await;
     let fact = MemoryKind::Fact;
-    let code = stored(
-        store,
-        derived("The user's locker code is tok123", fact, &[&locker]),
-    )
-    .await;
-    let mornings = stored(
-        store,
-        derived(
-            "The user goes to the gym every morning",
-            fact,
-            &[&locker, &gym],
-        ),
-    )
-    .await;
-    let leaky = stored(
-        store,
-        derived(
-            "The user's locker by the door has code tok123",
-            fact,
-            &[&locker, &gym],
-        ),
-    )
-    .await;
     let oolong = stored(store, derived("The user loves oolong tea", fact, &[&tea])).await;
     // A correction names the fact it corrects, but is the user's own word.
     let mut corrects = Map::new();
@@ -130,7 +126,13 @@ pub(super) async fn forgetting_follows_lineage_and_leaves_a_receipt<S: Conforman
             entry(&weekly, "reflection", "built_on_removed"),
         ]
     );
-    assert_eq!(receipt.changed, [entry(&mornings, "fact", "lost_sources")]);
+    assert_eq!(
+        receipt.changed,
+        [ReceiptEntry {
+            lost_sources: vec![locker.clone()],
+            ..entry(&mornings, "fact", "lost_sources")
+        }]
+    );
     assert_eq!(receipt.artefacts["memory_rows"], 4);
     assert_eq!(receipt.artefacts["entity_links"], 1);
     assert_eq!(receipt.artefacts["query_vectors"], 3);
@@ -201,4 +203,78 @@ pub(super) async fn forgetting_follows_lineage_and_leaves_a_receipt<S: Conforman
         .map(|receipt| receipt.id)
         .collect();
     assert_eq!(left, [erasure.receipt.id]);
+}
+
+/// Whether the memory `id` is active (stored and not soft-deleted).
+async fn active<S: Conformant>(store: &S, id: &str) -> bool {
+    let memory = store.get(id).await.unwrap().expect("the row stays");
+    memory.valid_until.is_none()
+}
+
+pub(super) async fn restoring_a_soft_forget_undoes_what_it_took<S: Conformant>(store: &S) {
+    let locker = stored(store, turn("ana", "s1", "My locker code is tok123")).await;
+    let (gym, code, mornings, leaky) = locker_facts(store, &locker).await;
+    let weekly = stored(
+        store,
+        derived(
+            "Ana guards her gym locker",
+            MemoryKind::Reflection,
+            &[&code],
+        ),
+    )
+    .await;
+
+    let asked = [locker.clone()];
+    let soft = ForgetRequest {
+        soft: true,
+        ..forget_request(&asked, super::at(3, 0))
+    };
+    let forgetting = store.forget(&soft).await.unwrap();
+    assert_eq!(forgetting.receipt.action, "forget_soft");
+    for retired in [&locker, &code, &leaky, &weekly] {
+        assert!(!active(store, retired).await, "{retired} is soft-deleted");
+    }
+    let kept = store.get(&mornings).await.unwrap().unwrap();
+    assert_eq!(kept.source_ids, [gym.as_str()]);
+
+    // A memory the forget took with it comes back alone: it was not what the forget asked for.
+    let alone = store.restore(&code).await.unwrap();
+    assert_eq!(alone.restored, [code.as_str()]);
+    assert!(alone.sources_back.is_empty());
+    assert!(!active(store, &leaky).await, "the rest stays retired");
+
+    // The memory the forget asked for comes back with the rest of what it took.
+    let undone = store.restore(&locker).await.unwrap();
+    assert_eq!(
+        undone.restored,
+        [locker.as_str(), leaky.as_str(), weekly.as_str()]
+    );
+    assert_eq!(undone.sources_back, [mornings.as_str()]);
+    for back in [&locker, &code, &leaky, &weekly, &mornings, &gym] {
+        assert!(active(store, back).await, "{back} is active");
+    }
+    let mornings = store.get(&mornings).await.unwrap().unwrap();
+    assert_eq!(mornings.source_ids, [gym.as_str(), locker.as_str()]);
+    for queued in [&locker, &leaky, &weekly] {
+        let sql = format!("SELECT COUNT(*) AS n FROM embedding_queue WHERE memory_id = '{queued}'");
+        assert_eq!(
+            super::count(store, &sql).await,
+            1,
+            "{queued} waits for its vector"
+        );
+    }
+
+    // Active again, so there is nothing more to restore; and a memory retired otherwise (a
+    // soft forget of it alone, later) comes back by its own receipt, not the first one's.
+    assert!(store.restore(&locker).await.unwrap().restored.is_empty());
+    let leaky_alone = [leaky.clone()];
+    let later = ForgetRequest {
+        soft: true,
+        ..forget_request(&leaky_alone, super::at(4, 0))
+    };
+    store.forget(&later).await.unwrap();
+    let again = store.restore(&leaky).await.unwrap();
+    assert_eq!(again.restored, [leaky.as_str()]);
+    assert!(again.sources_back.is_empty());
+    assert!(active(store, &code).await && active(store, &locker).await);
 }

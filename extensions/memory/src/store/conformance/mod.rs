@@ -396,7 +396,8 @@ on_both_backends!(
         sessions_and_people::a_new_session_reports_each_closed_session_once,
         quarantine::quarantine_is_stored_excluded_listed_and_released,
         trust::origins_are_kept_and_a_contest_waits_for_the_users_confirmation,
-        lineage::forgetting_follows_lineage_and_leaves_a_receipt;
+        lineage::forgetting_follows_lineage_and_leaves_a_receipt,
+        lineage::restoring_a_soft_forget_undoes_what_it_took;
     databases:
         shared_runs::each_scheduled_run_is_claimed_once,
         shared_runs::one_store_at_a_time_leases_a_sessions_consolidation;

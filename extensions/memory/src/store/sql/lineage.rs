@@ -90,11 +90,11 @@ pub(crate) async fn trace<D: Dialect>(
             if gone.contains_key(&id) {
                 continue;
             }
-            lineage.removed.push(ReceiptEntry {
-                id: id.clone(),
-                kind: D::text(&row, "kind")?,
-                why: "forgotten".to_owned(),
-            });
+            lineage.removed.push(ReceiptEntry::new(
+                id.clone(),
+                D::text(&row, "kind")?,
+                "forgotten",
+            ));
             owners.insert(D::text(&row, "owner")?);
             gone.insert(id, D::text(&row, "content")?);
         }
@@ -152,10 +152,8 @@ pub(crate) async fn trace<D: Dialect>(
                         || !stands_without(&candidate.content, lost_texts, &left_texts))
                     .then_some("not_grounded_without_source")
                 };
-                let entry = |why: &str| ReceiptEntry {
-                    id: candidate.id.clone(),
-                    kind: candidate.kind.as_str().to_owned(),
-                    why: why.to_owned(),
+                let entry = |why: &str| {
+                    ReceiptEntry::new(candidate.id.clone(), candidate.kind.as_str(), why)
                 };
                 match why {
                     Some(why) => {
@@ -165,13 +163,22 @@ pub(crate) async fn trace<D: Dialect>(
                         gone.insert(candidate.id.clone(), candidate.content.clone());
                     }
                     None => {
-                        let kept: Vec<String> = candidate
+                        let (kept, lost_now): (Vec<String>, Vec<String>) = candidate
                             .sources
                             .iter()
-                            .filter(|id| !gone.contains_key(*id))
                             .cloned()
-                            .collect();
-                        changed.insert(candidate.id.clone(), (entry("lost_sources"), kept));
+                            .partition(|id| !gone.contains_key(id));
+                        // What an earlier step of this trace took from it too.
+                        let mut lost_sources = changed
+                            .remove(&candidate.id)
+                            .map(|(entry, _)| entry.lost_sources)
+                            .unwrap_or_default();
+                        lost_sources.extend(lost_now);
+                        let entry = ReceiptEntry {
+                            lost_sources,
+                            ..entry("lost_sources")
+                        };
+                        changed.insert(candidate.id.clone(), (entry, kept));
                     }
                 }
             }
@@ -350,11 +357,10 @@ pub(crate) async fn remove_unmentioned_entities<D: Dialect>(
         let mut delete = QueryBuilder::<D>::new("DELETE FROM entities WHERE ");
         D::push_one_of(&mut delete, "id", &ids);
         D::execute(connection, delete).await?;
-        removed.extend(ids.into_iter().map(|id| ReceiptEntry {
-            id,
-            kind: "entity".to_owned(),
-            why: "no_mentions_left".to_owned(),
-        }));
+        removed.extend(
+            ids.into_iter()
+                .map(|id| ReceiptEntry::new(id, "entity", "no_mentions_left")),
+        );
     }
     Ok(removed)
 }

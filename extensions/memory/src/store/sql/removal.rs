@@ -125,11 +125,11 @@ impl<S: SqlStore> MemoryRemoval for S {
         let rows = S::Db::rows(&mut tx, query).await?;
         let mut removed = Vec::with_capacity(rows.len());
         for row in &rows {
-            removed.push(ReceiptEntry {
-                id: S::Db::text(row, "id")?,
-                kind: S::Db::text(row, "kind")?,
-                why: "erased".to_owned(),
-            });
+            removed.push(ReceiptEntry::new(
+                S::Db::text(row, "id")?,
+                S::Db::text(row, "kind")?,
+                "erased",
+            ));
         }
         let ids: Vec<String> = removed.iter().map(|entry| entry.id.clone()).collect();
         let mut artefacts = lineage::count_artefacts::<S::Db>(&mut tx, &ids).await?;
@@ -140,11 +140,11 @@ impl<S: SqlStore> MemoryRemoval for S {
         let mut query = QueryBuilder::<S::Db>::new("SELECT id FROM entities WHERE owner_id = ");
         query.text(user_id);
         for row in S::Db::rows(&mut tx, query).await? {
-            removed.push(ReceiptEntry {
-                id: S::Db::text(&row, "id")?,
-                kind: "entity".to_owned(),
-                why: "erased".to_owned(),
-            });
+            removed.push(ReceiptEntry::new(
+                S::Db::text(&row, "id")?,
+                "entity",
+                "erased",
+            ));
         }
         let session_ids = user_sessions::<S::Db>(&mut tx, user_id).await?;
         forget_user_cached_vectors::<S::Db>(&mut tx, user_id).await?;
