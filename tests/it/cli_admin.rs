@@ -153,3 +153,54 @@ fn the_readme_forget_takes_what_was_derived_and_prints_the_receipt() {
     let again = run(dir.path(), config, &["forget", "ep_locker"]);
     assert!(!again.status.success(), "gone: {again:?}");
 }
+
+/// Under `forget = "soft"`, `mnemo restore` of the turn a forget asked for undoes that forget:
+/// what it soft-deleted with it comes back, and the fact it changed gets its source back.
+#[test]
+fn restoring_a_soft_forget_brings_back_what_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[extensions.embedding]\nenabled = false\n[extensions.ner]\n\
+                  [extensions.memory]\nforget = \"soft\"\n";
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/lineage.jsonl");
+    let imported = run(dir.path(), config, &["import", example.to_str().unwrap()]);
+    assert!(imported.status.success(), "{imported:?}");
+    let forgot = run(dir.path(), config, &["forget", "ep_locker"]);
+    assert!(forgot.status.success(), "{forgot:?}");
+    let printed = String::from_utf8_lossy(&forgot.stdout);
+    assert!(
+        printed.contains("changed fact fact_gym (lost_sources: ep_locker)"),
+        "{printed}"
+    );
+    let searched = run(
+        dir.path(),
+        config,
+        &["search", "--user", "ana", "locker code"],
+    );
+    let found = String::from_utf8_lossy(&searched.stdout);
+    assert!(!found.contains("fact_code"), "soft-deleted: {found}");
+
+    let restored = run(dir.path(), config, &["restore", "ep_locker"]);
+    assert!(restored.status.success(), "{restored:?}");
+    let printed = String::from_utf8_lossy(&restored.stdout);
+    for line in [
+        "restored ep_locker: active again",
+        "  restored fact_code (its forget took it with ep_locker)",
+        "  restored fact_door (its forget took it with ep_locker)",
+        "  restored ref_week (its forget took it with ep_locker)",
+        "  sources back: fact_gym",
+    ] {
+        assert!(printed.contains(line), "{line:?} in {printed}");
+    }
+    let searched = run(
+        dir.path(),
+        config,
+        &["search", "--user", "ana", "locker code"],
+    );
+    let found = String::from_utf8_lossy(&searched.stdout);
+    assert!(found.contains("fact_code"), "back: {found}");
+    let again = run(dir.path(), config, &["restore", "ep_locker"]);
+    assert!(
+        !again.status.success(),
+        "nothing left to restore: {again:?}"
+    );
+}
