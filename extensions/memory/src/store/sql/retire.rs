@@ -91,21 +91,20 @@ impl<S: SqlStore> SoftForget for S {
             for row in S::Db::rows(&mut tx, restore).await? {
                 restoration.restored.push(S::Db::text(&row, "id")?);
             }
+            // Each waits for its vector again (those of the chunk active now).
+            let mut queue = QueryBuilder::<S::Db>::new(
+                "INSERT INTO embedding_queue (memory_id, enqueued_at) \
+                 SELECT id, created_at FROM memories WHERE valid_until IS NULL AND id IN ",
+            );
+            queue
+                .text_list(chunk)
+                .push(" ON CONFLICT (memory_id) DO NOTHING");
+            S::Db::execute(&mut tx, queue).await?;
         }
         // The one asked for first, the rest in the receipt's order.
         restoration
             .restored
             .sort_by_key(|restored| ids.iter().position(|id| id == restored));
-        for restored in &restoration.restored {
-            let mut queue = QueryBuilder::<S::Db>::new(
-                "INSERT INTO embedding_queue (memory_id, enqueued_at) \
-                 SELECT id, created_at FROM memories WHERE id = ",
-            );
-            queue
-                .text(restored.as_str())
-                .push(" ON CONFLICT (memory_id) DO NOTHING");
-            S::Db::execute(&mut tx, queue).await?;
-        }
         for changed in undone.iter().flat_map(|receipt| &receipt.changed) {
             if give_sources_back::<S::Db>(&mut tx, changed).await? {
                 restoration.sources_back.push(changed.id.clone());

@@ -60,17 +60,12 @@ pub(super) async fn end_removal(
     Ok(())
 }
 
-/// Whether a removal marked a merge due (a read; the checkpointer's test each round).
-pub(super) async fn merge_due(pool: &SqlitePool) -> sqlx::Result<bool> {
-    due(pool).await
-}
-
 /// Merges the index if a merge is due, in a transaction of its own that clears the mark; the
 /// caller holds the store's write lock. True when it merged.
 pub(super) async fn merge_if_due(pool: &SqlitePool) -> sqlx::Result<bool> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     // Another process may have merged it meanwhile.
-    if !due(&mut *tx).await? {
+    if !merge_due(&mut *tx).await? {
         return Ok(false);
     }
     merge(&mut tx).await?;
@@ -78,8 +73,8 @@ pub(super) async fn merge_if_due(pool: &SqlitePool) -> sqlx::Result<bool> {
     Ok(true)
 }
 
-/// Whether a merge is due.
-async fn due<'c, E>(executor: E) -> sqlx::Result<bool>
+/// Whether a removal marked a merge due (a read: the checkpointer's test each round).
+pub(super) async fn merge_due<'c, E>(executor: E) -> sqlx::Result<bool>
 where
     E: sqlx::Executor<'c, Database = sqlx::Sqlite>,
 {
